@@ -1,0 +1,119 @@
+"""Build a reference model (real, meta or fake) and the inputs of one prefill or decode step.
+
+Real builds initialise on the CPU under a private RNG seeded with ``seed`` and then move, so a seed gives
+the same weights on every device and leaves the global RNG alone. ``fake=True`` builds inside a
+``FakeTensorMode``: parameters are FakeTensors (shape, dtype, device, no storage), enough to trace or
+cost a 70B model on a laptop. ``device="meta"`` is the storage-free variant without a fake mode.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch import nn
+
+from common.errors import DFAError
+from common.models.block import TinyTransformerBlock
+from common.models.config import ModelConfig, resolve_config
+from common.models.decoder import DecoderLM, KVCache
+
+PHASES = ("prefill", "decode")
+
+
+def _fake_tensor_mode_cls():
+    try:  # private module, public in all but name since torch 2.0; guard it anyway
+        from torch._subclasses.fake_tensor import FakeTensorMode
+    except ImportError as exc:  # pragma: no cover - depends on the torch build
+        raise DFAError(f"fake=True needs torch._subclasses.fake_tensor.FakeTensorMode, which torch "
+                       f"{torch.__version__} does not provide ({exc}); use device='meta' instead") from None
+    return FakeTensorMode
+
+
+def fake_mode_of(model: nn.Module):
+    """The FakeTensorMode that owns ``model``'s parameters, or None for a real/meta model.
+
+    Run a fake model inside it: ``with fake_mode_of(m): m(*args, **kwargs)``.
+    """
+    for p in model.parameters():
+        mode = getattr(p, "fake_mode", None)
+        if mode is not None:
+            return mode
+    return None
+
+
+def build_model(name_or_config: str | ModelConfig, *, seed: int = 0, dtype: torch.dtype = torch.float32,
+                device: torch.device | str = "cpu", fake: bool = False) -> DecoderLM:
+    """A ``DecoderLM`` for a config name, a ``config.json`` path, or a ``ModelConfig``."""
+    config = resolve_config(name_or_config)
+    if fake:  # built in dtype: Module.to() cannot swap FakeTensor parameters
+        with _fake_tensor_mode_cls()(), torch.device(device):
+            return DecoderLM(config, dtype=dtype)
+    if torch.device(device).type == "meta":
+        with torch.device("meta"):
+            return DecoderLM(config, dtype=dtype)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = DecoderLM(config)
+    return model.to(device=device, dtype=dtype)
+
+
+def build_block(name_or_config: str | ModelConfig = "tiny-block", *, causal: bool = True, seed: int = 0,
+                dtype: torch.dtype = torch.float32,
+                device: torch.device | str = "cpu") -> TinyTransformerBlock:
+    """``TinyTransformerBlock(d_model, n_heads, ffn_dim, causal)`` sized by a config; PyTorch default init.
+
+    A separate builder because a block is not a language model: input (B, T, d_model), no tokens or cache.
+    """
+    config = resolve_config(name_or_config)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        block = TinyTransformerBlock(config.d_model, config.n_heads, config.ffn_dim, causal=causal)
+    return block.to(device=device, dtype=dtype)
+
+
+def _positive_int(what: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise DFAError(f"{what} must be a positive int, got {value!r}")
+    return value
+
+
+def step_inputs(model_or_config: nn.Module | str | ModelConfig, phase: str, batch: int, seq: int, *,
+                fake_mode=None, dtype: torch.dtype | None = None,
+                with_cache: bool = False) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(args, kwargs)`` for one ``model(*args, **kwargs)`` step.
+
+    prefill: tokens (batch, seq); no cache, or with ``with_cache`` a fresh KVCache(max_seq=seq), start_pos 0.
+    decode:  tokens (batch, 1), a zero KVCache(max_seq=seq+1) standing for ``seq`` cached tokens,
+             start_pos=seq.
+    Device and cache dtype follow a given model (dtype overrides); a fake model's own mode is used unless
+    ``fake_mode`` is given. With a fake mode every tensor is created inside it.
+    """
+    if isinstance(model_or_config, DecoderLM):
+        config = model_or_config.config
+        param = next(model_or_config.parameters())
+        device, dtype = param.device, dtype or param.dtype
+        fake_mode = fake_mode if fake_mode is not None else fake_mode_of(model_or_config)
+    elif isinstance(model_or_config, nn.Module):
+        raise DFAError(f"step_inputs needs a DecoderLM or a model config, "
+                       f"got {type(model_or_config).__name__}")
+    else:
+        config, device, dtype = resolve_config(model_or_config), "cpu", dtype or torch.float32
+    if phase not in PHASES:
+        raise DFAError(f"unknown phase {phase!r}; valid: {', '.join(PHASES)}")
+    _positive_int("batch", batch)
+    _positive_int("seq", seq)
+    positions = seq + 1 if phase == "decode" else seq
+    if positions > config.max_seq_len:
+        raise DFAError(f"{phase} with seq={seq} needs {positions} positions; model {config.name!r} has "
+                       f"max_seq_len={config.max_seq_len}")
+    with fake_mode if fake_mode is not None else contextlib.nullcontext():
+        t = 1 if phase == "decode" else seq
+        tokens = (torch.arange(batch * t, device=device) % config.vocab_size).view(batch, t)  # (B, T)
+        if phase == "decode":
+            return (tokens,), {"cache": KVCache.empty(config, batch, seq + 1, dtype=dtype, device=device),
+                               "start_pos": seq}
+        if with_cache:
+            return (tokens,), {"cache": KVCache.empty(config, batch, seq, dtype=dtype, device=device),
+                               "start_pos": 0}
+        return (tokens,), {}
