@@ -1,0 +1,28 @@
+"""Simulated accelerator backends: one shared compiler pipeline, one policy module per architecture.
+
+``BACKENDS`` maps a name (gpu, tpu, wse, lpu, spyre) to its policy class, found by module name like tinygrad's
+``ops_<device>.py``. ``simulate`` runs a workload through one of them; importing ``common`` registers each as
+a ``torch.compile`` backend named ``dfa_<name>`` (see ``common.sim.compile``).
+"""
+from __future__ import annotations
+
+import importlib
+
+from common.errors import unknown
+
+BACKEND_NAMES = ("gpu", "tpu", "wse", "lpu", "spyre")
+
+
+def get_backend(name: str):
+    """The policy class of backend ``name`` ('gpu' or 'dfa_gpu')."""
+    key = str(name).lower().removeprefix("dfa_")
+    if key not in BACKEND_NAMES:
+        raise unknown("backend", name, BACKEND_NAMES)
+    module = importlib.import_module(f"common.sim.{key}")
+    return next(v for v in vars(module).values()
+                if isinstance(v, type) and getattr(v, "name", None) == key and v.__module__ == module.__name__)
+
+
+from common.sim.run import simulate, simulate_llm, simulate_op  # noqa: E402
+
+__all__ = ["BACKEND_NAMES", "get_backend", "simulate", "simulate_llm", "simulate_op"]

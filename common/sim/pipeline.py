@@ -1,0 +1,192 @@
+"""The shared compiler pipeline: decompose -> fuse -> tile/layout -> place -> schedule -> execute (costs).
+
+Every architecture runs these same passes; a ``Policy`` (one small module per architecture) answers the
+questions each pass asks: which ops are native, what may fuse, how a kernel is tiled, where its bytes live,
+how long it takes and how kernels are ordered in time. Each stage's output is kept in ``program.stages``.
+
+Input: an aten-level ``GraphModule`` annotated by ``common.costs.annotate`` (``meta["cost"]``, ``meta["val"]``).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pandas as pd
+import torch
+import torch.fx as fx
+
+from common.costs import FLOPS_PER_INPUT_ELEMENT, NodeCost, op_name, touched_bytes
+from common.sim.program import Kernel, Op, Program
+
+aten = torch.ops.aten
+
+MATMUL_OPS = {"aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.convolution", "aten.linear",
+              "aten.matmul", "aten._scaled_dot_product_flash_attention_for_cpu",
+              "aten._scaled_dot_product_efficient_attention", "aten._scaled_dot_product_flash_attention"}
+COPY_OPS = {"aten.clone", "aten.copy_", "aten._to_copy", "aten.cat", "aten.stack", "aten.slice_scatter",
+            "aten.index_put", "aten.index_put_", "aten.constant_pad_nd", "aten.repeat", "aten.copy",
+            "aten.contiguous"}
+GATHER_OPS = {"aten.embedding", "aten.index_select", "aten.index", "aten.gather"}
+REDUCTION_OPS = {f"aten.{p.__name__}" for p in FLOPS_PER_INPUT_ELEMENT} - {
+    "aten.rsqrt", "aten.gelu", "aten.silu", "aten.sigmoid", "aten.tanh", "aten.exp", "aten.pow"}
+
+
+def op_kind(name: str) -> str:
+    if name in MATMUL_OPS:
+        return "matmul"
+    if name in COPY_OPS:
+        return "copy"
+    if name in GATHER_OPS:
+        return "gather"
+    if name in REDUCTION_OPS:
+        return "reduction"
+    return "pointwise"
+
+
+def _root(node: fx.Node) -> fx.Node:
+    """Follow view ops back to the node that owns the storage."""
+    while True:
+        cost: NodeCost | None = node.meta.get("cost")
+        if node.op in ("placeholder", "get_attr") or cost is None or not cost.is_view:
+            return node
+        producers = [a for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
+        if not producers:
+            return node
+        node = producers[0]
+
+
+def _mnk(node: fx.Node) -> tuple | None:
+    """(batch, M, K, N) of a matmul node from its operand shapes."""
+    tensors = [a.meta.get("val") for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
+    name = op_name(node)
+    if name in ("aten.mm", "aten.addmm") and len(tensors) >= 2:
+        a, b = tensors[-2], tensors[-1]
+        return (1, a.shape[0], a.shape[1], b.shape[1])
+    if name in ("aten.bmm", "aten.baddbmm") and len(tensors) >= 2:
+        a, b = tensors[-2], tensors[-1]
+        return (a.shape[0], a.shape[1], a.shape[2], b.shape[2])
+    return None
+
+
+def decompose(gm: fx.GraphModule, policy) -> list[Op]:
+    """Stage 1: aten nodes -> ``Op`` records, each classified by kind and by the policy's op coverage."""
+    ops = []
+    for node in gm.graph.nodes:
+        cost: NodeCost | None = node.meta.get("cost")
+        if node.op != "call_function" or cost is None or cost.is_view:
+            continue
+        name = op_name(node)
+        in_bytes: dict[str, float] = defaultdict(float)
+        params = []
+        for arg in node.all_input_nodes:
+            val = arg.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                src = _root(arg)
+                in_bytes[src.name] = max(in_bytes[src.name], float(touched_bytes(val)))
+                if src.meta.get("kind") == "param":
+                    params.append(src.meta.get("source", src.name))
+        if name == "aten.copy_":  # the destination is written, not read
+            dest = _root(node.all_input_nodes[0]).name
+            in_bytes.pop(dest, None)
+        coverage, parts = policy.coverage(name)
+        ops.append(Op(node.name, name, op_kind(name), coverage, cost.flops, cost.bytes_written, dict(in_bytes),
+                      cost.shape, cost.dtype, _mnk(node) if op_kind(name) == "matmul" else None, parts,
+                      tuple(params)))
+    _mark_attention(ops)
+    return ops
+
+
+def _mark_attention(ops: list[Op]) -> None:
+    """Tag bmm -> (pointwise | softmax | copy)* -> bmm chains, the pattern flash-attention kernels replace."""
+    by_name = {o.name: o for o in ops}
+    consumers = defaultdict(list)
+    for o in ops:
+        for p in o.in_bytes:
+            consumers[p].append(o)
+    pattern_id = 0
+    for start in ops:
+        if start.op != "aten.bmm" or start.pattern:
+            continue
+        chain, cur, seen_softmax = [start], start, False
+        while len(consumers[cur.name]) == 1:
+            nxt = consumers[cur.name][0]
+            if nxt.op == "aten.bmm":
+                if seen_softmax:
+                    chain.append(nxt)
+                    for o in chain:
+                        o.pattern = f"attention{pattern_id}"
+                    pattern_id += 1
+                break
+            if nxt.kind not in ("pointwise", "reduction", "copy"):
+                break
+            seen_softmax |= nxt.op in ("aten._softmax", "aten._safe_softmax")
+            chain.append(nxt)
+            cur = nxt
+    del by_name
+
+
+def fuse(ops: list[Op], policy) -> list[Kernel]:
+    """Stage 2: greedy fusion in program order. An op joins the most recent kernel when it consumes one of that
+    kernel's ops and ``policy.can_fuse(kernel, op)`` allows it; fallback ops always stand alone."""
+    kernels: list[Kernel] = []
+    owner: dict[str, Kernel] = {}
+    for op in ops:
+        last = kernels[-1] if kernels else None
+        feeds = last is not None and any(owner.get(p) is last for p in op.in_bytes)
+        if (last is not None and feeds and op.coverage != "fallback" and last.kind != "fallback"
+                and policy.can_fuse(last, op)):
+            last.ops.append(op)
+            if op.pattern.startswith("attention") and last.ops[0].op == "aten.bmm":
+                last.kind = "attention"
+            elif last.kind not in ("matmul", "attention") and op.kind == "matmul":
+                last.kind = "matmul"
+        else:
+            kind = "fallback" if op.coverage == "fallback" else ("pointwise" if op.kind == "view" else op.kind)
+            last = Kernel(f"k{len(kernels)}", kind, [op])
+            kernels.append(last)
+        owner[op.name] = last
+    _boundary_bytes(kernels, ops)
+    return kernels
+
+
+def _boundary_bytes(kernels: list[Kernel], ops: list[Op]) -> None:
+    """What crosses each kernel boundary: inputs from outside (deduplicated), outputs consumed outside."""
+    owner = {o.name: k for k in kernels for o in k.ops}
+    consumers = defaultdict(set)
+    for o in ops:
+        for p in o.in_bytes:
+            consumers[p].add(owner[o.name].name)
+    for k in kernels:
+        k.inputs, k.outputs = {}, {}
+        for o in k.ops:
+            for p, b in o.in_bytes.items():
+                if owner.get(p) is not k:
+                    k.inputs[p] = max(k.inputs.get(p, 0.0), b)
+            outside = consumers[o.name] - {k.name}
+            if outside or not consumers[o.name]:  # consumed elsewhere, or a graph output / side effect
+                k.outputs[o.name] = o.out_bytes
+
+
+def kernels_frame(program: Program) -> pd.DataFrame:
+    """One row per kernel: what fused, its tiling, bytes per level (the inspectable 'program listing')."""
+    rows = []
+    for k in program.kernels:
+        row = {"kernel": k.name, "kind": k.kind, "ops": " + ".join(o.op.replace("aten.", "") for o in k.ops),
+               "flops": k.flops, "padded_flops": k.padded_flops, "layer": k.layer}
+        row.update({f"bytes_{lvl}": b for lvl, b in k.bytes.items()})
+        row.update({f"tile_{key}": v for key, v in k.tiling.items() if not isinstance(v, (dict, list))})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Program:
+    """Run decompose -> fuse -> tile -> place on an annotated aten graph; scheduling happens in ``execute``."""
+    ops = decompose(gm, policy)
+    kernels = fuse(ops, policy)
+    for k in kernels:
+        k.layer = layer
+        policy.tile(k)
+        policy.place(k)
+    program = Program(policy.name, policy.chip.name, policy.n_chips, policy.dtype, kernels)
+    program.stages.update(decompose=ops, fuse=[[o.op for o in k.ops] for k in kernels])
+    program.notes.extend(policy.notes())
+    return program

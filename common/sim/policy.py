@@ -1,0 +1,193 @@
+"""The ``Policy`` interface every architecture implements, with the defaults most of them share.
+
+A policy holds the chip record (from the catalog), the chip count and dtype, and answers the pipeline's
+questions. Costs follow one rule everywhere (``kernel_time``): a kernel takes at least
+``max(FLOPs / peak, bytes_L / bandwidth_L for every level L)`` - the roofline floor - and tiling waste
+(padded FLOPs) or derated bandwidth can only make it longer. Fixed overheads are separate, named events.
+"""
+from __future__ import annotations
+
+from common.chips import Chip, canonical_dtype, get_chip
+from common.errors import DFAError
+from common.sim.program import Event, Kernel
+
+
+class Policy:
+    name = "reference"
+    kind = ""  # catalog kind of the chips this policy targets
+    default_chip = ""
+    critical_engine = "device"  # the engine whose busy/idle time is the step time
+    # Op coverage. ``native=None`` means every aten op runs natively.
+    native: set[str] | None = None
+    decomposed: dict[str, tuple[str, ...]] = {}
+    fallback: set[str] = set()
+    row_parallel = ("o_proj", "down_proj", "out_proj", "fc2", "c_proj")  # tensor-parallel all-reduce points
+
+    def __init__(self, chip: str | Chip | None = None, n_chips: int | None = None, dtype: str | None = None,
+                 **options):
+        self.chip = get_chip(chip or self.default_chip)
+        if self.kind and self.chip.kind != self.kind:
+            raise DFAError(f"backend {self.name!r} simulates {self.kind} chips; {self.chip.name!r} is a "
+                           f"{self.chip.kind} (try one of: {', '.join(self.chip_choices())})")
+        self.dtype = canonical_dtype(dtype or self.native_dtype())
+        self.peak, self.peak_is_estimate = self.chip.compute_peak(self.dtype)  # raises for unsupported dtypes
+        if n_chips is not None and n_chips < 1:
+            raise DFAError(f"chips must be >= 1, got {n_chips}")
+        self.n_chips = n_chips or 1
+        self.options = options
+
+    # ---- identity -------------------------------------------------------------------------------------
+    @classmethod
+    def chip_choices(cls) -> list[str]:
+        from common.chips import chips_of_kind
+        return [c.name for c in chips_of_kind(cls.kind)]
+
+    def native_dtype(self) -> str:
+        """The 16-bit type the chip computes in natively (bf16 where supported, else fp16)."""
+        return "bf16" if self.chip.supports("bf16") else "fp16"
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.peak_is_estimate:
+            est = self.chip.estimates[f"dense_{self.dtype}_flops"]
+            out.append(f"{self.chip.name} {self.dtype} peak is an estimate: {est.derivation}")
+        return out
+
+    # ---- stage 1: decompose ----------------------------------------------------------------------------
+    def coverage(self, op: str) -> tuple[str, tuple[str, ...]]:
+        if op in self.fallback:
+            return "fallback", ()
+        if op in self.decomposed:
+            return "decomposed", self.decomposed[op]
+        if self.native is None or op in self.native:
+            return "native", ()
+        return "fallback", ()
+
+    # ---- stage 2: fuse ---------------------------------------------------------------------------------
+    def can_fuse(self, kernel: Kernel, op) -> bool:
+        return False
+
+    # ---- stage 3: tile / layout ------------------------------------------------------------------------
+    def tile(self, kernel: Kernel) -> None:
+        kernel.padded_flops = kernel.flops
+        kernel.tiling = {"efficiency": 1.0}
+
+    # ---- stage 4: place --------------------------------------------------------------------------------
+    @property
+    def main_level(self) -> str:
+        return self.chip.main_memory.name
+
+    def place(self, kernel: Kernel) -> None:
+        """Default: a kernel streams its inputs and outputs from main memory; its intermediates stay on chip."""
+        external = sum(kernel.inputs.values()) + sum(kernel.outputs.values())
+        internal = sum(o.out_bytes for o in kernel.ops) - sum(kernel.outputs.values())
+        kernel.bytes = {self.main_level: external}
+        if internal > 0 and self.chip.on_chip:
+            kernel.bytes[self.chip.on_chip[0].name] = 2 * internal  # written once, read once
+
+    # ---- stage 5: costs --------------------------------------------------------------------------------
+    def bandwidth(self, level: str) -> float | None:
+        bw = self.chip.level(level).bandwidth
+        if bw and level == self.main_level:
+            bw *= self.achievable_bandwidth_fraction()
+        return bw
+
+    def achievable_bandwidth_fraction(self) -> float:
+        est = self.chip.estimates.get("achievable_bandwidth_fraction")
+        return est.value if est else 1.0
+
+    def kernel_time(self, kernel: Kernel, share: float = 1.0) -> tuple[float, str, float, dict]:
+        """(duration, bound, floor, detail) of one kernel doing ``share`` of its work on one chip."""
+        flops = kernel.flops * share
+        compute = kernel.padded_flops * share / self.peak
+        floor = flops / self.peak
+        mem = {}
+        for level, nbytes in kernel.bytes.items():
+            spec_bw = self.chip.level(level).bandwidth
+            bw = self.bandwidth(level)
+            if bw:
+                mem[level] = nbytes * share / bw
+                floor = max(floor, nbytes * share / spec_bw)
+        slowest = max(mem, key=mem.get) if mem else None
+        duration = max([compute, *mem.values()])
+        bound = "compute" if not mem or compute >= mem[slowest] else "memory"
+        return duration, bound, floor, {"compute_s": compute, **{f"{k}_s": v for k, v in mem.items()}}
+
+    def kernel_event(self, kernel: Kernel, start: float, engine: str, chip: int = 0, share: float = 1.0) -> Event:
+        duration, bound, floor, detail = self.kernel_time(kernel, share)
+        detail.update(ops=kernel.op_names, **{k: v for k, v in kernel.tiling.items() if not isinstance(v, dict)})
+        if self.parallelism == "tensor" and self.n_chips > 1:
+            detail["replicas"] = self.n_chips  # every chip runs this event on its shard
+        return Event(kernel.name, "compute", engine, start, duration, chip, kernel.flops * share,
+                     {k: v * share for k, v in kernel.bytes.items()}, bound, kernel.name, floor, detail)
+
+    # ---- stage 6: schedule -----------------------------------------------------------------------------
+    def schedule(self, kernels: list[Kernel], start: float = 0.0) -> list[Event]:
+        """Default: a static in-order schedule on one engine; each kernel starts when the previous ends."""
+        events, t = [], start
+        for k in kernels:
+            ev = self.kernel_event(k, t, self.critical_engine)
+            events.append(ev)
+            t = ev.end
+        return events
+
+    # ---- the whole run: chip count, segments x repeats, tensor parallelism ----------------------------
+    max_chips = 1
+    parallelism = "tensor"  # "tensor" (split every layer) or "pipeline" (layers to chips in order)
+
+    def fit(self, workload) -> None:
+        """Pick (or check) the chip count: the fewest chips whose main memory holds weights + KV cache."""
+        capacity = self.chip.main_memory.total_capacity
+        need = max(1, -(-int(workload.resident_bytes) // int(capacity)))
+        if self.parallelism == "tensor":  # tensor parallelism splits heads: keep a power of two
+            need = 1 << (need - 1).bit_length()
+        if need > self.max_chips:
+            raise DFAError(f"{workload.name} needs {workload.resident_bytes / 1e9:.1f} GB for weights + KV cache; "
+                           f"{self.max_chips}x {self.chip.name} hold {self.max_chips * capacity / 1e9:.1f} GB "
+                           f"(max chips for {self.name}: {self.max_chips})")
+        if self.options.get("explicit_chips"):
+            if self.n_chips < need:
+                raise DFAError(f"{workload.name} needs {need}x {self.chip.name} for weights + KV cache "
+                               f"({workload.resident_bytes / 1e9:.1f} GB); --chips {self.n_chips} is too few")
+            if self.n_chips > self.max_chips:
+                raise DFAError(f"--chips {self.n_chips} exceeds the {self.name} maximum of {self.max_chips}")
+        else:
+            self.n_chips = need
+
+    def share(self, kernel: Kernel) -> float:
+        """Fraction of a kernel one chip does under tensor parallelism: matmuls and attention split n ways."""
+        if self.n_chips > 1 and self.parallelism == "tensor" and kernel.kind in ("matmul", "attention"):
+            return 1.0 / self.n_chips
+        return 1.0
+
+    def allreduce_event(self, kernel: Kernel, start: float, engine: str) -> Event | None:
+        """Ring all-reduce after a row-parallel matmul: 2 (n-1)/n x bytes over one direction of the links."""
+        n = self.n_chips
+        if n == 1 or self.parallelism != "tensor" or not any(
+                any(p in name for p in self.row_parallel) for o in kernel.ops for name in o.params):
+            return None
+        if not self.chip.link_bandwidth:
+            raise DFAError(f"{self.chip.name} has no published chip-to-chip bandwidth; use --chips 1")
+        nbytes = sum(kernel.outputs.values())
+        wire = 2 * (n - 1) / n * nbytes
+        duration = wire / (self.chip.link_bandwidth / 2)
+        return Event(f"allreduce({kernel.name})", "comm", engine, start, duration, 0, 0.0, {"link": wire},
+                     "communication", kernel.name, duration, {"algorithm": "ring", "chips": n, "replicas": n})
+
+    def run(self, programs, workload) -> list[Event]:
+        """Segments in order, each repeated; a segment's schedule is computed once and shifted per repeat."""
+        events, t = [], 0.0
+        for program, segment in zip(programs, workload.segments, strict=True):
+            once = self.schedule(program.kernels, 0.0)
+            span = max((e.end for e in once), default=0.0)
+            for r in range(segment.repeat):
+                for e in once:
+                    events.append(Event(e.name if segment.repeat == 1 else f"L{r}.{e.name}", e.kind, e.engine,
+                                        t + e.start, e.duration, e.chip, e.flops, e.bytes, e.bound, e.kernel,
+                                        e.floor, e.detail))
+                t += span
+        return events
+
+    def counters(self, events) -> dict:
+        """Hardware-counter-like totals; Spyre overrides with its LPDDR<->LX traffic counters."""
+        return {}

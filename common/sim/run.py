@@ -1,0 +1,96 @@
+"""Entry points: simulate a workload, a named LLM step, or one operator on one backend."""
+from __future__ import annotations
+
+import torch
+
+from common.chips import canonical_dtype
+from common.errors import DFAError
+from common.sim.pipeline import compile_graph
+from common.sim.report import Report
+from common.sim.workload import TORCH_DTYPES, Workload, graph_workload, llm_step
+
+
+def make_policy(backend: str, chip=None, chips: int | None = None, dtype: str | None = None, **options):
+    from common.sim import get_backend
+    cls = get_backend(backend)
+    return cls(chip, chips, dtype, explicit_chips=chips is not None, **options)
+
+
+def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None = None, dtype: str | None = None,
+             **options) -> Report:
+    """Compile every segment of ``workload`` for ``backend`` and run it on the cost model."""
+    policy = make_policy(backend, chip, chips, dtype or workload.dtype, **options)
+    policy.fit(workload)
+    programs = [compile_graph(seg.gm, policy) for seg in workload.segments]
+    events = policy.run(programs, workload)
+    notes = list(dict.fromkeys(n for p in programs for n in p.notes))
+    return Report(policy.name, policy.chip.name, policy.n_chips, policy.dtype, events, programs,
+                  policy.critical_engine, workload.name, workload.phase, workload.batch, workload.seq,
+                  workload.tokens, policy.peak, policy.counters(events), notes)
+
+
+def simulate_llm(model: str, backend: str, *, phase: str = "decode", batch: int = 1, seq: int = 1024,
+                 chip=None, chips: int | None = None, dtype: str | None = None, **options) -> Report:
+    """One prefill or decode step of a named (or config.json) LLM, captured on fake tensors."""
+    if batch <= 0 or seq <= 0:
+        raise DFAError(f"batch and seq must be positive, got batch={batch}, seq={seq}")
+    dt = dtype or make_policy(backend, chip, None, None).dtype  # the chip's native 16-bit type
+    workload = llm_step(model, phase, batch, seq, canonical_dtype(dt))
+    return simulate(workload, backend, chip=chip, chips=chips, dtype=dt, **options)
+
+
+OPS = ("matmul", "sdpa", "softmax", "layernorm", "gelu", "add", "clone")
+
+
+def op_workload(op: str, shape: tuple[int, ...], dtype: str = "fp16") -> Workload:
+    """A one-operator workload: ``matmul`` (M,K,N), ``sdpa`` (B,H,S,D), others take the tensor shape."""
+    if op not in OPS:
+        raise DFAError(f"unknown op {op!r}; valid: {', '.join(OPS)}")
+    if not shape or any(int(s) <= 0 for s in shape):
+        raise DFAError(f"shape must be positive integers, got {shape}")
+    td = TORCH_DTYPES[canonical_dtype(dtype)]
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():  # shapes only: a 4096^3 bf16 matmul is never computed
+        args, fn = _op_args(op, shape, td)
+    return graph_workload(_Fn(fn), args, name=f"{op}{tuple(shape)}", dtype=canonical_dtype(dtype))
+
+
+def _op_args(op: str, shape: tuple, td: torch.dtype):
+    if op == "matmul":
+        if len(shape) != 3:
+            raise DFAError(f"matmul takes --shape M K N, got {shape}")
+        m, k, n = shape
+        args, fn = (torch.empty(m, k, dtype=td), torch.empty(k, n, dtype=td)), torch.mm
+    elif op == "sdpa":
+        if len(shape) != 4:
+            raise DFAError(f"sdpa takes --shape B H S D, got {shape}")
+        q = torch.empty(*shape, dtype=td)
+        args, fn = (q, q.clone(), q.clone()), _attention
+    else:
+        x = torch.empty(*shape, dtype=td)
+        fn = {"softmax": lambda t: torch.softmax(t, -1), "gelu": torch.nn.functional.gelu,
+              "layernorm": lambda t: torch.nn.functional.layer_norm(t, t.shape[-1:]),
+              "add": lambda t: t + t, "clone": torch.clone}[op]
+        args = (x,)
+    return args, fn
+
+
+def _attention(q, k, v):
+    """Explicit attention so every backend sees bmm -> softmax -> bmm."""
+    scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5  # (B, H, S, S)
+    return torch.softmax(scores, dim=-1) @ v  # (B, H, S, D)
+
+
+class _Fn(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def simulate_op(op: str, shape, backend: str, *, chip=None, dtype: str | None = None, **options) -> Report:
+    dt = dtype or make_policy(backend, chip, None, None).dtype
+    return simulate(op_workload(op, tuple(int(s) for s in shape), dt), backend, chip=chip, chips=1, dtype=dt,
+                    **options)

@@ -1,0 +1,130 @@
+"""What gets simulated: a model step cut into captured segments, each compiled once and run ``repeat`` times.
+
+Real compilers for big models compile one decoder layer and run it N times (XLA scans over layers, Cerebras
+and Groq place a layer kernel per region or chip). We do the same: an LLM step is
+``prologue`` (embedding, RoPE tables, mask) + ``layer`` x n_layers + ``epilogue`` (norm, LM head), each an
+aten graph captured on FakeTensors and annotated with costs. Cost is linear in the number of layers and a
+70B step is captured in well under a second. Any other model is one segment.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import torch
+import torch.fx as fx
+from torch import nn
+from torch.utils import _pytree as pytree
+
+from common.capture import capture_aten
+from common.chips import DTYPE_BYTES, canonical_dtype
+from common.costs import annotate
+from common.errors import DFAError
+from common.models import ModelConfig, build_model, resolve_config, step_inputs
+
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+                "fp8": torch.bfloat16, "int8": torch.bfloat16}  # 8-bit: shapes traced in 16 bit, bytes rescaled
+
+
+@dataclass
+class Segment:
+    name: str
+    gm: fx.GraphModule
+    repeat: int = 1
+
+
+@dataclass
+class Workload:
+    name: str
+    segments: list[Segment]
+    phase: str = "forward"
+    batch: int = 1
+    seq: int = 1
+    dtype: str = "fp32"
+    tokens: int = 0  # tokens produced (decode) or processed (prefill) by one step
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    config: ModelConfig | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def resident_bytes(self) -> float:
+        """Bytes that must live in device memory for the whole run: weights plus KV cache."""
+        return self.weight_bytes + self.kv_bytes
+
+
+class _Prologue(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.embed_tokens, self.model = model.embed_tokens, [model]  # list: keep the rest out of the state
+
+    def forward(self, tokens, start_pos: int = 0):
+        m, t = self.model[0], tokens.shape[1]
+        cos = m.rope_cos.narrow(0, start_pos, t)  # (T, hd/2)
+        sin = m.rope_sin.narrow(0, start_pos, t)  # (T, hd/2)
+        return self.embed_tokens(tokens), cos, sin, m.causal_mask(t, start_pos)  # x: (B, T, C)
+
+
+class _Epilogue(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.norm, self.lm_head = model.norm, model.lm_head
+
+    def forward(self, x):
+        return self.lm_head(self.norm(x))  # (B, T, vocab)
+
+
+def _annotated(module, args, kwargs=None) -> fx.GraphModule:
+    gm = capture_aten(module, args, kwargs or {})
+    return annotate(gm, *gm.meta["example_inputs"])
+
+
+@lru_cache(maxsize=32)
+def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") -> Workload:
+    """Capture one prefill (``seq`` prompt tokens) or decode step (1 new token after ``seq`` cached)."""
+    config = resolve_config(model)
+    dtype = canonical_dtype(dtype)
+    if batch <= 0 or seq <= 0:
+        raise DFAError(f"batch and seq must be positive, got batch={batch}, seq={seq}")
+    one_layer = dataclasses.replace(config, n_layers=1)
+    m = build_model(one_layer, fake=True, dtype=TORCH_DTYPES[dtype])
+    args, kwargs = step_inputs(m, phase, batch, seq)
+    tokens, cache, start = args[0], kwargs.get("cache"), kwargs.get("start_pos", 0)
+    pro = _annotated(_Prologue(m), (tokens,), {"start_pos": start})
+    out = next(n for n in pro.graph.nodes if n.op == "output")
+    x, cos, sin, mask = [v for v in pytree.tree_leaves(out.meta["val"]) if isinstance(v, torch.Tensor)]
+    kv = None if cache is None else (cache.k[0], cache.v[0])
+    layer = _annotated(m.layers[0], (x, cos, sin, mask, kv, start))
+    epi = _annotated(_Epilogue(m), (x,))
+    scale = DTYPE_BYTES[dtype] / torch.empty((), dtype=TORCH_DTYPES[dtype]).element_size()
+    if scale != 1.0:  # 8-bit weights and KV: traced in 16 bit, every byte count halved
+        for gm in (pro, layer, epi):
+            _scale_bytes(gm, scale)
+    t = tokens.shape[1]
+    return Workload(
+        name=config.name, segments=[Segment("prologue", pro), Segment("layer", layer, config.n_layers),
+                                    Segment("epilogue", epi)],
+        phase=phase, batch=batch, seq=seq, dtype=dtype, tokens=batch * t,
+        weight_bytes=config.n_params * DTYPE_BYTES[dtype],
+        kv_bytes=config.kv_bytes_per_token(DTYPE_BYTES[dtype]) * batch * (seq + (1 if phase == "decode" else 0)),
+        config=config)
+
+
+def _scale_bytes(gm: fx.GraphModule, scale: float) -> None:
+    for n in gm.graph.nodes:
+        c = n.meta.get("cost")
+        if c is not None:
+            n.meta["cost"] = dataclasses.replace(c, bytes_read=c.bytes_read * scale,
+                                                 bytes_written=c.bytes_written * scale)
+
+
+def graph_workload(model: nn.Module, args: tuple, kwargs: dict | None = None, *, name: str | None = None,
+                   dtype: str | None = None) -> Workload:
+    """Any module and example inputs as a one-segment workload (captured on fake tensors)."""
+    gm = _annotated(model, tuple(args), kwargs)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    d = dtype or (canonical_dtype(str(first.dtype)) if first is not None and first.is_floating_point() else "fp32")
+    return Workload(name or type(model).__name__, [Segment("graph", gm)], dtype=d, weight_bytes=weights,
+                    batch=int(first.shape[0]) if first is not None and first.dim() else 1)

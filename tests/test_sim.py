@@ -1,0 +1,90 @@
+"""The simulated backends' shared contract, parametrised over every backend built so far."""
+import json
+
+import pytest
+
+from common.errors import DFAError
+from common.sim import BACKEND_NAMES, get_backend, simulate_llm, simulate_op
+
+
+def _available():
+    out = []
+    for name in BACKEND_NAMES:
+        try:
+            get_backend(name)
+            out.append(name)
+        except ModuleNotFoundError:
+            pass
+    return out
+
+
+BACKENDS = _available()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op, shape", [
+    ("matmul", (1, 4096, 4096)), ("matmul", (512, 512, 512)), ("matmul", (4096, 4096, 4096)),
+    ("matmul", (100, 300, 70)), ("softmax", (64, 1000)), ("add", (1 << 20,)), ("gelu", (32, 4096)),
+    ("layernorm", (128, 768)), ("clone", (65,)), ("sdpa", (1, 8, 256, 64)),
+])
+def test_no_event_beats_its_roofline_floor(backend, op, shape):
+    report = simulate_op(op, shape, backend)
+    for e in report.events:
+        assert e.duration >= e.floor * (1 - 1e-9), (e.name, e.duration, e.floor)
+    compute = [e for e in report.events if e.kind == "compute"]
+    assert compute and report.time_s > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_attribution_adds_up_and_is_deterministic(backend):
+    a = simulate_llm("tiny-block", backend, phase="decode", batch=1, seq=16)
+    b = simulate_llm("tiny-block", backend, phase="decode", batch=1, seq=16)
+    assert a.summary_row() == b.summary_row()
+    assert sum(a.attribution.values()) == pytest.approx(a.time_s)
+    assert a.bottleneck in ("compute", "memory", "scheduling", "communication")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_chrome_trace_is_perfetto_json(backend, tmp_path):
+    report = simulate_llm("tiny-block", backend, phase="prefill", batch=1, seq=8)
+    path = tmp_path / "trace.json"
+    report.chrome_trace(str(path))
+    doc = json.loads(path.read_text())
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) == len(report.events)
+    assert all(e["dur"] > 0 and e["ts"] >= 0 for e in spans)
+
+
+def test_gpu_decode_is_bound_by_hbm_at_batch_one():
+    # llama-3.1-8b bf16 on an A100-40GB: ~16 GB of weights per token over 1555 GB/s x 0.87 achievable.
+    r = simulate_llm("llama-3.1-8b", "gpu", chip="a100-40gb", phase="decode", batch=1, seq=1024)
+    assert r.bottleneck == "memory"
+    floor = 16.06e9 / 1555e9
+    assert floor < r.time_s < 1.5 * floor / 0.87
+    assert r.bytes["HBM"] == pytest.approx(16.2e9, rel=0.02)
+
+
+def test_gpu_tensor_parallel_counts_all_chips_and_communicates():
+    r = simulate_llm("llama-3.1-70b", "gpu", chip="h100-sxm", phase="decode", batch=1, seq=1024)
+    assert r.chips == 2  # 141 GB of bf16 weights need two 80 GB H100s
+    assert r.bytes["HBM"] == pytest.approx(141.1e9, rel=0.03)
+    assert r.attribution["communication"] > 0
+
+
+def test_wave_quantisation_on_gpu():
+    # 132 SMs: 133 tiles of 128x128 need two waves, so the second wave runs 1 tile on 132 SMs.
+    r = simulate_op("matmul", (128 * 7, 4096, 128 * 19), "gpu", chip="h100-sxm")
+    tiling = r.programs[0].kernels[0].tiling
+    assert tiling["tiles"] == 133 and tiling["waves"] == 2
+    assert tiling["efficiency"] == pytest.approx(133 / 264)
+
+
+def test_bad_inputs_are_one_line_errors():
+    with pytest.raises(DFAError, match="unknown backend 'xpu'; valid: gpu, lpu, spyre, tpu, wse"):
+        get_backend("xpu")
+    with pytest.raises(DFAError, match="batch and seq must be positive"):
+        simulate_llm("tiny-block", "gpu", batch=0)
+    with pytest.raises(DFAError, match="simulates gpu chips; 'tpu-v5e' is a tpu"):
+        simulate_llm("tiny-block", "gpu", chip="tpu-v5e")
+    with pytest.raises(DFAError, match="needs .* GB for weights"):
+        simulate_llm("llama-3.1-70b", "gpu", chip="t4", dtype="fp16")
