@@ -1,0 +1,520 @@
+"""Roofline models and charts: classic, hierarchical (one bandwidth ceiling per memory level), overhead ceiling.
+
+An op that does F FLOPs and moves B bytes has arithmetic intensity I = F/B (FLOP/byte). On a machine with compute
+peak P (FLOP/s) and memory bandwidth beta (bytes/s) it takes at least max(F/P, B/beta) seconds, so
+
+    attainable(I) = min(P, I * beta)            ridge point = P / beta   (Williams et al., CACM 2009)
+
+Hierarchical roofline: one ceiling per memory level l, each op with its own intensity I_l = F / (bytes it moves at
+level l); the op is bound by the lowest one: min(P, min_l I_l * beta_l).
+
+Overhead ("scheduling") ceiling, after the time-based roofline of Wang et al., arXiv 2009.04598: every op also pays
+a fixed t0 seconds (kernel launch, dispatch, host round trip) that does not overlap its own work, so
+T = t0 + max(F/P, B/beta) and
+
+    attainable(I, F) = F / T = 1 / (t0/F + 1/min(P, I*beta))   <=   min(P, I*beta, F/t0)
+
+Large ops reach the classic roof; small ops are overhead-bound near F/t0; overhead halves performance at the op size
+F_half = t0 * min(P, I*beta). It depends on F, not only on I, so a chart draws it for one reference op size.
+
+Rooflines come from the catalog (``roofline_for_chip``), from measurements (``measure_roofline``,
+``roofline_for_this_machine``) or from a simulator (``source="simulated"``). No hardware numbers live here.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.text import Annotation
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from common import bench
+from common.chips import CHIPS, Chip, canonical_dtype, chip_for_device_name, chips_of_kind, get_chip
+from common.errors import DFAError, unknown
+
+__all__ = ["Ceiling", "Roofline", "add_overhead_ceiling", "eng", "measure_roofline", "plot_roofline",
+           "points_from_node_table", "ridge_table", "roofline_for_chip", "roofline_for_this_machine",
+           "roofline_from_measured"]
+
+SOURCES = ("catalog", "measured", "simulated")
+CEILING_KINDS = ("compute", "bandwidth", "overhead")
+POINT_KINDS = ("measured", "simulated", "analytical")
+TIME_COLUMNS = ("time_s", "duration_s", "latency_s")
+_SOURCE_WORDS = {"catalog": "datasheet", "measured": "measured", "simulated": "simulated"}
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
+_SET_COLORS = ("#111111", "#6a3d9a", "#8c510a", "#01665e", "#b2182b")  # point sets: dark, unlike the roofs
+_BOX = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8}
+_POINT_STYLE = {"measured": ("o", "#111111", True), "simulated": ("s", "#6a3d9a", True),
+                "analytical": ("D", "#333333", False)}  # marker, colour, filled
+
+
+def eng(value: float, unit: str, digits: int = 3) -> str:
+    """Engineering notation: eng(989.4e12, "FLOP/s") -> '989 TFLOP/s'; eng(5e-6, "s") -> '5 µs'."""
+    if not value or not math.isfinite(value):
+        return f"{value:g} {unit}"
+    for power, prefix in zip(range(18, -12, -3), "EPTGMk mµn", strict=True):
+        scale = 10.0**power
+        if abs(value) >= scale * (1 - 5 * 10.0 ** -(digits + 1)):
+            prefix = prefix.strip()
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One limit. compute: ``value`` FLOP/s; bandwidth: ``value`` bytes/s of memory ``level``;
+    overhead: ``value`` seconds per op, drawn for ops of ``flops`` FLOPs (not drawn when None)."""
+
+    name: str
+    kind: str
+    value: float
+    level: str | None = None
+    flops: float | None = None
+    note: str = ""
+
+    def __post_init__(self):
+        if self.kind not in CEILING_KINDS:
+            raise unknown("ceiling kind", self.kind, CEILING_KINDS)
+        ok = isinstance(self.value, numbers.Real) and math.isfinite(self.value)
+        if not ok or self.value < 0 or (self.value == 0 and self.kind != "overhead"):
+            raise DFAError(f"ceiling {self.name!r}: value must be a finite number > 0, got {self.value!r}")
+        if self.kind == "bandwidth" and not self.level:
+            raise DFAError(f"bandwidth ceiling {self.name!r} needs the memory level it belongs to")
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A compute peak plus ceilings (>= 1 bandwidth ceiling, optional extra compute and one overhead ceiling)."""
+
+    name: str
+    peak_flops: float
+    ceilings: tuple[Ceiling, ...]
+    source: str = "catalog"  # catalog | measured | simulated
+    dtype: str = ""
+    note: str = ""
+    peak_is_estimate: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "ceilings", tuple(self.ceilings))
+        if self.source not in SOURCES:
+            raise unknown("roofline source", self.source, SOURCES)
+        if not (self.peak_flops > 0 and math.isfinite(self.peak_flops)):
+            raise DFAError(f"roofline {self.name!r}: peak_flops must be > 0, got {self.peak_flops!r}")
+        if not self.levels:
+            raise DFAError(f"roofline {self.name!r} needs at least one bandwidth ceiling")
+        if sum(c.kind == "overhead" for c in self.ceilings) > 1:
+            raise DFAError(f"roofline {self.name!r}: at most one overhead ceiling (add_overhead_ceiling replaces)")
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """Memory levels with a bandwidth ceiling, in the order given (fastest first for catalog rooflines)."""
+        return tuple(c.level for c in self.ceilings if c.kind == "bandwidth")
+
+    @property
+    def main_level(self) -> str:
+        """The slowest level (HBM, DRAM, LPDDR; SRAM on SRAM-only chips): the default for ``level=None``."""
+        return min((c for c in self.ceilings if c.kind == "bandwidth"), key=lambda c: c.value).level
+
+    @property
+    def overhead(self) -> Ceiling | None:
+        return next((c for c in self.ceilings if c.kind == "overhead"), None)
+
+    @property
+    def label(self) -> str:
+        """'h100-sxm · bf16 · datasheet' (or 'catalog estimate', 'measured', 'simulated'): where numbers come from."""
+        src = _SOURCE_WORDS[self.source]
+        src = "catalog estimate" if self.peak_is_estimate and src == "datasheet" else \
+            f"{src}, est. peak" if self.peak_is_estimate else src
+        return " · ".join(s for s in (self.name, self.dtype, src) if s)
+
+    def bandwidth(self, level: str | None = None) -> float:
+        level = self.main_level if level is None else level
+        for c in self.ceilings:
+            if c.kind == "bandwidth" and c.level.lower() == str(level).lower():
+                return c.value
+        raise unknown(f"memory level of roofline {self.name!r}", level, self.levels)
+
+    def ridge_point(self, level: str | None = None) -> float:
+        """FLOP/byte where the ``level`` bandwidth ceiling meets the compute peak: peak / bandwidth."""
+        return self.peak_flops / self.bandwidth(level)
+
+    def attainable(self, intensity, level: str | None = None, *, flops=None, compute: str | None = None):
+        """min(peak, intensity * bandwidth(level)), vectorised. ``intensity`` may be a mapping level -> intensity
+        (hierarchical: min over levels). With ``flops`` (per op) an overhead ceiling applies: F / (t0 + F/roof).
+        ``compute`` names a lower compute ceiling to use instead of the peak."""
+        peak = self.peak_flops
+        if compute is not None:
+            names = [c.name for c in self.ceilings if c.kind == "compute"]
+            if compute not in names:
+                raise unknown(f"compute ceiling of roofline {self.name!r}", compute, names)
+            peak = next(c.value for c in self.ceilings if c.name == compute)
+        pairs = intensity.items() if isinstance(intensity, Mapping) else [(level, intensity)]
+        if isinstance(intensity, Mapping) and level is not None:
+            raise DFAError("give either a level or a mapping level -> intensity, not both")
+        roof = np.asarray(peak, dtype=float)
+        for lv, i in pairs:
+            roof = np.minimum(roof, np.asarray(i, dtype=float) * self.bandwidth(lv))
+        oh = self.overhead
+        if flops is not None and oh is not None and oh.value > 0:
+            f = np.asarray(flops, dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                roof = f / (oh.value + f / roof)
+        return float(roof) if np.ndim(roof) == 0 else roof
+
+    def with_ceiling(self, ceiling: Ceiling) -> Roofline:
+        """A copy with one more ceiling (an overhead ceiling replaces the existing one)."""
+        keep = tuple(c for c in self.ceilings if not (ceiling.kind == "overhead" and c.kind == "overhead"))
+        return replace(self, ceilings=keep + (ceiling,))
+
+
+def _pick_dtype(chip: Chip, dtype) -> str:
+    """A dtype name, a torch.dtype, or a preference list ('bf16', 'fp16'): the first the chip supports."""
+    if isinstance(dtype, (str, torch.dtype)):
+        return canonical_dtype(str(dtype))
+    prefs = [canonical_dtype(str(d)) for d in dtype]
+    for d in prefs:
+        if chip.supports(d):
+            return d
+    raise DFAError(f"chip {chip.name!r} supports none of {', '.join(prefs)}")
+
+
+def roofline_for_chip(chip: str | Chip, dtype: str | torch.dtype | Sequence[str] = "bf16", *,
+                      levels: str | Sequence[str] = "main") -> Roofline:
+    """The datasheet roofline: peak from ``chip.compute_peak(dtype)`` (estimates are labelled) and one bandwidth
+    ceiling per memory level: ``levels`` = "main" (main memory), "all" (every level whose bandwidth is published;
+    the others are listed in the note) or level names."""
+    chip = get_chip(chip)
+    d = _pick_dtype(chip, dtype)
+    peak, estimated = chip.compute_peak(d)
+    notes = [f"{d} peak is an estimate: {chip.estimates[f'dense_{d}_flops'].derivation}"] if estimated else []
+    names = [lv.name for lv in chip.memory_levels]
+    if levels == "main":
+        wanted, strict = [chip.main_memory], True
+    elif levels == "all":
+        wanted, strict = list(chip.memory_levels), False
+    else:
+        asked = [levels] if isinstance(levels, str) else list(levels)
+        if any(n.lower() not in [m.lower() for m in names] for n in asked):
+            raise unknown(f"levels of {chip.name}", levels, ["main", "all", *names])
+        wanted, strict = [chip.level(n) for n in asked], True
+    ceilings, unpublished = [], []
+    for lv in wanted:
+        if lv.bandwidth:
+            ceilings.append(Ceiling(f"{lv.name} {eng(lv.bandwidth, 'B/s')}", "bandwidth", lv.bandwidth,
+                                    level=lv.name, note=lv.note))
+        elif strict:
+            raise DFAError(f"{chip.name}: bandwidth of {lv.name} is not published, so it has no ceiling")
+        else:
+            unpublished.append(lv.name)
+    if unpublished:
+        notes.append(f"no ceiling for {', '.join(unpublished)}: bandwidth not published")
+    return Roofline(chip.name, peak, tuple(ceilings), "catalog", d, "; ".join(notes), estimated)
+
+
+def roofline_from_measured(peaks: bench.MeasuredPeaks, *, name: str | None = None) -> Roofline:
+    """The roofline of a ``bench.measure_peaks`` result: GEMM FLOP/s as peak, copy bytes/s as the ceiling."""
+    try:
+        d = canonical_dtype(peaks.dtype)
+    except DFAError:
+        d = str(peaks.dtype)
+    bw = Ceiling(f"copy {eng(peaks.bytes_per_s, 'B/s')}", "bandwidth", peaks.bytes_per_s, level="memory",
+                 note=f"dst.copy_(src) of {peaks.copy_bytes / 2**20:g} MiB")
+    note = f"measured on {peaks.device_name} ({peaks.device}): GEMM N={peaks.gemm_n}, copy {bw.note}"
+    return Roofline(name or peaks.device_name, peaks.flops_per_s, (bw,), "measured", d, note)
+
+
+def measure_roofline(device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, **kw) -> Roofline:
+    """Measure this machine's roofline (large GEMM + large copy, ``bench.measure_peaks(device, dtype, **kw)``)."""
+    return roofline_from_measured(bench.measure_peaks(device, dtype, **kw))
+
+
+def roofline_for_this_machine(device: str | torch.device | None = None, dtype: torch.dtype = torch.float32, *,
+                              measure: bool = True, **kw) -> list[Roofline]:
+    """[datasheet roofline, measured roofline] for the GPU in use if the catalog knows it; otherwise (unknown GPU,
+    or a CPU) only the measured one - with a warning and a note that say so. Never assumes a chip."""
+    dev = torch.device(device if device is not None else "cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type != "cuda":
+        return [measure_roofline(dev, dtype, **kw)]
+    if not torch.cuda.is_available():
+        raise DFAError(f"device {str(dev)!r} is not available: torch sees no CUDA device")
+    gpu = torch.cuda.get_device_name(dev)
+    chip, out = chip_for_device_name(gpu), []
+    if chip is None:
+        known = ", ".join(c.name for c in chips_of_kind("gpu"))
+        msg = f"GPU {gpu!r} is not in the catalog (known: {known}); no datasheet roofline, using measured peaks"
+    else:
+        try:
+            out.append(roofline_for_chip(chip, dtype))
+            msg = f"GPU {gpu!r} is catalog record {chip.name!r}"
+        except DFAError as exc:
+            msg = f"GPU {gpu!r} is catalog record {chip.name!r}, but {exc}; using measured peaks only"
+    if not out:
+        warnings.warn(msg, UserWarning, stacklevel=2)
+    else:
+        out[0] = replace(out[0], note="; ".join(s for s in (out[0].note, msg) if s))
+    if measure or not out:
+        m = measure_roofline(dev, dtype, **kw)
+        out.append(replace(m, note=f"{m.note}; {msg}"))
+    return out
+
+
+def add_overhead_ceiling(roofline: Roofline, overhead_s: float, *, flops: float | None = None,
+                         name: str | None = None, note: str = "") -> Roofline:
+    """Add the scheduling ceiling: a fixed ``overhead_s`` per op, T = t0 + max(F/P, B/beta) (module docstring).
+    ``flops`` is the op size its curve is drawn for; ``attainable(..., flops=F)`` applies it to any op size."""
+    if flops is not None and not flops > 0:
+        raise DFAError(f"flops (reference op size) must be > 0, got {flops!r}")
+    label = name or f"overhead {eng(overhead_s, 's')}/op" + (f", {eng(flops, 'FLOP')} ops" if flops else "")
+    return roofline.with_ceiling(Ceiling(label, "overhead", float(overhead_s), flops=flops, note=note))
+
+
+def ridge_table(chips: Iterable[str | Chip] | None = None, dtype="bf16", *, level: str | None = None) -> pd.DataFrame:
+    """chip, dtype, peak_flops, estimate, level, bandwidth, ridge per chip; ``dtype`` may be a preference list."""
+    rows = []
+    for c in chips if chips is not None else CHIPS:
+        rl = roofline_for_chip(c, dtype, levels=level or "main")
+        rows.append({"chip": rl.name, "dtype": rl.dtype, "peak_flops": rl.peak_flops, "estimate": rl.peak_is_estimate,
+                     "level": rl.main_level, "bandwidth": rl.bandwidth(), "ridge": rl.ridge_point()})
+    return pd.DataFrame(rows)
+
+
+def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | None = None,
+                           label_col: str | None = None, level_bytes: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Ops as roofline points: op_id, label, flops, intensity, flops_per_s, source, level (+ bound, with a roofline).
+
+    Achieved performance comes from a ``flops_per_s`` column, or ``flops`` / time (``time_s``, ``duration_s``,
+    ``latency_s`` or ``end_s - start_s``) of a timeline; then ``kind`` ('measured' | 'simulated') or a ``source``
+    column must say where it came from (a ``kind`` column is a timeline's event kind and is ignored). Without
+    times, ops are 'analytical': placed on ``roofline``'s roof (with its overhead ceiling when there is a
+    ``flops`` column). Intensity: an ``intensity`` column, else flops / bytes. ``level_bytes``
+    ({'HBM': 'bytes', 'SMEM': 'smem_bytes'}) gives one point per op per level (hierarchical roofline). Ops without
+    FLOPs or bytes cannot sit on log axes: dropped, counted in ``attrs['dropped']``."""
+    df = df if isinstance(df, pd.DataFrame) else pd.DataFrame(df)
+    label_col = label_col or next((c for c in ("label", "op", "node", "name") if c in df), None)
+    labels = df[label_col].astype(str).to_numpy() if label_col else np.array([f"op {i}" for i in range(len(df))])
+    flops = df["flops"].to_numpy(float) if "flops" in df else np.full(len(df), np.nan)
+    time_col = next((c for c in TIME_COLUMNS if c in df), None)
+    time = df[time_col] if time_col else (df["end_s"] - df["start_s"]) if {"start_s", "end_s"} <= set(df) else None
+    achieved = df["flops_per_s"].to_numpy(float) if "flops_per_s" in df else \
+        flops / time.to_numpy(float) if time is not None else None
+    if achieved is None:
+        if kind not in (None, "analytical"):
+            raise DFAError(f"kind={kind!r} needs achieved performance: a flops_per_s or time column {TIME_COLUMNS}")
+        kinds = "analytical"
+    elif kind in ("measured", "simulated"):
+        kinds = kind
+    elif "source" in df and kind is None:  # e.g. sim reports' roofline_points(): source = "simulated"
+        kinds = df["source"].to_numpy()
+    else:
+        raise DFAError("these ops have times: say where they come from, kind='measured' or kind='simulated'")
+    if set(np.atleast_1d(kinds)) - set(POINT_KINDS):
+        raise unknown("point kind", sorted(set(np.atleast_1d(kinds)) - set(POINT_KINDS))[0], POINT_KINDS)
+    main = roofline.main_level if roofline else "memory"
+    with np.errstate(divide="ignore", invalid="ignore"):  # ops that move nothing: dropped below
+        if level_bytes:
+            parts = {lv: flops / df[col].to_numpy(float) for lv, col in level_bytes.items()}
+        else:
+            i = df["intensity"].to_numpy(float) if "intensity" in df else flops / df["bytes"].to_numpy(float)
+            parts = {main: i}
+        if achieved is None:
+            if roofline is None:
+                raise DFAError("ops without times are placed on a roof: pass the roofline")
+            achieved = roofline.attainable(parts, flops=flops if np.isfinite(flops).all() else None)
+    op_id = df["op_id"].to_numpy() if "op_id" in df else np.arange(len(df))
+    out = pd.concat([pd.DataFrame({"op_id": op_id, "label": labels, "flops": flops, "intensity": i,
+                                   "flops_per_s": achieved, "source": kinds,
+                                   "level": df["level"].to_numpy() if "level" in df and not level_bytes else lv})
+                     for lv, i in parts.items()], ignore_index=True)
+    good = (out["intensity"] > 0) & (out["flops_per_s"] > 0) & np.isfinite(out["intensity"])
+    out = out[good].reset_index(drop=True)
+    if roofline is not None and len(out):
+        out["bound"] = _bounds(out, roofline)
+    out.attrs.update(df.attrs, roof=df.attrs.get("roof", roofline.name if roofline else None),
+                     dropped=df.attrs.get("dropped", 0) + int((~good).sum()) // len(parts))
+    return out
+
+
+def _bounds(points: pd.DataFrame, rl: Roofline) -> np.ndarray:
+    """Per op: 'overhead' if t0 exceeds its roofline time, else 'compute' or 'memory (level)' by its lowest roof."""
+    lv = points["level"].where(points["level"].str.lower().isin([n.lower() for n in rl.levels]), rl.main_level)
+    roof = points["intensity"] * lv.map(rl.bandwidth)
+    lowest = roof.groupby(points["op_id"]).transform("idxmin")  # an op's binding level (hierarchical)
+    roof, lv = roof[lowest].to_numpy(), lv[lowest].to_numpy().astype(str)
+    overhead = rl.overhead.value if rl.overhead else 0.0
+    with np.errstate(invalid="ignore"):
+        slow = overhead > points["flops"].to_numpy() / np.minimum(roof, rl.peak_flops)
+    return np.where(slow, "overhead", np.where(roof >= rl.peak_flops, "compute", np.char.add("memory (", lv) + ")"))
+
+
+# --------------------------------------------------------------------------------------------------- plotting
+def plot_roofline(rooflines: Roofline | Sequence[Roofline], points=None, *, ax=None, title: str | None = None,
+                  kind: str | None = None, point_label_col: str | None = None, label_points: bool | int = 8,
+                  annotate_ceilings: bool | None = None, xlim=None, ylim=None, legend_loc: str = "lower right"):
+    """Draw rooflines on log-log axes (FLOP/byte vs FLOP/s) with ridge points marked, and ops as points.
+
+    ``points``: a node table, a timeline or ``points_from_node_table`` output (or a list of them); see
+    ``points_from_node_table`` for the columns and ``kind``. ``label_points``: True, False or the number of
+    largest ops to name. Ceilings are named on the chart for one roofline (``annotate_ceilings``), in the legend
+    for several. Returns the Axes."""
+    rls = [rooflines] if isinstance(rooflines, Roofline) else list(rooflines)
+    if not rls or not all(isinstance(r, Roofline) for r in rls):
+        raise DFAError("plot_roofline needs a Roofline or a list of them (roofline_for_chip, measure_roofline)")
+    sets = [] if points is None else [points] if isinstance(points, (pd.DataFrame, Mapping)) else list(points)
+    sets = [points_from_node_table(p, rls[0], kind=kind, label_col=point_label_col) for p in sets]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8.5, 5.6), layout="constrained")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    (x0, x1), (y0, y1) = _limits(rls, sets)
+    ax.set_xlim(xlim or (x0, x1))
+    ax.set_ylim(ylim or (y0, y1))
+    x = np.geomspace(*ax.get_xlim(), 600)
+    single = len(rls) == 1
+    annotate = single if annotate_ceilings is None else annotate_ceilings
+    level_colors, placed = {}, []
+    for i, rl in enumerate(rls):
+        level_colors.update(_draw_roofline(ax, rl, x, _COLORS[i % len(_COLORS)], single, annotate, placed))
+    for j, pts in enumerate(sets):
+        _draw_points(ax, pts, level_colors if single else {}, j if len(sets) > 1 else None, label_points, placed)
+    ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel(f"performance [FLOP/s]{' (' + rls[0].dtype + ')' if len({r.dtype for r in rls}) == 1 else ''}")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if -3 <= _log(v) <= 4 else f"$10^{{{_log(v)}}}$"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: eng(v, "FLOP/s")))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.grid(True, which="major", color="#cccccc", lw=0.6)
+    ax.grid(True, which="minor", color="#eeeeee", lw=0.4)
+    ax.set_axisbelow(True)
+    ax.legend(loc=legend_loc, fontsize=8, framealpha=0.92)
+    if title is None:
+        srcs = sorted({_SOURCE_WORDS[r.source] for r in rls})
+        title = f"Roofline: {rls[0].label}" if single else f"Rooflines of {len(rls)} systems ({', '.join(srcs)})"
+        kinds = [k for k in POINT_KINDS if any(k in set(p["source"]) for p in sets)]
+        title += f" - ops: {', '.join(kinds)}" if kinds else ""
+    ax.set_title(title, fontsize=11)
+    return ax
+
+
+def _log(v: float) -> int:
+    return round(math.log10(v))
+
+
+def _limits(rls: list[Roofline], sets: list[pd.DataFrame]):
+    """Whole decades around every ridge point and op, one decade of margin; at most 7 decades of FLOP/s."""
+    xs = [r.ridge_point(lv) for r in rls for lv in r.levels] + [v for s in sets for v in s["intensity"]]
+    x0, x1 = 10.0 ** math.floor(math.log10(min(xs) / 8)), 10.0 ** math.ceil(math.log10(max(xs) * 8))
+    top = max(r.peak_flops for r in rls)
+    ys = [r.attainable(x0 * 3) for r in rls] + [r.peak_flops for r in rls] + [v for s in sets for v in s["flops_per_s"]]
+    y0 = max(10.0 ** math.floor(math.log10(min(ys) / 2)), 10.0 ** (math.ceil(math.log10(top)) - 7))
+    return (x0, x1), (y0, 10.0 ** math.ceil(math.log10(top * 2.5)))
+
+
+def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool, placed: list) -> dict:
+    """Roof of the main level (thick), faster levels (dashed), extra compute and overhead ceilings, ridges."""
+    main, colors = rl.main_level, {}
+    others = [lv for lv in rl.levels if lv != main]
+    for k, lv in enumerate([*others, main]):
+        is_main = lv == main
+        c = color if is_main or not single else _COLORS[(k + 1) % len(_COLORS)]
+        colors[lv] = c
+        name = next(ce.name for ce in rl.ceilings if ce.level == lv)
+        if single:
+            label = f"{rl.label} · {name}" if is_main and others else rl.label if is_main else name
+        else:
+            label = f"{rl.label if is_main else rl.name + ' · ' + name} · ridge {rl.ridge_point(lv):.3g}"
+        ax.plot(x, rl.attainable(x, lv), color=c, lw=2.4 if is_main else 1.4, ls="-" if is_main else "--",
+                label=label, zorder=3 if is_main else 2, solid_capstyle="round")
+        r = rl.ridge_point(lv)
+        ax.plot([r], [rl.peak_flops], "o", color=c, ms=6 if is_main else 4.5, mec="white", mew=0.8, zorder=5)
+        _place_label(ax, r, rl.peak_flops, f"{'ridge ' if single else ''}{r:.3g} FLOP/B", placed, color=c,
+                     fontsize=7.5, below_first=True)
+        if annotate:
+            _label_slope(ax, x, rl.attainable(x, lv), r, name, c)
+    for ce in rl.ceilings:
+        if ce.kind == "compute":
+            ax.plot(x, rl.attainable(x, compute=ce.name), color=color, lw=1.1, ls=":", label=f"{rl.name} · {ce.name}")
+        elif ce.kind == "overhead" and ce.flops:
+            ax.plot(x, rl.attainable(x, flops=ce.flops), color=color, lw=1.3, ls="-.",
+                    label=f"{rl.name} · {ce.name}" if not single else f"{ce.name} (time-based ceiling)")
+    if annotate:
+        peak = f"{rl.dtype} peak {eng(rl.peak_flops, 'FLOP/s')}" + (" (estimate)" if rl.peak_is_estimate else "")
+        ax.annotate(peak, (x[-1], rl.peak_flops), xytext=(-4, 3), textcoords="offset points", ha="right",
+                    va="bottom", fontsize=8, color=color)
+    return colors
+
+
+def _label_slope(ax, x, y, ridge: float, text: str, color: str) -> None:
+    """Write a bandwidth ceiling's name along its slope, left of the ridge, inside the axes."""
+    y_lo = ax.get_ylim()[0]
+    visible = (y > y_lo * 2.0) & (x < ridge / 2.5) & (x > x[0] * 10**0.3)
+    if not visible.any():
+        return
+    i = int(np.argmax(visible))
+    ax.add_artist(_SlopeLabel(text, (x[i], y[i]), xytext=(0, 6), textcoords="offset points", rotation_mode="anchor",
+                              fontsize=8, color=color, ha="left", va="bottom"))
+
+
+class _SlopeLabel(Annotation):
+    """Text along a bandwidth ceiling (slope 1 on log-log axes); its angle is taken at draw time, after layout."""
+
+    def get_rotation(self):
+        if self.axes is None:
+            return super().get_rotation()
+        (x, y), tr = self.xy, self.axes.transData
+        (x0, y0), (x1, y1) = tr.transform([(x, y), (x * 10, y * 10)])
+        return math.degrees(math.atan2(y1 - y0, x1 - x0))
+
+
+def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | None, label_points, placed: list) -> None:
+    """Ops as markers: shape and legend text by kind (measured / simulated / analytical), colour by level."""
+    if pts.empty:
+        return
+    hierarchical = pts["level"].nunique() > 1
+    name = pts.attrs.get("label")
+    for (k, lv), grp in pts.groupby(["source", "level"], sort=False, dropna=False):
+        marker, color, filled = _POINT_STYLE[k]
+        if hierarchical and lv in level_colors:
+            color = level_colors[lv]
+        elif set_index is not None:
+            color = _SET_COLORS[set_index % len(_SET_COLORS)]
+        roof = f"on the {pts.attrs['roof']} roof" if pts.attrs.get("roof") else "on the roof"
+        what = {"analytical": f"analytical, {roof}", "measured": "measured", "simulated": "simulated"}[k]
+        label = f"{name + ': ' if name else ''}ops{f' @ {lv}' if hierarchical else ''} ({what}, n={len(grp)})"
+        if pts.attrs.get("dropped") and lv == pts["level"].iloc[0]:
+            label += f"; {pts.attrs['dropped']} without FLOPs not shown"
+        ax.scatter(grp["intensity"], grp["flops_per_s"], marker=marker, s=34, zorder=8, label=label,
+                   facecolors=color if filled else "white", edgecolors=color, linewidths=1.2)
+    if hierarchical:  # one op, one row of points (same performance, one intensity per level)
+        for _, grp in pts.groupby("op_id"):
+            ax.plot(grp["intensity"], grp["flops_per_s"], color="#999999", lw=0.7, zorder=4)
+    if label_points is False or label_points == 0:
+        return
+    first = pts[pts["level"] == pts["level"].iloc[0]]
+    groups = first.groupby([np.round(np.log10(first["intensity"]), 2), np.round(np.log10(first["flops_per_s"]), 2)])
+    spots = [(g["flops"].max(), g["intensity"].iloc[0], g["flops_per_s"].iloc[0],
+              g["label"].iloc[0] + (f" ×{len(g)}" if len(g) > 1 else "")) for _, g in groups]
+    spots.sort(key=lambda s: -(s[0] if s[0] == s[0] else s[2]))
+    for _, xi, yi, text in spots if label_points is True else spots[: int(label_points)]:
+        _place_label(ax, xi, yi, text, placed)
+
+
+def _place_label(ax, x: float, y: float, text: str, placed: list, *, color: str = "#222222",
+                 fontsize: float = 7, below_first: bool = False) -> None:
+    """Name a point, trying four offsets so that labels do not overlap labels already placed (in points)."""
+    px, py = ax.transData.transform((x, y)) * 72.0 / ax.figure.dpi  # display pixels -> points
+    w, h = 0.58 * fontsize * len(text) + 4, fontsize + 3
+    offsets = [(5, 4), (5, -4 - h), (-5 - w, 4), (-5 - w, -4 - h)]
+    for dx, dy in offsets[1::-1] + offsets[2:] if below_first else offsets:
+        box = (px + dx, py + dy, px + dx + w, py + dy + h)
+        if not any(b[0] < box[2] and box[0] < b[2] and b[1] < box[3] and box[1] < b[3] for b in placed):
+            break
+    placed.append(box)
+    ax.annotate(text, (x, y), xytext=(box[0] - px, box[1] - py), textcoords="offset points", fontsize=fontsize,
+                color=color, ha="left", va="bottom", zorder=7, bbox=_BOX)
