@@ -117,3 +117,17 @@ def test_70b_analysed_on_fake_tensors_without_allocating():
     mm_bytes = df[df["op"] == "aten.mm"]["bytes_read"].sum()
     assert mm_bytes == pytest.approx(2 * matmul_params, rel=0.01)
     assert (df[df["op"] == "aten.mm"]["bound"] == "memory").all()  # GEMV at batch 1
+
+
+def test_graph_drawing_colours_bound_ness(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from common.draw import COLORS, draw_graph
+
+    gm = trace_torch(TinyTransformerBlock(64, 4))
+    annotate(gm, torch.randn(2, 16, 64))
+    ax = draw_graph(gm, ridge=1.0)  # a low ridge: the linears become compute-bound, the adds stay memory-bound
+    faces = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches}
+    assert {COLORS["compute"], COLORS["memory"], COLORS["input"]} <= faces
+    ax.figure.savefig(tmp_path / "graph.png")
+    assert (tmp_path / "graph.png").stat().st_size > 5000
