@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.transforms import Bbox
 
 from common import bench
 from common.chips import CHIPS, Chip, canonical_dtype, chip_for_device_name, chips_of_kind, get_chip
@@ -359,10 +360,11 @@ def plot_roofline(rooflines: Roofline | Sequence[Roofline], points=None, *, ax=N
                   annotate_ceilings: bool | None = None, xlim=None, ylim=None, legend_loc: str = "lower right"):
     """Draw rooflines on log-log axes (FLOP/byte vs FLOP/s) with ridge points marked, and ops as points.
 
-    ``points``: a node table, a timeline or ``points_from_node_table`` output (or a list of them); see
-    ``points_from_node_table`` for the columns and ``kind``. ``label_points``: True, False or the number of
-    largest ops to name. Ceilings are named on the chart for one roofline (``annotate_ceilings``), in the legend
-    for several. Returns the Axes."""
+    ``points``: a node table, a timeline or ``points_from_node_table`` output, or a list of them (a table's
+    ``attrs['label']`` names it in the legend); see ``points_from_node_table`` for the columns and ``kind``.
+    Analytical points sit on the first roofline's roof. ``label_points``: True, False or how many of the
+    largest ops to name (names that fit nowhere are left out). Ceilings are named on the chart for one roofline
+    (``annotate_ceilings``), in the legend for several. Returns the Axes."""
     rls = [rooflines] if isinstance(rooflines, Roofline) else list(rooflines)
     if not rls or not all(isinstance(r, Roofline) for r in rls):
         raise DFAError("plot_roofline needs a Roofline or a list of them (roofline_for_chip, measure_roofline)")
@@ -378,11 +380,12 @@ def plot_roofline(rooflines: Roofline | Sequence[Roofline], points=None, *, ax=N
     x = np.geomspace(*ax.get_xlim(), 600)
     single = len(rls) == 1
     annotate = single if annotate_ceilings is None else annotate_ceilings
-    level_colors, placed = {}, []
+    level_colors, names, marks = {}, [], []  # names are placed last, after layout, clear of marks and each other
     for i, rl in enumerate(rls):
-        level_colors.update(_draw_roofline(ax, rl, x, _COLORS[i % len(_COLORS)], single, annotate, placed))
+        level_colors.update(_draw_roofline(ax, rl, x, _COLORS[i % len(_COLORS)], single, annotate, names, marks))
     for j, pts in enumerate(sets):
-        _draw_points(ax, pts, level_colors if single else {}, j if len(sets) > 1 else None, label_points, placed)
+        _draw_points(ax, pts, level_colors if single else {}, j if len(sets) > 1 else None, label_points, names,
+                     marks)
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
     ax.set_ylabel(f"performance [FLOP/s]{' (' + rls[0].dtype + ')' if len({r.dtype for r in rls}) == 1 else ''}")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if -3 <= _log(v) <= 4 else f"$10^{{{_log(v)}}}$"))
@@ -399,6 +402,7 @@ def plot_roofline(rooflines: Roofline | Sequence[Roofline], points=None, *, ax=N
         kinds = [k for k in POINT_KINDS if any(k in set(p["source"]) for p in sets)]
         title += f" - ops: {', '.join(kinds)}" if kinds else ""
     ax.set_title(title, fontsize=11)
+    _place_names(ax, names, marks)
     return ax
 
 
@@ -407,7 +411,7 @@ def _log(v: float) -> int:
 
 
 def _limits(rls: list[Roofline], sets: list[pd.DataFrame]):
-    """Whole decades around every ridge point and op, one decade of margin; at most 7 decades of FLOP/s."""
+    """Whole decades around every ridge point and op, with margin; at most 7 decades of FLOP/s."""
     xs = [r.ridge_point(lv) for r in rls for lv in r.levels] + [v for s in sets for v in s["intensity"]]
     x0, x1 = 10.0 ** math.floor(math.log10(min(xs) / 8)), 10.0 ** math.ceil(math.log10(max(xs) * 8))
     top = max(r.peak_flops for r in rls)
@@ -416,7 +420,7 @@ def _limits(rls: list[Roofline], sets: list[pd.DataFrame]):
     return (x0, x1), (y0, 10.0 ** math.ceil(math.log10(top * 2.5)))
 
 
-def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool, placed: list) -> dict:
+def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool, names: list, marks: list) -> dict:
     """Roof of the main level (thick), faster levels (dashed), extra compute and overhead ceilings, ridges."""
     main, colors = rl.main_level, {}
     others = [lv for lv in rl.levels if lv != main]
@@ -433,8 +437,8 @@ def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool
                 label=label, zorder=3 if is_main else 2, solid_capstyle="round")
         r = rl.ridge_point(lv)
         ax.plot([r], [rl.peak_flops], "o", color=c, ms=6 if is_main else 4.5, mec="white", mew=0.8, zorder=5)
-        _place_label(ax, r, rl.peak_flops, f"{'ridge ' if single else ''}{r:.3g} FLOP/B", placed, color=c,
-                     fontsize=7.5, below_first=True)
+        marks.append((r, rl.peak_flops))
+        names.append((r, rl.peak_flops, f"{'ridge ' if single else ''}{r:.3g} FLOP/B", c, 7.5, True))
         if annotate:
             _label_slope(ax, x, rl.attainable(x, lv), r, name, c)
     for ce in rl.ceilings:
@@ -472,8 +476,9 @@ class _SlopeLabel(Annotation):
         return math.degrees(math.atan2(y1 - y0, x1 - x0))
 
 
-def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | None, label_points, placed: list) -> None:
-    """Ops as markers: shape and legend text by kind (measured / simulated / analytical), colour by level."""
+def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | None, label_points, names: list,
+                 marks: list) -> None:
+    """Ops as markers: shape and legend text by source (measured / simulated / analytical), colour by level."""
     if pts.empty:
         return
     hierarchical = pts["level"].nunique() > 1
@@ -491,6 +496,7 @@ def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | Non
             label += f"; {pts.attrs['dropped']} without FLOPs not shown"
         ax.scatter(grp["intensity"], grp["flops_per_s"], marker=marker, s=34, zorder=8, label=label,
                    facecolors=color if filled else "white", edgecolors=color, linewidths=1.2)
+    marks.extend(zip(pts["intensity"], pts["flops_per_s"], strict=True))
     if hierarchical:  # one op, one row of points (same performance, one intensity per level)
         for _, grp in pts.groupby("op_id"):
             ax.plot(grp["intensity"], grp["flops_per_s"], color="#999999", lw=0.7, zorder=4)
@@ -502,19 +508,45 @@ def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | Non
               g["label"].iloc[0] + (f" ×{len(g)}" if len(g) > 1 else "")) for _, g in groups]
     spots.sort(key=lambda s: -(s[0] if s[0] == s[0] else s[2]))
     for _, xi, yi, text in spots if label_points is True else spots[: int(label_points)]:
-        _place_label(ax, xi, yi, text, placed)
+        names.append((xi, yi, text, "#222222", 7, False))
 
 
-def _place_label(ax, x: float, y: float, text: str, placed: list, *, color: str = "#222222",
-                 fontsize: float = 7, below_first: bool = False) -> None:
-    """Name a point, trying four offsets so that labels do not overlap labels already placed (in points)."""
-    px, py = ax.transData.transform((x, y)) * 72.0 / ax.figure.dpi  # display pixels -> points
-    w, h = 0.58 * fontsize * len(text) + 4, fontsize + 3
-    offsets = [(5, 4), (5, -4 - h), (-5 - w, 4), (-5 - w, -4 - h)]
-    for dx, dy in offsets[1::-1] + offsets[2:] if below_first else offsets:
-        box = (px + dx, py + dy, px + dx + w, py + dy + h)
-        if not any(b[0] < box[2] and box[0] < b[2] and b[1] < box[3] and box[1] < b[3] for b in placed):
-            break
-    placed.append(box)
-    ax.annotate(text, (x, y), xytext=(box[0] - px, box[1] - py), textcoords="offset points", fontsize=fontsize,
-                color=color, ha="left", va="bottom", zorder=7, bbox=_BOX)
+# Where a name may go around its point: offset (points), alignment. Ridge names try below-right first.
+_SPOTS = ((5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"), (-5, -3, "right", "top"),
+          (0, 7, "center", "bottom"), (0, -7, "center", "top"), (9, 13, "left", "bottom"), (9, -13, "left", "top"),
+          (-9, 13, "right", "bottom"), (-9, -13, "right", "top"))
+_RIDGE_SPOTS = (_SPOTS[1], _SPOTS[2], _SPOTS[0], _SPOTS[3])
+
+
+def _place_names(ax, names: list, marks: list) -> None:
+    """After layout, put each name at the first spot inside the axes that clears the markers, the legend and the
+    names already placed (measured text extents). Ridge names always appear; op names that fit nowhere do not."""
+    fig = ax.figure
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    r = 4.0 * fig.dpi / 72  # marker radius in pixels
+    taken = [Bbox.from_extents(px - r, py - r, px + r, py + r) for px, py in ax.transData.transform(marks)] \
+        if marks else []
+    if ax.get_legend() is not None:
+        taken.append(ax.get_legend().get_window_extent(renderer))
+    frame = ax.get_window_extent(renderer)
+    for x, y, text, color, size, is_ridge in names:
+        ann = ax.annotate(text, (x, y), xytext=(0, 0), textcoords="offset points", fontsize=size, color=color,
+                          zorder=7, bbox=_BOX)
+        spots = _RIDGE_SPOTS if is_ridge else _SPOTS
+        px, py = ax.transData.transform((x, y))
+        others = [t for t in taken if not t.contains(px, py)]  # the point's own marker does not block its name
+        for dx, dy, ha, va in spots:
+            ann.xyann = (dx, dy)
+            ann.set(ha=ha, va=va)
+            box = ann.get_window_extent(renderer).padded(2)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(t) for t in others):
+                break
+        else:
+            if not is_ridge:
+                ann.remove()
+                continue
+            ann.xyann = spots[0][:2]
+            ann.set(ha=spots[0][2], va=spots[0][3])
+        taken.append(ann.get_window_extent(renderer))
