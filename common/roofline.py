@@ -305,6 +305,7 @@ def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | 
     time = df[time_col] if time_col else (df["end_s"] - df["start_s"]) if {"start_s", "end_s"} <= set(df) else None
     achieved = df["flops_per_s"].to_numpy(float) if "flops_per_s" in df else \
         flops / time.to_numpy(float) if time is not None else None
+    roof = df.attrs.get("roof")
     if achieved is None:
         if kind not in (None, "analytical"):
             raise DFAError(f"kind={kind!r} needs achieved performance: a flops_per_s or time column {TIME_COLUMNS}")
@@ -327,7 +328,9 @@ def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | 
         if achieved is None:
             if roofline is None:
                 raise DFAError("ops without times are placed on a roof: pass the roofline")
-            achieved = roofline.attainable(parts, flops=flops if np.isfinite(flops).all() else None)
+            sized = np.isfinite(flops).all() and roofline.overhead is not None and roofline.overhead.value > 0
+            achieved = roofline.attainable(parts, flops=flops if sized else None)
+            roof = f"{roofline.name} roof" + (f" + {eng(roofline.overhead.value, 's')}/op" if sized else "")
     op_id = df["op_id"].to_numpy() if "op_id" in df else np.arange(len(df))
     out = pd.concat([pd.DataFrame({"op_id": op_id, "label": labels, "flops": flops, "intensity": i,
                                    "flops_per_s": achieved, "source": kinds,
@@ -337,7 +340,7 @@ def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | 
     out = out[good].reset_index(drop=True)
     if roofline is not None and len(out):
         out["bound"] = _bounds(out, roofline)
-    out.attrs.update(df.attrs, roof=df.attrs.get("roof", roofline.name if roofline else None),
+    out.attrs.update(df.attrs, roof=roof,
                      dropped=df.attrs.get("dropped", 0) + int((~good).sum()) // len(parts))
     return out
 
@@ -489,8 +492,8 @@ def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | Non
             color = level_colors[lv]
         elif set_index is not None:
             color = _SET_COLORS[set_index % len(_SET_COLORS)]
-        roof = f"on the {pts.attrs['roof']} roof" if pts.attrs.get("roof") else "on the roof"
-        what = {"analytical": f"analytical, {roof}", "measured": "measured", "simulated": "simulated"}[k]
+        what = {"analytical": f"analytical, on the {pts.attrs.get('roof') or 'roof'}", "measured": "measured",
+                "simulated": "simulated"}[k]
         label = f"{name + ': ' if name else ''}ops{f' @ {lv}' if hierarchical else ''} ({what}, n={len(grp)})"
         if pts.attrs.get("dropped") and lv == pts["level"].iloc[0]:
             label += f"; {pts.attrs['dropped']} without FLOPs not shown"

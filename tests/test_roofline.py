@@ -224,7 +224,7 @@ def test_analytical_points_sit_on_the_roof_and_views_are_dropped():
     rl = roofline_for_chip("h100-sxm", "bf16")
     pts = points_from_node_table(node_table(), rl)
     assert list(pts["label"]) == ["linear (fc1)", "gelu", "linear (fc2)"] and pts.attrs["dropped"] == 1
-    assert set(pts["source"]) == {"analytical"} and pts.attrs["roof"] == "h100-sxm"
+    assert set(pts["source"]) == {"analytical"} and pts.attrs["roof"] == "h100-sxm roof"
     np.testing.assert_allclose(pts["flops_per_s"], np.minimum(H100_BF16, pts["intensity"] * H100_HBM))
     assert list(pts["bound"]) == ["memory (HBM)"] * 3  # intensity ~ 57 and 2 FLOP/B, both left of 295
     big = pd.DataFrame({"op": ["gemm"], "flops": [2 * 8192**3], "bytes": [3 * 8192**2 * 2]})
@@ -235,6 +235,7 @@ def test_analytical_points_pay_the_overhead_ceiling():
     rl = add_overhead_ceiling(roofline_for_chip("h100-sxm", "bf16"), 5e-6)
     pts = points_from_node_table(node_table(), rl)
     gelu = pts.set_index("label").loc["gelu"]
+    assert pts.attrs["roof"] == "h100-sxm roof + 5 µs/op"
     f = 8 * 64 * 4096
     assert gelu["flops_per_s"] == pytest.approx(f / (5e-6 + f / (2.0 * H100_HBM)))
     assert gelu["bound"] == "overhead"  # 5 us >> its 0.31 us of memory time
