@@ -303,11 +303,13 @@ def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | 
     flops = df["flops"].to_numpy(float) if "flops" in df else np.full(len(df), np.nan)
     time_col = next((c for c in TIME_COLUMNS if c in df), None)
     time = df[time_col] if time_col else (df["end_s"] - df["start_s"]) if {"start_s", "end_s"} <= set(df) else None
-    achieved = df["flops_per_s"].to_numpy(float) if "flops_per_s" in df else \
+    achieved = None if kind == "analytical" else df["flops_per_s"].to_numpy(float) if "flops_per_s" in df else \
         flops / time.to_numpy(float) if time is not None else None
+    if "intensity" not in df and not ({"flops", "bytes"} <= set(df) or level_bytes):
+        raise DFAError(f"ops need an intensity column, or flops and bytes; got columns {list(df.columns)}")
     roof = df.attrs.get("roof")
     if achieved is None:
-        if kind not in (None, "analytical"):
+        if kind not in (None, "analytical"):  # kind='analytical' places timed ops on the roof anyway
             raise DFAError(f"kind={kind!r} needs achieved performance: a flops_per_s or time column {TIME_COLUMNS}")
         kinds = "analytical"
     elif kind in ("measured", "simulated"):

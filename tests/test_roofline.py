@@ -254,6 +254,10 @@ def test_measured_and_simulated_points_need_their_kind():
     assert sim["intensity"].iloc[0] == pytest.approx(100.0)
     with pytest.raises(DFAError, match="needs achieved performance"):
         points_from_node_table(node_table(), roofline_for_chip("t4", "fp16"), kind="measured")
+    on_roof = points_from_node_table(t, roofline_for_chip("t4", "fp16"), kind="analytical")
+    assert set(on_roof["source"]) == {"analytical"} and on_roof.attrs["roof"] == "t4 roof"
+    with pytest.raises(DFAError, match="intensity column, or flops and bytes"):
+        points_from_node_table(pd.DataFrame({"op": ["x"], "time_s": [1.0]}), kind="measured")
     with pytest.raises(DFAError, match="point kind"):
         points_from_node_table(timeline.assign(source="guessed"), None)
 
