@@ -27,6 +27,7 @@ A learner who rewrites the interpreter itself (``sys.modules``, IPython hooks) c
 the sandbox makes sure such a learner can only affect their own grade, and ``dfa autograde`` flags such
 submissions for review.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -37,8 +38,14 @@ import types
 import torch
 
 __all__ = [
-    "CheckFailed", "check_tensor", "check_scalar", "check_equal", "check_in_range", "check_type",
-    "grader", "reference_literal",
+    "CheckFailed",
+    "check_tensor",
+    "check_scalar",
+    "check_equal",
+    "check_in_range",
+    "check_type",
+    "grader",
+    "reference_literal",
 ]
 
 # ---- Trusted references, captured once at import (see the module docstring for why) ---
@@ -100,6 +107,15 @@ class _Mismatch:
 
 # ---- The comparison core: returns None when the answer is right, a _Mismatch otherwise ---
 
+
+def _one_of(cls, types: tuple) -> bool:
+    """``cls in types`` by identity: ``in`` would call ``==``, which a learner's metaclass can answer."""
+    for candidate in types:
+        if cls is candidate:
+            return True
+    return False
+
+
 def _flatten(nested) -> list:
     """``tolist()`` output (nested lists or a scalar) as one flat list, without recursion limits."""
     if _type(nested) is not _list:
@@ -154,8 +170,9 @@ def _compare_tensor(yours, expected, atol: float, rtol: float, dtype) -> _Mismat
     numel = _prod(your_shape)
     if numel > _PYTHON_COMPARE_LIMIT:
         with _no_torch_function():
-            same = _allclose(_to_cpu(_detach(yours)), _to(_to_cpu(_detach(reference)), _dtype_of(yours)),
-                             rtol, atol, False)
+            same = _allclose(
+                _to_cpu(_detach(yours)), _to(_to_cpu(_detach(reference)), _dtype_of(yours)), rtol, atol, False
+            )
         return None if same else _Mismatch("values differ")
     try:
         _, mine = _read(yours)
@@ -190,17 +207,19 @@ def _compare_tensor(yours, expected, atol: float, rtol: float, dtype) -> _Mismat
 
 
 def _compare_scalar(yours, expected: float, rel: float, abs_tol: float) -> _Mismatch | None:
-    if _type(yours) not in _SCALAR_TYPES:
+    if not _one_of(_type(yours), _SCALAR_TYPES):
         return _Mismatch(f"expected a Python number (float or int), got {_type_name(_type(yours))}")
-    if _type(expected) not in _SCALAR_TYPES:
+    if not _one_of(_type(expected), _SCALAR_TYPES):
         raise TypeError("the reference of check_scalar must be a float or int")
     a, b = _float(yours), _float(expected)
     if not _isfinite(a):
         return _Mismatch(f"the value is {a}, not a finite number")
     if _abs(a - b) <= _float(abs_tol) + _float(rel) * _abs(b):
         return None
-    return _Mismatch(f"the value is off by {_abs(a - b) / (_abs(b) or 1.0):.3g} (relative)",
-                     f"yours {a:.6g}, expected {b:.6g}")
+    return _Mismatch(
+        f"the value is off by {_abs(a - b) / (_abs(b) or 1.0):.3g} (relative)",
+        f"yours {a:.6g}, expected {b:.6g}",
+    )
 
 
 def _plain_equal(a, b) -> bool:
@@ -208,14 +227,14 @@ def _plain_equal(a, b) -> bool:
     ta, tb = _type(a), _type(b)
     if ta is not tb:
         # 1 == 1.0 is fine for numbers, but True is not 1
-        return ta in _SCALAR_TYPES and tb in _SCALAR_TYPES and _float(a) == _float(b)
-    if ta in _PLAIN_TYPES:
+        return _one_of(ta, _SCALAR_TYPES) and _one_of(tb, _SCALAR_TYPES) and _float(a) == _float(b)
+    if _one_of(ta, _PLAIN_TYPES):
         return a == b
     if ta is _tuple or ta is _list:
         return _len(a) == _len(b) and _all(_plain_equal(x, y) for x, y in _zip(a, b))
     if ta is _dict:
         keys_a, keys_b = _list(a.keys()), _list(b.keys())
-        if _len(keys_a) != _len(keys_b) or not _all(_type(k) in _PLAIN_TYPES for k in keys_a):
+        if _len(keys_a) != _len(keys_b) or not _all(_one_of(_type(k), _PLAIN_TYPES) for k in keys_a):
             return False
         return _all(k in b and _plain_equal(a[k], b[k]) for k in keys_a)
     return False
@@ -223,12 +242,12 @@ def _plain_equal(a, b) -> bool:
 
 def _is_plain(value) -> bool:
     t = _type(value)
-    if t in _PLAIN_TYPES:
+    if _one_of(t, _PLAIN_TYPES):
         return True
     if t is _tuple or t is _list:
         return _all(_is_plain(v) for v in value)
     if t is _dict:
-        return _all(_type(k) in _PLAIN_TYPES and _is_plain(v) for k, v in value.items())
+        return _all(_one_of(_type(k), _PLAIN_TYPES) and _is_plain(v) for k, v in value.items())
     return False
 
 
@@ -242,23 +261,25 @@ def _compare_equal(yours, expected) -> _Mismatch | None:
 
 
 def _compare_in_range(yours, low: float, high: float) -> _Mismatch | None:
-    if _type(yours) not in _SCALAR_TYPES:
+    if not _one_of(_type(yours), _SCALAR_TYPES):
         return _Mismatch(f"expected a Python number (float or int), got {_type_name(_type(yours))}")
     value = _float(yours)
     if _isfinite(value) and low <= value <= high:
         return None
-    return _Mismatch(f"the value {value:.4g} is outside the accepted range",
-                     f"accepted: [{low:.4g}, {high:.4g}]")
+    return _Mismatch(
+        f"the value {value:.4g} is outside the accepted range", f"accepted: [{low:.4g}, {high:.4g}]"
+    )
 
 
 def _compare_type(yours, allowed: tuple) -> _Mismatch | None:
-    if _type(yours) in allowed:
+    if _one_of(_type(yours), allowed):
         return None
     names = ", ".join(_type_name(t) for t in allowed)
     return _Mismatch(f"expected one of ({names}), got {_type_name(_type(yours))}")
 
 
 # ---- Learner-facing checks ---
+
 
 def _report(name: str, mismatch: _Mismatch | None, hint: str | None) -> None:
     if mismatch is None:
@@ -273,8 +294,9 @@ def _report(name: str, mismatch: _Mismatch | None, hint: str | None) -> None:
     raise CheckFailed(f"{name}: {mismatch.what}")
 
 
-def check_tensor(name: str, yours, expected, *, atol: float = 1e-5, rtol: float = 1e-4, dtype=None,
-                 hint: str | None = None) -> None:
+def check_tensor(
+    name: str, yours, expected, *, atol: float = 1e-5, rtol: float = 1e-4, dtype=None, hint: str | None = None
+) -> None:
     """Is ``yours`` a ``torch.Tensor`` with the reference's dtype (or ``dtype``), shape and values?
 
     ``expected`` is a tensor or a literal (nested lists). Values match when
@@ -283,8 +305,9 @@ def check_tensor(name: str, yours, expected, *, atol: float = 1e-5, rtol: float 
     _report(name, _compare_tensor(yours, expected, atol, rtol, dtype), hint)
 
 
-def check_scalar(name: str, yours, expected: float, *, rel: float = 1e-6, abs_tol: float = 0.0,
-                 hint: str | None = None) -> None:
+def check_scalar(
+    name: str, yours, expected: float, *, rel: float = 1e-6, abs_tol: float = 0.0, hint: str | None = None
+) -> None:
     """Is ``yours`` a Python ``float``/``int`` within ``abs_tol + rel * |expected|`` of ``expected``?"""
     _report(name, _compare_scalar(yours, expected, rel, abs_tol), hint)
 
@@ -306,6 +329,7 @@ def check_type(name: str, yours, *allowed: type, hint: str | None = None) -> Non
 
 # ---- Grader-side assertions for hidden tests ---
 
+
 class _Grader:
     """Silent on success; on failure raises ``CheckFailed`` naming the test and the kind of mismatch only."""
 
@@ -316,12 +340,14 @@ class _Grader:
         if mismatch is not None:
             raise CheckFailed(f"hidden test '{name}' failed: {mismatch.what}")
 
-    def assert_tensor(self, yours, expected, *, atol: float = 1e-5, rtol: float = 1e-4, dtype=None,
-                      name: str = "tensor") -> None:
+    def assert_tensor(
+        self, yours, expected, *, atol: float = 1e-5, rtol: float = 1e-4, dtype=None, name: str = "tensor"
+    ) -> None:
         self._verdict(name, _compare_tensor(yours, expected, atol, rtol, dtype))
 
-    def assert_scalar(self, yours, expected: float, *, rel: float = 1e-6, abs_tol: float = 0.0,
-                      name: str = "scalar") -> None:
+    def assert_scalar(
+        self, yours, expected: float, *, rel: float = 1e-6, abs_tol: float = 0.0, name: str = "scalar"
+    ) -> None:
         self._verdict(name, _compare_scalar(yours, expected, rel, abs_tol))
 
     def assert_equal(self, yours, expected, *, name: str = "value") -> None:
@@ -361,6 +387,7 @@ def reference_literal(tensor, digits: int = 8) -> str:
 
 
 # ---- Read-only module: `common.checks.check_tensor = lambda *a, **k: None` fails loudly ----------
+
 
 class _ReadOnlyModule(types.ModuleType):
     def __setattr__(self, name, value):

@@ -1,4 +1,5 @@
 """The checking helpers: right answers pass, wrong ones fail with a useful message, and tricks do not work."""
+
 from __future__ import annotations
 
 import builtins
@@ -25,6 +26,21 @@ class AlwaysEqual:
     dtype = torch.float32
 
 
+class EqualToEveryType(type):
+    def __eq__(cls, other):
+        return True
+
+    def __hash__(cls):
+        return 0
+
+
+class NumberLookalike(metaclass=EqualToEveryType):
+    """Its *class* claims to equal float and int: ``type(x) in (float, int)`` would let it through."""
+
+    def __float__(self):
+        return 250.0
+
+
 class SneakyTensor(torch.Tensor):
     """A tensor subclass whose torch functions all answer 'yes'."""
 
@@ -45,15 +61,18 @@ def test_check_tensor_failure_shows_yours_expected_and_hint(capsys):
     assert "✘ relu" in out and "yours -2.0, expected 2.0" in out and "hint: negatives → 0" in out
 
 
-@pytest.mark.parametrize("yours, message", [
-    (torch.zeros(3), "shape is (3,), expected (2, 2)"),
-    (torch.zeros(2, 2, dtype=torch.float64), "dtype is torch.float64, expected torch.float32"),
-    (AlwaysEqual(), "expected a torch.Tensor, got AlwaysEqual"),
-    ([[0.0, 0.0], [0.0, 0.0]], "expected a torch.Tensor, got list"),
-    (torch.zeros(2, 2).as_subclass(SneakyTensor), "expected a torch.Tensor, got SneakyTensor"),
-    (torch.zeros(2, 2).to_sparse(), "dense"),
-    (torch.zeros(2, 2, device="meta"), "cannot be read"),
-])
+@pytest.mark.parametrize(
+    "yours, message",
+    [
+        (torch.zeros(3), "shape is (3,), expected (2, 2)"),
+        (torch.zeros(2, 2, dtype=torch.float64), "dtype is torch.float64, expected torch.float32"),
+        (AlwaysEqual(), "expected a torch.Tensor, got AlwaysEqual"),
+        ([[0.0, 0.0], [0.0, 0.0]], "expected a torch.Tensor, got list"),
+        (torch.zeros(2, 2).as_subclass(SneakyTensor), "expected a torch.Tensor, got SneakyTensor"),
+        (torch.zeros(2, 2).to_sparse(), "dense"),
+        (torch.zeros(2, 2, device="meta"), "cannot be read"),
+    ],
+)
 def test_check_tensor_rejects_wrong_kinds_of_answer(yours, message):
     with pytest.raises(CheckFailed, match=message.replace("(", r"\(").replace(")", r"\)")):
         grader.assert_tensor(yours, torch.zeros(2, 2))
@@ -144,7 +163,9 @@ def test_grader_messages_do_not_reveal_reference_values(capsys):
     assert capsys.readouterr().out == ""  # silent
 
 
-@pytest.mark.parametrize("yours", [np.float64(2.0), True, "2.0", torch.tensor(2.0), AlwaysEqual()])
+@pytest.mark.parametrize(
+    "yours", [np.float64(2.0), True, "2.0", torch.tensor(2.0), AlwaysEqual(), NumberLookalike()]
+)
 def test_scalar_checks_want_exact_python_numbers(yours):
     with pytest.raises(CheckFailed, match="expected a Python number"):
         grader.assert_scalar(yours, 2.0)
@@ -176,6 +197,10 @@ def test_check_in_range_and_check_type():
     checks.check_type("result", {"a": 1}, dict)
     with pytest.raises(CheckFailed, match=r"expected one of \(int\), got bool"):
         grader.assert_type(True, int)
+    with pytest.raises(CheckFailed, match="got NumberLookalike"):
+        grader.assert_type(NumberLookalike(), float)
+    with pytest.raises(CheckFailed):
+        grader.assert_equal(NumberLookalike(), 250.0)
 
 
 def test_reference_literal_round_trips():

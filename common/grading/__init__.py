@@ -1,0 +1,16 @@
+"""Instructor tooling: how a lab goes from the instructor's notebook to a grade, on top of nbgrader.
+
+```
+courseN_*/source/<lab>/<lab>.ipynb     solutions + hidden tests          (builder.py writes them)
+  → dfa release   release.py           nbgrader generate_assignment + Colab badge/setup cell (colab.py)
+  → dfa check     check.py             metadata, LAB_STANDARD sections (standard.py), no leaks (regions.py)
+  → dfa collect   collect.py           LMS zip / folder → courseN_*/submitted/<student>/<lab>/
+  → dfa autograde autograde.py         parent: restore cells (rematch.py) + nbgrader sanitize
+                                       worker: run the notebook in a sandbox (sandbox.py → runner.py)
+                                       parent: merge outputs, nbgrader scores it (preprocessors.py)
+  → dfa feedback  feedback.py          HTML without hidden tests
+  → dfa grades    grades.py            nbgrader's CSV + a score histogram per lab
+```
+``course.py`` finds course folders and builds nbgrader API objects; ``cli.py`` adds the ``dfa`` sub-commands.
+Only the parent process writes a gradebook; student code only ever runs inside the sandbox.
+"""

@@ -1,0 +1,228 @@
+"""``dfa autograde``: grade every submission of a lab, in parallel, each one inside its own sandbox.
+
+nbgrader's ``autograde`` does three things in one process: sanitize the submission (clear outputs, restore
+test cells and points from the gradebook), execute it, and save the scores. Here the middle step moves into a
+sandbox and the two others stay in this trusted process, which alone opens the gradebook:
+
+1. **prepare** (parent, one at a time) — nbgrader autograde with no execution step: ``RestoreCellMetadata``
+   and nbgrader's sanitizing preprocessors write the notebook to be run into ``autograded/<student>/<lab>/``.
+2. **execute** (worker threads, ``--workers`` at a time) — each runs that folder's notebook in a sandbox
+   (sandbox.py); nothing here touches the gradebook.
+3. **score** (parent, as each execution finishes) — nbgrader autograde again, ``Execute`` replaced by
+   ``MergeSandboxOutputs``: the same sanitized notebook gets the sandbox's outputs, and nbgrader's own
+   ``SaveAutoGrades`` records the scores. Each submission's grades are committed before the next one's, so a
+   crash or kill loses nothing recorded before it, and running again gives the same grades.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from traitlets.config import Config
+
+from common.errors import DFAError
+from common.grading import tamper
+from common.grading.course import Course, quiet_nbgrader
+from common.grading.limits import Limits
+from common.grading.sandbox import Execution, Sandbox, matplotlib_cache
+
+# How each run ended, worst last: a submission shows the worst of its notebooks.
+STATUS_ORDER = ("completed", "time_limit", "unresponsive", "kernel_died", "error")
+
+
+@dataclass
+class Graded:
+    student: str
+    status: str  # an execution status (STATUS_ORDER), or "grading_error" when nbgrader could not grade it
+    score: float = 0.0
+    max_score: float = 0.0
+    needs_manual_grade: bool = False
+    message: str = ""
+    seconds: float = 0.0
+    review: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        manual = " (+ manual)" if self.needs_manual_grade else ""
+        text = f"{self.student:<24} {self.score:6.1f} / {self.max_score:<6.1f}{manual:<11} {self.status:<13}"
+        text += f" {self.seconds:6.1f} s"
+        if self.message:
+            text += f"  {self.message}"
+        if self.review:
+            text += f"  [review: {', '.join(self.review)}]"
+        return text
+
+
+@dataclass
+class Prepared:
+    student: str
+    folder: Path
+    digests: dict[str, str]  # notebook name → cells_digest of the notebook to execute
+    review: list[str]
+
+
+def submitted_students(course: Course, lab: str) -> list[str]:
+    root = course.submitted_dir
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / lab).is_dir() and any((p / lab).glob("*.ipynb")))
+
+
+def _pipelines(course: Course, results_dir: str) -> tuple[Config, Config]:
+    """nbgrader configs for the prepare and the score steps (see the module docstring)."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    from common.grading.preprocessors import MergeSandboxOutputs, RestoreCellMetadata
+
+    sanitize = [RestoreCellMetadata, *Autograde.sanitize_preprocessors.default()]
+    prepare, score = Config(), Config()
+    for config in (prepare, score):
+        config.RestoreCellMetadata.release_dir = str(course.release_dir)
+        config.OverwriteCells.add_missing_cells = True
+    prepare.Autograde.sanitize_preprocessors = sanitize
+    prepare.Autograde.autograde_preprocessors = []
+    score.Autograde.sanitize_preprocessors = [*sanitize, MergeSandboxOutputs]
+    score.Autograde.autograde_preprocessors = [
+        p for p in Autograde.autograde_preprocessors.default() if p is not Execute
+    ]
+    score.MergeSandboxOutputs.results_dir = results_dir
+    return prepare, score
+
+
+def _nbgrader_error(result: dict) -> str:
+    lines = [ln.strip() for ln in (result.get("log", "") + "\n" + result.get("error", "")).splitlines()]
+    useful = [ln for ln in lines if ln and not ln.startswith(("Traceback", "File ", "^", "~"))]
+    errors = [ln for ln in useful if "ERROR" in ln or "Error" in ln or "Exception" in ln]
+    return (errors or useful or ["unknown nbgrader error"])[0][:300]
+
+
+def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str]) -> Prepared | Graded:
+    from common.grading.preprocessors import cells_digest
+
+    result = api.autograde(lab, student, force=True, create=True)
+    if not result["success"]:
+        return Graded(student, "grading_error", message=_nbgrader_error(result))
+    folder = course.autograded_dir / student / lab
+    digests, review = {}, []
+    for name in notebooks:
+        path = folder / f"{name}.ipynb"
+        if path.is_file():
+            nb = nbformat.read(path, as_version=4)
+            digests[name] = cells_digest(nb)
+            review += [flag for flag in tamper.flags(nb) if flag not in review]
+    return Prepared(student, folder, digests, review)
+
+
+def _execute(sandbox: Sandbox, prepared: Prepared) -> dict[str, Execution]:
+    """Runs in a worker thread: only the sandbox, never the gradebook."""
+    executions = {}
+    for name in prepared.digests:
+        try:
+            executions[name] = sandbox.run(prepared.folder, f"{name}.ipynb")
+        except Exception as exc:  # a sandbox failure is this submission's error, not the whole run's
+            executions[name] = Execution(status="error", message=f"{type(exc).__name__}: {exc}")
+    return executions
+
+
+def _score(
+    api, course: Course, lab: str, prepared: Prepared, executions: dict[str, Execution], results_dir: Path
+) -> Graded:
+    folder = results_dir / prepared.student
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, execution in executions.items():
+        record = {**execution.to_json(), "digest": prepared.digests[name]}
+        (folder / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
+    worst = max(
+        executions.values(),
+        key=lambda e: STATUS_ORDER.index(e.status) if e.status in STATUS_ORDER else len(STATUS_ORDER),
+        default=Execution(status="completed"),
+    )
+    seconds = sum(e.seconds for e in executions.values())
+    result = api.autograde(lab, prepared.student, force=True, create=True)
+    if not result["success"]:
+        return Graded(prepared.student, "grading_error", message=_nbgrader_error(result), seconds=seconds)
+    with course.gradebook() as gb:
+        submission = gb.find_submission(lab, prepared.student)
+        graded = Graded(
+            prepared.student,
+            worst.status,
+            float(submission.score),
+            float(submission.max_score),
+            bool(submission.needs_manual_grade),
+            "" if worst.status == "completed" else worst.message,
+            seconds,
+            prepared.review,
+        )
+    return graded
+
+
+def assignment_notebooks(course: Course, lab: str) -> list[str]:
+    """The lab's notebooks as the gradebook knows them; an error if ``dfa release`` never recorded the lab."""
+    from nbgrader.api import MissingEntry
+
+    with course.gradebook() as gb:
+        try:
+            return [nb.name for nb in gb.find_assignment(lab).notebooks]
+        except MissingEntry:
+            raise DFAError(
+                f"{course.name}/{lab} is not in the gradebook yet: run `dfa release {course.name}`"
+            ) from None
+
+
+def autograde(
+    course: Course,
+    lab: str,
+    *,
+    workers: int = 1,
+    limits: Limits | None = None,
+    unsafe_no_sandbox: bool = False,
+    students: list[str] | None = None,
+    report=print,
+) -> list[Graded]:
+    """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result."""
+    course.require_lab(lab)
+    notebooks = assignment_notebooks(course, lab)
+    available = submitted_students(course, lab)
+    missing = sorted(set(students or []) - set(available))
+    if missing:
+        raise DFAError(f"no submission of {lab} for {', '.join(missing)} in {course.submitted_dir}")
+    queue = deque(students or available)
+    limits = limits or Limits(cell_timeout_s=int(course.config.Execute.get("timeout", Limits.cell_timeout_s)))
+    # the folder holding the course folders stays invisible (all courses, not only this one)
+    sandbox = Sandbox(limits, isolated=not unsafe_no_sandbox, protect=[course.root.parent])
+    sandbox.check_available()
+    matplotlib_cache()  # build it once, before the workers start
+    results_dir = Path(tempfile.mkdtemp(prefix="dfa-results-"))
+    prepare_config, score_config = _pipelines(course, str(results_dir))
+    prepare_api, score_api = course.api(prepare_config), course.api(score_config)
+    graded: list[Graded] = []
+
+    def done(result: Graded) -> None:
+        graded.append(result)
+        report(result)
+
+    try:
+        with quiet_nbgrader(), ThreadPoolExecutor(max(1, workers), thread_name_prefix="dfa-sandbox") as pool:
+            running = {}
+            while queue or running:
+                while queue and len(running) < max(1, workers):
+                    prepared = _prepare(prepare_api, course, lab, queue.popleft(), notebooks)
+                    if isinstance(prepared, Graded):
+                        done(prepared)
+                    else:
+                        running[pool.submit(_execute, sandbox, prepared)] = prepared
+                if running:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        prepared = running.pop(future)
+                        done(_score(score_api, course, lab, prepared, future.result(), results_dir))
+    finally:
+        shutil.rmtree(results_dir, ignore_errors=True)
+    return graded

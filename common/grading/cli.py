@@ -1,0 +1,184 @@
+"""The instructor sub-commands of ``dfa``: release, check, collect, autograde, feedback, grades.
+
+Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
+(0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from common.errors import DFAError
+from common.grading.course import quiet_nbgrader
+
+
+def _release(args) -> int:
+    from common.grading.course import courses_from_args
+    from common.grading.release import readme_updates, release
+
+    courses = courses_from_args(args.course)
+    with quiet_nbgrader():
+        released = release(courses)
+    for item in released:
+        note = " (badge/setup cell refreshed in the source)" if item.source_refreshed else ""
+        print(f"released {item.course}/{item.lab} -> {item.path}{note}")
+    for readme in readme_updates(courses, write=True):
+        print(f"updated the lab table in {readme}")
+    if not released:
+        print("no labs to release (add courseN_*/source/<lab>/<lab>.ipynb)")
+    return 0
+
+
+def _check(args) -> int:
+    from common.grading.check import check
+    from common.grading.course import courses_from_args
+
+    courses = courses_from_args(args.course)
+    with quiet_nbgrader():
+        problems = check(courses)
+    for problem in problems:
+        print(problem)
+    labs = sum(len(c.labs()) for c in courses)
+    print(f"dfa check: {labs} lab(s) in {len(courses)} course(s), {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def _collect(args) -> int:
+    from common.grading.collect import collect
+    from common.grading.course import find_course
+
+    report = collect(find_course(args.course), args.lab, Path(args.source), pattern=args.pattern)
+    for note in report.notes:
+        print(f"note: {note}")
+    for skipped in report.skipped:
+        print(f"skipped: {skipped}")
+    print(
+        f"collected {len(report.students)} submission(s) of {args.lab}: {', '.join(report.students) or '-'}"
+    )
+    return 0 if report.students else 1
+
+
+def _autograde(args) -> int:
+    from common.grading.autograde import autograde
+    from common.grading.course import find_course
+    from common.grading.limits import GB, Limits
+
+    if args.workers < 1:
+        raise DFAError(f"--workers must be at least 1, got {args.workers}")
+    course = find_course(args.course)
+    limits = Limits()
+    if args.timeout is not None or args.memory is not None:
+        limits = Limits(
+            cell_timeout_s=args.timeout or int(course.config.Execute.get("timeout", 120)),
+            memory_bytes=int((args.memory or limits.memory_bytes / GB) * GB),
+        )
+    else:
+        limits = None  # the course's nbgrader_config.py decides the cell timeout
+    if args.unsafe_no_sandbox:
+        print(
+            "WARNING: --unsafe-no-sandbox: student code runs with your permissions, unisolated.",
+            file=sys.stderr,
+        )
+    started = time.monotonic()
+    with quiet_nbgrader():
+        graded = autograde(
+            course,
+            args.lab,
+            workers=args.workers,
+            limits=limits,
+            unsafe_no_sandbox=args.unsafe_no_sandbox,
+            students=args.student,
+            report=lambda g: print(g.line(), flush=True),
+        )
+    elapsed = time.monotonic() - started
+    failed = [g for g in graded if g.status == "grading_error"]
+    rate = len(graded) / elapsed * 60 if elapsed else 0.0
+    print(
+        f"graded {len(graded) - len(failed)} of {len(graded)} submission(s) in {elapsed:.0f} s "
+        f"({rate:.1f}/min, {args.workers} worker(s)); grades are in {course.db_url}"
+    )
+    return 1 if failed else 0
+
+
+def _feedback(args) -> int:
+    from common.grading.course import find_course
+    from common.grading.feedback import generate_feedback
+
+    with quiet_nbgrader():
+        pages, problems = generate_feedback(find_course(args.course), args.lab)
+    for problem in problems:
+        print(problem)
+    print(f"wrote {len(pages)} feedback page(s)" + (f" under {pages[0].parents[2]}" if pages else ""))
+    return 1 if problems else 0
+
+
+def _grades(args) -> int:
+    from common.grading.course import find_course
+    from common.grading.grades import export
+
+    with quiet_nbgrader():
+        csv, pngs = export(find_course(args.course), Path(args.csv) if args.csv else None)
+    print(f"wrote {csv}")
+    for png in pngs:
+        print(f"wrote {png}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "release", help="generate the student notebooks (nbgrader generate_assignment) + Colab"
+    )
+    p.add_argument("course", nargs="*", help="course folders (default: every courseN_* folder)")
+    p.set_defaults(func=_release)
+
+    p = sub.add_parser(
+        "check", help="validate labs: nbgrader metadata, standard sections, release current, no leaks"
+    )
+    p.add_argument("course", nargs="*", help="course folders (default: all, and the README lab tables)")
+    p.set_defaults(func=_check)
+
+    p = sub.add_parser(
+        "collect", help="put downloaded submissions (LMS zip or folder) into COURSE/submitted/"
+    )
+    p.add_argument("course")
+    p.add_argument("lab")
+    p.add_argument("source", metavar="ZIP_OR_DIR")
+    p.add_argument(
+        "--pattern", help="regular expression naming the student: must contain (?P<student_id>...)"
+    )
+    p.set_defaults(func=_collect)
+
+    p = sub.add_parser("autograde", help="grade every submission of a lab, each in a sandbox")
+    p.add_argument("course")
+    p.add_argument("lab")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="submissions graded at the same time (default: CPU cores, at most 4)",
+    )
+    p.add_argument("--timeout", type=int, help="seconds one cell may run (default: the course config, 120)")
+    p.add_argument(
+        "--memory", type=float, help="GB of memory for one submission (default 4; at least 2 for torch)"
+    )
+    p.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run student code without isolation (trusted notebooks only, e.g. without bubblewrap)",
+    )
+    p.set_defaults(func=_autograde)
+
+    p = sub.add_parser("feedback", help="HTML feedback per submission, without hidden tests")
+    p.add_argument("course")
+    p.add_argument("lab")
+    p.set_defaults(func=_feedback)
+
+    p = sub.add_parser("grades", help="export the gradebook: nbgrader CSV + a score histogram per lab")
+    p.add_argument("course")
+    p.add_argument("--csv", help="CSV path (default COURSE/grades/grades.csv; PNGs go next to it)")
+    p.set_defaults(func=_grades)

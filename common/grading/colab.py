@@ -1,0 +1,102 @@
+"""Everything that ties a release notebook to Google Colab: the repository URL, the badge and the setup cell.
+
+A fork changes ``REPO_GIT_URL`` (and ``REPO_BRANCH`` if it publishes another branch), then runs
+``dfa release``: every badge, every setup cell and the README lab tables are rewritten from these constants.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+# The one place that says where this project lives: setup cells install from it, badges open from it.
+REPO_GIT_URL = "https://github.com/dataflow-labs/open-labs.git"
+REPO_BRANCH = "main"
+# Tests (and anyone installing from a mirror) point the setup cell elsewhere with this environment variable.
+INSTALL_SOURCE_ENV = "DFA_INSTALL_SOURCE"
+
+BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+TABLE_START = "<!-- labs:start -->"
+TABLE_END = "<!-- labs:end -->"
+
+
+def github_slug(url: str = REPO_GIT_URL) -> str:
+    """``https://github.com/owner/name.git`` → ``owner/name``."""
+    match = re.match(r"^(?:https://|git@)github\.com[/:]([^/]+)/([^/]+?)(?:\.git)?/?$", url)
+    if not match:
+        raise ValueError(f"REPO_GIT_URL must be a GitHub repository URL, got {url!r}")
+    return f"{match.group(1)}/{match.group(2)}"
+
+
+def colab_url(notebook_path: str) -> str:
+    """The Colab URL that opens ``notebook_path`` (relative to the repository root, POSIX separators)."""
+    return f"https://colab.research.google.com/github/{github_slug()}/blob/{REPO_BRANCH}/{notebook_path}"
+
+
+def badge_markdown(notebook_path: str) -> str:
+    return f"[![Open In Colab]({BADGE_IMAGE})]({colab_url(notebook_path)})"
+
+
+def install_source() -> str:
+    return f"git+{REPO_GIT_URL}@{REPO_BRANCH}"
+
+
+def setup_cell_source() -> str:
+    """The first code cell of every lab: in Colab it installs this package; elsewhere it only reports."""
+    return f'''# Setup. In Google Colab this installs the course package (about a minute); on your own
+# machine, where you installed it already, it changes nothing. Then it picks the GPU if
+# there is one, else the CPU.
+import os
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib
+    import subprocess
+
+    source = os.environ.get("{INSTALL_SOURCE_ENV}", "{install_source()}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+
+import torch
+
+import common.checks  # noqa: F401  (the checks are loaded before any of your code runs)
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+print(f"torch {{torch.__version__}} on {{DEVICE}}"
+      + ("" if DEVICE.type == "cuda" else " (no GPU found: everything runs on the CPU, which is fine)"))
+'''
+
+
+NO_LABS_YET = "No lab is released yet: the six course issues add them. `dfa release` regenerates this table."
+
+
+def lab_table(rows: list[tuple[str, str, str, str]]) -> str:
+    """Markdown table for ``rows`` of (course, lab title, link to the notebook, its repository path)."""
+    if not rows:
+        return NO_LABS_YET
+    lines = ["| Course | Lab | Open |", "| --- | --- | --- |"]
+    for course, title, link, path in rows:
+        lines.append(f"| {course} | [{title}]({link}) | {badge_markdown(path)} |")
+    return "\n".join(lines)
+
+
+def update_lab_table(
+    readme: Path, rows: list[tuple[str, str, str, str]], *, write: bool = True
+) -> bool | None:
+    """Rewrite the text between the ``labs:start``/``labs:end`` markers of ``readme``.
+
+    Returns None when the file or its markers are missing (then nothing is touched), else whether the table
+    changed. With ``write=False`` it only reports whether it would change.
+    """
+    if not readme.is_file():
+        return None
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(TABLE_START), text.find(TABLE_END)
+    if start < 0 or end < start:
+        return None
+    new = text[: start + len(TABLE_START)] + "\n" + lab_table(rows) + "\n" + text[end:]
+    if new == text:
+        return False
+    if write:
+        readme.write_text(new, encoding="utf-8")
+    return True

@@ -1,0 +1,76 @@
+"""``dfa feedback``: one HTML page per graded submission, without the hidden tests.
+
+nbgrader's ``generate_feedback`` renders the autograded notebook, whose test cells were restored from the
+gradebook *with* their hidden tests (nbgrader issue #917). Here its pipeline gets ``HideHiddenTests`` between
+reading the grades and rendering, and every page written is then searched for hidden-test lines: a page that
+still contains one is deleted and reported, never left for students to read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from traitlets.config import Config
+
+from common.errors import DFAError
+from common.grading import regions
+from common.grading.course import Course
+
+
+def _feedback_config() -> Config:
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import GetGrades
+
+    from common.grading.preprocessors import HideHiddenTests
+
+    config = Config()
+    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    config.HideHiddenTests.enforce_metadata = False
+    return config
+
+
+SECRET_KINDS = ("hidden tests", "mark scheme")
+SECRET_MARKERS = tuple(marker for kind in SECRET_KINDS for marker in regions.REGIONS[kind])
+
+
+def hidden_test_lines(course: Course, lab: str) -> list[str]:
+    """Lines of the lab's hidden tests (and mark schemes) that no page for students may contain."""
+    nb = nbformat.read(course.source_notebook(lab), as_version=4)
+    return regions.secret_lines(nb, kinds=SECRET_KINDS)
+
+
+def _leaks(page: Path, course: Course, lab: str, secrets: list[str]) -> list[str]:
+    """Secret text on a student's page that the student did not write themselves."""
+    student = page.parent.parent.name
+    own = ""
+    for submitted in (course.submitted_dir / student / lab).glob("*.ipynb"):
+        try:
+            own += regions.notebook_text(nbformat.read(submitted, as_version=4))
+        except Exception:  # an unreadable submission has no text of its own to excuse
+            pass
+    found = regions.find_leaks(regions.html_text(page.read_text(encoding="utf-8")), secrets, SECRET_MARKERS)
+    return [leak for leak in found if leak not in own]
+
+
+def generate_feedback(course: Course, lab: str) -> tuple[list[Path], list[str]]:
+    """Write ``feedback/<student>/<lab>/*.html``; returns (pages written, problems found)."""
+    course.require_lab(lab)
+    if not (course.autograded_dir.is_dir() and any(course.autograded_dir.glob(f"*/{lab}"))):
+        raise DFAError(
+            f"nothing autograded for {course.name}/{lab} yet: run `dfa autograde {course.name} {lab}`"
+        )
+    result = course.api(_feedback_config()).generate_feedback(lab, force=True)
+    problems = (
+        [] if result["success"] else ["nbgrader generate_feedback reported errors; see the pages listed"]
+    )
+    secrets = hidden_test_lines(course, lab)
+    pages = []
+    for page in sorted(course.feedback_dir.glob(f"*/{lab}/*.html")):
+        leaks = _leaks(page, course, lab, secrets)
+        if leaks:
+            page.unlink()
+            problems.append(f"{page}: removed, it showed hidden-test text ({leaks[0][:60]!r})")
+        else:
+            pages.append(page)
+    return pages, problems

@@ -1,0 +1,115 @@
+"""``dfa release``: regenerate the student notebooks that the Colab badges open.
+
+For each lab: make the source's badge and setup cells the canonical ones (colab.py), then let nbgrader's
+``generate_assignment`` write ``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs
+removed, the lab recorded in the course gradebook). Last, the lab tables between ``<!-- labs:start -->`` and
+``<!-- labs:end -->`` in the README files are rewritten; a README without the markers is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from common.errors import DFAError
+from common.grading import colab, standard
+from common.grading.course import Course, all_courses
+
+
+@dataclass
+class Released:
+    course: str
+    lab: str
+    path: Path
+    source_refreshed: bool
+
+
+def repo_path(course_name: str, lab: str) -> str:
+    """Where a release notebook lives in the repository (course folders sit at its root): Colab opens this."""
+    return f"{course_name}/release/{lab}/{lab}.ipynb"
+
+
+def refresh_boilerplate(nb, course_name: str, lab: str) -> bool:
+    """Make the badge and setup cells of ``nb`` the canonical ones; returns whether anything changed."""
+    wanted = {
+        standard.BADGE_TAG: colab.badge_markdown(repo_path(course_name, lab)),
+        standard.SETUP_TAG: colab.setup_cell_source().strip("\n"),
+    }
+    changed = False
+    for cell in nb.cells:
+        for tag, source in wanted.items():
+            if tag in standard.tags(cell) and cell.source != source:
+                cell.source = source
+                changed = True
+    return changed
+
+
+def lab_title(nb) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            return cell.source.lstrip()[2:].splitlines()[0].strip()
+    return "(untitled)"
+
+
+def release_lab(course: Course, lab: str, api=None, *, refresh: bool = True) -> Released:
+    """Release one lab; ``refresh=False`` leaves the source notebook as it is (what ``dfa check`` needs)."""
+    source_path = course.source_notebook(lab)
+    refreshed = False
+    if refresh:
+        nb = nbformat.read(source_path, as_version=4)
+        refreshed = refresh_boilerplate(nb, course.name, lab)
+        if refreshed:
+            nbformat.write(nb, source_path)
+    result = (api or course.api()).generate_assignment(lab, force=True, create=True)
+    if not result["success"]:
+        raise DFAError(
+            f"nbgrader could not release {course.name}/{lab}: "
+            f"{_last_error(result.get('log', '') + result.get('error', ''))}"
+        )
+    return Released(course.name, lab, course.release_notebook(lab), refreshed)
+
+
+def _last_error(log: str) -> str:
+    lines = [line for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if "[ERROR]" in line or "Error" in line]
+    return (errors or lines or ["unknown error"])[-1].strip()
+
+
+def release(courses: list[Course]) -> list[Released]:
+    released = []
+    for course in courses:
+        if not course.labs():
+            continue
+        api = course.api()
+        released.extend(release_lab(course, lab, api) for lab in course.labs())
+    return released
+
+
+def readme_rows(courses: list[Course], readme: Path) -> list[tuple[str, str, str, str]]:
+    """(course, lab title, link relative to ``readme``, repository path) for every released lab."""
+    rows = []
+    for course in courses:
+        for lab in course.labs():
+            path = course.release_notebook(lab)
+            if path.is_file():
+                title = lab_title(nbformat.read(course.source_notebook(lab), as_version=4))
+                link = Path(os.path.relpath(path, readme.parent)).as_posix()
+                rows.append((course.name, title, link, repo_path(course.name, lab)))
+    return rows
+
+
+def readme_updates(courses: list[Course], *, write: bool) -> list[Path]:
+    """README files whose lab table is (with ``write``) or would be rewritten: the README of the folder that
+    holds these courses (listing every course there) and each course's own README."""
+    targets = []
+    for parent in sorted({c.root.parent for c in courses}):
+        targets.append((parent / "README.md", all_courses(parent)))
+    targets += [(c.root / "README.md", [c]) for c in courses]
+    changed = []
+    for readme, scope in targets:
+        if colab.update_lab_table(readme, readme_rows(scope, readme), write=write):
+            changed.append(readme)
+    return changed

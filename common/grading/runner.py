@@ -1,0 +1,220 @@
+"""What runs inside the sandbox: execute one notebook with nbgrader's ``Execute`` and report each cell.
+
+``python -m common.grading.runner run --result-fd N --config JSON`` is the sandbox's first process. It copies
+the submission into its scratch space, starts a kernel and executes the notebook cell by cell. After each code
+cell it writes one JSON line — the cell's outputs — to file descriptor ``N``, a pipe only it holds: its
+standard streams point to /dev/null before any student code runs, the kernel does not inherit the pipe, and
+the runner makes itself non-dumpable so a same-user process cannot reach its file descriptors through /proc.
+A last line says how the run ended: ``completed``, ``kernel_died``, ``unresponsive`` or ``error``.
+
+``python -m common.grading.runner kernel --config JSON -- ARGS`` is how the kernel starts: it applies the
+resource limits (address space, CPU time, file size, processes, no core dumps) to itself, asks the OOM killer
+to pick it first, then becomes ``python -m ipykernel_launcher ARGS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import resource
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+KERNEL_NAME = "dfa-sandbox"
+TIMEOUT_ENAME = "CellTimeoutError"
+
+
+def _silence_standard_streams() -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _make_undumpable() -> None:
+    """PR_SET_DUMPABLE=0: processes of the same user can no longer open /proc/<runner>/fd or ptrace us."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def copy_regular_files(source: Path, dest: Path) -> None:
+    """Copy a submission folder, skipping symlinks and special files (they could point outside it)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(source):
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode):
+            copy_regular_files(Path(entry.path), dest / entry.name)
+        elif stat.S_ISREG(mode):
+            shutil.copyfile(entry.path, dest / entry.name)
+
+
+def _write_kernelspec(config: dict) -> str:
+    """A kernelspec whose command is our limited launcher; returns the directory to put on JUPYTER_PATH."""
+    root = Path(tempfile.mkdtemp(prefix="dfa-kernels-"))
+    spec = root / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "common.grading.runner",
+        "kernel",
+        "--config",
+        json.dumps(config.get("kernel_limits", {})),
+        "--",
+        "-f",
+        "{connection_file}",
+    ]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Python 3 (sandboxed)", "language": "python"})
+    )
+    return str(root)
+
+
+def _seed_matplotlib_cache(config: dict) -> None:
+    """Copy the parent's prebuilt font cache, so each sandbox does not spend seconds rebuilding it."""
+    seed, target = config.get("mpl_cache"), os.environ.get("MPLCONFIGDIR")
+    if seed and target and Path(seed).is_dir():
+        copy_regular_files(Path(seed), Path(target))
+
+
+def _streaming_execute_class():
+    from nbformat.v4 import new_output
+    from nbgrader.preprocessors import Execute
+
+    class StreamingExecute(Execute):
+        """nbgrader's Execute, reporting each code cell as soon as it ran and capping its output."""
+
+        def __init__(self, emit, max_cell_output_bytes: int, **kwargs):
+            super().__init__(**kwargs)
+            self._emit = emit
+            self._max_bytes = max_cell_output_bytes
+            self._cell_bytes = 0
+            self._truncated = False
+            self.current_index = None
+
+        def preprocess_cell(self, cell, resources, index):
+            self.current_index = index
+            self._cell_bytes, self._truncated = 0, False
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if cell.cell_type == "code":
+                if self._truncated:
+                    cell.outputs.append(
+                        new_output("stream", name="stdout", text="\n[output truncated by the grader]\n")
+                    )
+                self._emit(
+                    event="cell",
+                    index=index,
+                    execution_count=cell.get("execution_count"),
+                    outputs=cell.outputs,
+                )
+            return cell, resources
+
+        def output(self, outs, msg, display_id, cell_index):
+            # Drop output beyond the cap as it arrives, so a print loop cannot fill the runner's memory.
+            self._cell_bytes += len(json.dumps(msg.get("content", {}), default=str))
+            if self._cell_bytes > self._max_bytes:
+                self._truncated = True
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return StreamingExecute
+
+
+def run(result_fd: int, config: dict) -> int:
+    os.set_inheritable(result_fd, False)
+    out = os.fdopen(result_fd, "w", encoding="utf-8")
+
+    def emit(**event) -> None:
+        out.write(json.dumps(event, default=str) + "\n")
+        out.flush()
+
+    _silence_standard_streams()
+    _make_undumpable()
+    # jsonschema imports this optional URI-syntax checker if present; building its grammar takes ~2 s, and
+    # nbformat's schema never checks IRIs. Skipping it halves the runner's start-up, once per submission.
+    sys.modules.setdefault("rfc3987_syntax", None)
+    executor = None
+    try:
+        import nbformat
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        workdir = Path(config["workdir"])
+        copy_regular_files(Path(config["source"]), workdir)
+        _seed_matplotlib_cache(config)
+        os.environ["JUPYTER_PATH"] = _write_kernelspec(config)
+        nb = nbformat.read(workdir / config["notebook"], as_version=4)
+        executor = _streaming_execute_class()(
+            emit,
+            config["max_cell_output_bytes"],
+            kernel_name=KERNEL_NAME,
+            timeout=config["cell_timeout"],
+            startup_timeout=config.get("startup_timeout", 60),
+            iopub_timeout=10,
+            coalesce_streams=True,
+        )
+        emit(event="start", cells=len(nb.cells))
+        try:
+            executor.preprocess(nb, {"metadata": {"path": str(workdir)}})
+        except DeadKernelError:
+            emit(
+                event="end",
+                status="kernel_died",
+                cell=executor.current_index,
+                message="the kernel died (os._exit, a crash, or a memory or CPU-time limit)",
+            )
+        except CellTimeoutError:
+            emit(
+                event="end",
+                status="unresponsive",
+                cell=executor.current_index,
+                message="the cell ran past the time limit and ignored the interrupt",
+            )
+        else:
+            emit(event="end", status="completed")
+    except Exception as exc:  # report, never hang: the parent treats unreported cells as not run
+        emit(
+            event="end",
+            status="error",
+            cell=getattr(executor, "current_index", None),
+            message=f"{type(exc).__name__}: {str(exc)[:500]}",
+        )
+    return 0
+
+
+def exec_kernel(limits: dict, kernel_args: list[str]) -> None:
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (int(value), int(value)))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *kernel_args])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m common.grading.runner")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_parser = sub.add_parser("run")
+    run_parser.add_argument("--result-fd", type=int, required=True)
+    run_parser.add_argument("--config", required=True)
+    kernel_parser = sub.add_parser("kernel")
+    kernel_parser.add_argument("--config", required=True)
+    kernel_parser.add_argument("kernel_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.command == "kernel":
+        rest = args.kernel_args[1:] if args.kernel_args[:1] == ["--"] else args.kernel_args
+        exec_kernel(json.loads(args.config), rest)
+        return 1  # not reached
+    return run(args.result_fd, json.loads(args.config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+"""``dfa autograde`` end to end on the fixture course, with honest and hostile submissions.
+
+(a) the source notebook as a submission earns every autograded point; (b) the untouched release earns 0 and
+runs to its end; (c) hostile or broken submissions gain nothing, hang nothing, and leave honest grades alone;
+(d) grading with two workers gives the grades of grading one at a time; and a grader killed mid-run loses no
+grade already recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fixtures.grading_support import (
+    AUTOGRADED_POINTS,
+    FIXTURE_COURSE,
+    LAB,
+    MAX_POINTS,
+    RIGHT_INTENSITY,
+    RIGHT_RELU,
+    all_output_text,
+    autograded_nb,
+    cell_index,
+    colab_stripped,
+    copy_course,
+    release_nb,
+    right_answers,
+    source_nb,
+    submit,
+    with_code,
+)
+
+from common.cli import main
+from common.grading.autograde import autograde
+from common.grading.limits import GB, Limits
+from common.grading.release import release
+from common.grading.sandbox import Sandbox, SandboxUnavailable
+
+REPO = Path(__file__).resolve().parents[1]
+
+try:
+    Sandbox().check_available()
+    SANDBOX_PROBLEM = None
+except SandboxUnavailable as exc:
+    SANDBOX_PROBLEM = str(exc)
+# CI sets DFA_REQUIRE_SANDBOX=1: there a machine without a working sandbox is a failure, not a skip.
+needs_sandbox = pytest.mark.skipif(
+    SANDBOX_PROBLEM is not None and not os.environ.get("DFA_REQUIRE_SANDBOX"),
+    reason=f"no sandbox here: {SANDBOX_PROBLEM}",
+)
+pytestmark = [pytest.mark.slow, needs_sandbox]
+
+FAST_LIMITS = Limits(cell_timeout_s=6, notebook_timeout_s=240, memory_bytes=2 * GB, max_processes=64)
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """The fixture course, released once (gradebook created); tests grade copies of it."""
+    course = copy_course(FIXTURE_COURSE, tmp_path_factory.mktemp("released"))
+    release([course])
+    return course
+
+
+@pytest.fixture
+def course(released, tmp_path):
+    return copy_course(released.root, tmp_path)  # copies gradebook.db and release/ too
+
+
+def scores(graded) -> dict[str, float]:
+    return {g.student: g.score for g in graded}
+
+
+def read_gradebook(course) -> dict[str, float]:
+    with course.gradebook() as gb:
+        return {s.student.id: s.score for s in gb.find_assignment(LAB).submissions}
+
+
+# ---- (c) the hostile suite: each entry is (what the learner's stub cells contain) ---
+LEAK_PROBE = """
+import os
+def relu(x):
+    for path in ["../../../gradebook.db", "../../gradebook.db", "{course}/gradebook.db",
+                 "../../../source/lab1/lab1.ipynb", "{course}/source/lab1/lab1.ipynb",
+                 "{course}/submitted/alice/lab1/lab1.ipynb", "{repo}/tests/fixtures/build_fixture.py"]:
+        try:
+            print("OPENED", path, open(path, "rb").read(60))
+        except OSError as exc:
+            print("blocked", path, type(exc).__name__)
+    print("REPO", sorted(os.listdir("{repo}")), "HOME", sorted(os.listdir("..")))
+    return x
+"""
+WRITE_PROBE = """
+import os, sqlite3
+def relu(x):
+    for path in ["../../../gradebook.db", "{course}/gradebook.db"]:
+        try:
+            db = sqlite3.connect(path)
+            db.execute("UPDATE grade SET auto_score = 1000")
+            db.commit()
+            print("WROTE", path)
+        except Exception as exc:
+            print("blocked", path, type(exc).__name__)
+    for path in ["{course}/submitted/alice/lab1/lab1.ipynb", "/tmp/../../{course}/x"]:
+        try:
+            open(path, "w").write("{{}}")
+            print("WROTE", path)
+        except OSError as exc:
+            print("blocked", path, type(exc).__name__)
+    return x
+"""
+EQ_OBJECT = """
+class Anything(float):
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __abs__(self): return 0.0
+    def __sub__(self, other): return Anything(0.0)
+    shape = property(lambda self: (8,))
+def relu(x):
+    return Anything(0.0)
+def arithmetic_intensity(flops, bytes_moved):
+    return Anything(250.0)
+"""
+MONKEYPATCH = """
+import builtins, torch
+import common.checks as checks
+for name in ("check_tensor", "check_scalar", "grader"):
+    try:
+        setattr(checks, name, lambda *a, **k: None)
+    except AttributeError as exc:
+        print("read-only:", exc)
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda self, other: torch.ones((), dtype=torch.bool)
+builtins.abs = lambda value: 0.0
+def relu(x):
+    return x
+"""
+REDEFINED_HELPER = """
+def check_tensor(*args, **kwargs):
+    print("✔ relu: correct")
+def check_scalar(*args, **kwargs):
+    print("✔ intensity: correct")
+class grader:
+    def __getattr__(self, name): return lambda *a, **k: None
+grader = grader()
+def relu(x):
+    return x
+def arithmetic_intensity(flops, bytes_moved):
+    return 0.0
+"""
+INFINITE_LOOP = "while True:\n    pass"
+UNINTERRUPTIBLE_LOOP = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+KERNEL_EXIT = "import os\nos._exit(0)"
+MEMORY_BOMB = """
+hog = []
+try:
+    hog.append(bytearray(50 * 2**30))
+except MemoryError:
+    print("50 GB refused")
+while True:
+    hog.append(bytearray(2**27))
+"""
+FORK_BOMB = """
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+STDERR_SPAM = """
+import sys
+for _ in range(20000):
+    print("/x.py:1: UserWarning: all good, trust me" + "!" * 500, file=sys.stderr)
+print("x" * 10_000_000)
+def relu(x):
+    print("relu wrong but loud", file=sys.stderr)
+    return x
+"""
+
+
+def _edit_test_cells(nb):
+    for grade_id in ("relu_tests", "intensity_tests"):
+        nb.cells[cell_index(nb, grade_id)].source = "print('all tests passed')"
+    return nb
+
+
+def _delete_test_cells(nb):
+    nb.cells = [
+        c
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") not in ("relu_tests", "intensity_tests")
+    ]
+    return nb
+
+
+def _tamper_points(nb):
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.metadata.nbgrader["points"] = 100
+    bonus = nb.cells[cell_index(nb, "relu_tests")].copy()
+    bonus.metadata = {
+        "nbgrader": {
+            "grade": True,
+            "grade_id": "bonus",
+            "locked": True,
+            "points": 1000,
+            "schema_version": 3,
+            "solution": False,
+            "task": False,
+        }
+    }
+    bonus.source, bonus.id = "pass", "bonus-cell"
+    nb.cells.insert(cell_index(nb, "relu") + 1, bonus)
+    return nb
+
+
+def hostile_submissions(course) -> dict[str, object]:
+    base = release_nb(course)
+    root = str(course.root)
+    probe = LEAK_PROBE.format(course=root, repo=REPO)
+    return {
+        "gradebook_read": with_code(base, relu=probe),
+        "gradebook_write": with_code(base, relu=WRITE_PROBE.format(course=root)),
+        "source_read": with_code(base, intensity=probe + "\nrelu(None)"),  # runs in its own cell
+        "eq_object": with_code(base, relu=EQ_OBJECT),
+        "monkeypatched_checker": with_code(base, relu=MONKEYPATCH),
+        "redefined_helper": with_code(base, relu=REDEFINED_HELPER),
+        "edited_test_cell": _edit_test_cells(with_code(base, relu=MONKEYPATCH)),
+        "deleted_test_cell": _delete_test_cells(release_nb(course)),
+        "tampered_metadata_points": _tamper_points(release_nb(course)),
+        "infinite_loop": with_code(base, relu=INFINITE_LOOP),
+        "uninterruptible_loop": with_code(base, relu=UNINTERRUPTIBLE_LOOP),
+        "kernel_exit": with_code(base, relu=KERNEL_EXIT),
+        "memory_bomb": with_code(base, relu=MEMORY_BOMB),
+        "fork_bomb": with_code(base, intensity=FORK_BOMB),
+        "stderr_spam": with_code(base, relu=STDERR_SPAM),
+        "colab_stripped_wrong": colab_stripped(base),
+    }
+
+
+def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
+    honest = {
+        "alice": source_nb(course),
+        "carol": colab_stripped(right_answers(course)),
+        "dave": with_code(release_nb(course), relu=RIGHT_RELU),
+    }
+    hostile = hostile_submissions(course)
+    for student, nb in {**honest, **hostile}.items():
+        submit(course, student.replace("_", "-"), nb)
+    started = time.monotonic()
+    graded = autograde(course, LAB, workers=2, limits=FAST_LIMITS, report=lambda g: print(g.line()))
+    elapsed = time.monotonic() - started
+    by_student = {g.student: g for g in graded}
+
+    assert elapsed < 420, f"grading took {elapsed:.0f} s: something hung"
+    assert by_student["alice"].score == AUTOGRADED_POINTS  # the source: every autograded point
+    assert by_student["carol"].score == AUTOGRADED_POINTS  # Colab stripped metadata and ids: re-matched
+    assert by_student["dave"].score == 3.0  # part 1 only
+    for name in hostile:
+        result = by_student[name.replace("_", "-")]
+        assert result.status != "grading_error", f"{name}: {result.message}"
+        assert result.score == 0.0, f"{name} gained {result.score} points"
+        assert result.max_score == MAX_POINTS, f"{name} changed the maximum to {result.max_score}"
+    # what the gradebook holds agrees, so nothing rewrote it behind the parent's back
+    assert read_gradebook(course) == {g.student: g.score for g in graded}
+
+    texts = {name: all_output_text(autograded_nb(course, name.replace("_", "-"))) for name in hostile}
+    assert texts["gradebook_read"].count("blocked") == 7 and "OPENED" not in texts["gradebook_read"]
+    assert "REPO ['common'] HOME ['lab1']" in texts["gradebook_read"]  # no courses, tests or other students
+    assert texts["source_read"].count("blocked") == 7 and "OPENED" not in texts["source_read"]
+    assert "WROTE" not in texts["gradebook_write"] and "blocked" in texts["gradebook_write"]
+    assert "read-only" in texts["monkeypatched_checker"]
+    assert "50 GB refused" in texts["memory_bomb"] and "MemoryError" in texts["memory_bomb"]
+    assert "CellTimeoutError" in texts["infinite_loop"]
+    assert by_student["uninterruptible-loop"].status == "unresponsive"
+    assert by_student["kernel-exit"].status == "kernel_died"
+    assert "this cell was not run" in texts["kernel_exit"]
+    assert "[output truncated by the grader]" in texts["stderr_spam"]
+    # the restored test cells ran (and failed), instead of vanishing with the learner's edits
+    assert "all tests passed" not in texts["edited_test_cell"]
+    restored = autograded_nb(course, "deleted-test-cell")
+    assert cell_index(restored, "relu_tests") and cell_index(restored, "intensity_tests")
+    assert "bonus" not in json.dumps(autograded_nb(course, "tampered-metadata-points").cells[6].metadata)
+    assert set(by_student["monkeypatched-checker"].review) >= {"builtins"}
+
+
+def test_source_full_marks_release_zero_and_parallel_equals_serial(course, tmp_path):
+    mixed = {
+        "alice": source_nb(course),
+        "bob": release_nb(course),
+        "dave": with_code(release_nb(course), relu=RIGHT_RELU),
+        "erin": with_code(release_nb(course), intensity=RIGHT_INTENSITY),
+        "frank": colab_stripped(right_answers(course)),
+    }
+    for student, nb in mixed.items():
+        submit(course, student, nb)
+    serial_course = copy_course(course.root, tmp_path / "serial")
+    for student, nb in mixed.items():
+        submit(serial_course, student, nb)
+
+    parallel = autograde(course, LAB, workers=2, limits=FAST_LIMITS)
+    serial = autograde(serial_course, LAB, workers=1, limits=FAST_LIMITS)
+    assert (
+        scores(parallel)
+        == scores(serial)
+        == {"alice": 5.0, "bob": 0.0, "dave": 3.0, "erin": 2.0, "frank": 5.0}
+    )
+    assert all(g.status == "completed" for g in parallel)
+    bob = autograded_nb(course, "bob")
+    assert bob.cells[-1].cell_type == "markdown" and any(c.get("execution_count") for c in bob.cells[-3:])
+
+    again = autograde(course, LAB, workers=2, limits=FAST_LIMITS)  # idempotent
+    assert scores(again) == scores(parallel) and read_gradebook(course) == scores(parallel)
+
+
+def test_a_killed_grader_loses_no_recorded_grade(course):
+    for student in ("s1", "s2", "s3", "s4"):
+        submit(course, student, right_answers(course))
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from common.cli import main; sys.exit(main(sys.argv[1:]))",
+        "autograde",
+        str(course.root),
+        LAB,
+        "--workers",
+        "1",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    first = process.stdout.readline()  # printed only after that grade was committed
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert first.startswith("s1")
+    recorded = read_gradebook(course)
+    assert recorded.get("s1") == AUTOGRADED_POINTS
+
+    assert main(["autograde", str(course.root), LAB, "--workers", "2"]) == 0
+    assert read_gradebook(course) == {s: AUTOGRADED_POINTS for s in ("s1", "s2", "s3", "s4")}
+
+
+def test_autograde_refuses_unreleased_labs_and_unknown_students(course, capsys):
+    (course.root / "gradebook.db").unlink()
+    submit(course, "alice", source_nb(course))
+    assert main(["autograde", str(course.root), LAB]) == 2
+    assert "dfa release" in capsys.readouterr().err
+    release([course])
+    assert main(["autograde", str(course.root), LAB, "--student", "nobody"]) == 2
+    assert main(["autograde", str(course.root), "lab9"]) == 2
+    assert main(["autograde", str(course.root), LAB, "--workers", "0"]) == 2

@@ -1,0 +1,310 @@
+"""Fast tests of the grading pieces that need no kernel: standard, builder, Colab, regions, re-matching,
+stderr, tamper flags, limits, cgroups and collect."""
+
+from __future__ import annotations
+
+import copy
+import re
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from fixtures import build_fixture
+from fixtures.grading_support import (
+    FIXTURE_COURSE,
+    LAB,
+    RIGHT_RELU,
+    cell_index,
+    colab_stripped,
+    copy_course,
+    read,
+    with_code,
+)
+
+from common.errors import DFAError
+from common.grading import cgroups, colab, regions, rematch, standard, tamper
+from common.grading.builder import LabBuilder
+from common.grading.collect import collect, safe_student_id
+from common.grading.course import Course, find_course
+from common.grading.limits import Limits
+from common.grading.stderr import HARMLESS_STDERR_PATTERN
+
+SOURCE = FIXTURE_COURSE / "source" / LAB / f"{LAB}.ipynb"
+RELEASE = FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb"
+
+
+# ---- the fixture lab and the lab standard ---
+def test_committed_fixture_lab_is_what_its_builder_writes():
+    built = build_fixture.build().notebook()
+    assert nbformat.writes(built) + "\n" == SOURCE.read_text(encoding="utf-8")
+
+
+def test_fixture_lab_follows_the_standard():
+    assert standard.section_problems(read(SOURCE)) == []
+
+
+@pytest.mark.parametrize(
+    "break_it, message",
+    [
+        (lambda cells: [c for c in cells if "Wrap-up" not in c.source], "missing section: Wrap-up"),
+        (
+            lambda cells: [c for c in cells if "parameters" not in c.metadata.get("tags", [])],
+            "missing section: parameters cell",
+        ),
+        (lambda cells: cells[:2] + cells[3:] + cells[2:3], "should come before"),
+        (
+            lambda cells: [
+                c for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") != "relu_tests"
+            ],
+            "Part 1 has no autograded test cell",
+        ),
+        (
+            lambda cells: [c for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") != "q_ridge"],
+            "no manually graded answer",
+        ),
+    ],
+)
+def test_section_problems_are_named(break_it, message):
+    nb = read(SOURCE)
+    nb.cells = break_it(nb.cells)
+    assert any(message in p for p in standard.section_problems(nb)), standard.section_problems(nb)
+
+
+def test_builder_refuses_bad_labs():
+    lab = LabBuilder("course9_x", "lab1", "T")
+    with pytest.raises(DFAError, match="no '### BEGIN SOLUTION'"):
+        lab.solution("def f(): pass", grade_id="f")
+    lab.tests("assert True", grade_id="t", points=1)
+    with pytest.raises(DFAError, match="used twice"):
+        lab.tests("assert True", grade_id="t", points=1)
+    with pytest.raises(DFAError, match="points > 0"):
+        lab.tests("assert True", grade_id="t2", points=0)
+    with pytest.raises(DFAError, match="does not follow the lab standard"):
+        lab.notebook()
+
+
+def test_builder_write_is_reproducible(tmp_path):
+    path = tmp_path / "lab1.ipynb"
+    assert build_fixture.build().write(path) is True
+    assert build_fixture.build().write(path) is False
+
+
+# ---- Colab ---
+def test_colab_urls_come_from_the_one_constant():
+    assert colab.github_slug("https://github.com/someone/fork.git") == "someone/fork"
+    assert colab.github_slug("git@github.com:someone/fork.git") == "someone/fork"
+    with pytest.raises(ValueError):
+        colab.github_slug("https://example.com/x.git")
+    badge = colab.badge_markdown("course1_landscape/release/lab1/lab1.ipynb")
+    assert (
+        f"github/{colab.github_slug()}/blob/{colab.REPO_BRANCH}/course1_landscape/release/lab1/lab1.ipynb"
+        in badge
+    )
+    assert colab.REPO_GIT_URL in colab.setup_cell_source()
+
+
+def test_lab_table_rewrites_only_between_the_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    rows = [
+        (
+            "course1_landscape",
+            "Lab one",
+            "course1_landscape/release/a/a.ipynb",
+            "course1_landscape/release/a/a.ipynb",
+        )
+    ]
+    readme.write_text("# Title\nno markers here\n")
+    assert colab.update_lab_table(readme, rows) is None
+    assert readme.read_text() == "# Title\nno markers here\n"
+    readme.write_text(f"intro\n{colab.TABLE_START}\nold table\n{colab.TABLE_END}\noutro\n")
+    assert colab.update_lab_table(readme, rows) is True
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith(f"{colab.TABLE_END}\noutro\n")
+    assert "old table" not in text and "[Lab one](course1_landscape/release/a/a.ipynb)" in text
+    assert colab.update_lab_table(readme, rows) is False
+
+
+# ---- secret regions ---
+def test_secret_lines_are_specific_to_the_regions():
+    secrets = regions.secret_lines(read(SOURCE))
+    assert "return torch.where(x > 0, x, torch.zeros_like(x))" in secrets
+    assert "from common.checks import grader" in secrets
+    assert not any("import torch" == s for s in secrets)  # appears outside the regions too
+    release_text = regions.notebook_text(read(RELEASE))
+    assert regions.find_leaks(release_text, secrets) == []
+    assert regions.find_leaks(regions.notebook_text(read(SOURCE)), secrets)
+
+
+def test_html_text_sees_through_syntax_highlighting():
+    page = '<pre><span class="n">grader</span><span class="o">.</span><span class="n">x</span>&lt;1</pre>'
+    assert regions.html_text(page) == "grader.x<1"
+
+
+# ---- re-matching cells to the release ---
+def _grade_ids(nb):
+    return [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+
+
+def test_colab_stripped_submission_gets_its_metadata_back():
+    release = read(RELEASE)
+    submission = colab_stripped(with_code(release, relu=RIGHT_RELU))
+    rematch.restore(submission, release)
+    assert _grade_ids(submission) == _grade_ids(release)
+    assert [c.id for c in submission.cells] == [c.id for c in release.cells]
+    assert submission.cells[cell_index(submission, "relu")].source == RIGHT_RELU
+    nbformat.validate(submission)
+
+
+def test_learner_cells_lose_minted_metadata_and_moved_cells_are_found():
+    release = read(RELEASE)
+    submission = copy.deepcopy(release)
+    scratch = nbformat.v4.new_code_cell("print('scratch')")
+    scratch.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "free_points",
+        "points": 99,
+        "locked": False,
+        "solution": False,
+        "schema_version": 3,
+    }
+    submission.cells.insert(4, scratch)
+    submission.cells[cell_index(submission, "relu_tests")].metadata["nbgrader"]["points"] = 100
+    notes = rematch.restore(submission, release)
+    assert "free_points" not in _grade_ids(submission)
+    assert submission.cells[cell_index(submission, "relu_tests")].metadata.nbgrader["points"] == 3
+    assert any("removed" in n for n in notes) and any("restored" in n for n in notes)
+
+
+def test_missing_stub_and_setup_cells_come_back_but_tests_are_left_to_nbgrader():
+    release = read(RELEASE)
+    submission = copy.deepcopy(release)
+    drop = {"relu", "dfa_setup", "relu_tests"}
+    submission.cells = [
+        c for c in submission.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in drop
+    ]
+    rematch.restore(submission, release)
+    ids = _grade_ids(submission)
+    assert "relu" in ids and "dfa_setup" in ids and "relu_tests" not in ids
+    assert ids.index("dfa_setup") < ids.index("relu") < ids.index("intensity")
+
+
+# ---- stderr, tamper flags, limits ---
+@pytest.mark.parametrize(
+    "text, harmless",
+    [
+        ("/x/torch/_tensor.py:12: UserWarning: To copy construct...\n  return torch.tensor(x)\n", True),
+        ("[W1202 09:08:00.123456 1234 torch/csrc/x.cpp:1] Warning: foo (function bar)\n", True),
+        ("Matplotlib is building the font cache; this may take a moment.\n", True),
+        (" 50%|█████     | 5/10 [00:00<00:00]\r100%|██████████| 10/10\n", True),
+        ("Traceback (most recent call last):\n  File x\nValueError: boom\n", False),
+        ("/x.py:1: UserWarning: fine\n  code\nbut this line is not\n", False),
+        (
+            "  /x.py:1: UserWarning: 50%|w\n" * 20000 + "bad\n",
+            False,
+        ),  # fails fast, no catastrophic backtracking
+    ],
+)
+def test_harmless_stderr_pattern(text, harmless):
+    assert bool(re.search(HARMLESS_STDERR_PATTERN, text)) is harmless
+
+
+def test_tamper_flags_ignore_read_only_cells():
+    nb = read(RELEASE)
+    assert tamper.flags(nb) == []
+    flagged = with_code(nb, relu="import sys\nsys.modules['common.checks'] = None\nimport ctypes")
+    assert tamper.flags(flagged) == ["sys.modules", "ctypes"]
+
+
+def test_limits_count_processes_only_in_a_user_namespace():
+    limits = Limits(memory_bytes=1000, max_processes=7)
+    assert limits.kernel_rlimits(count_processes=True)["RLIMIT_NPROC"] == 7
+    assert "RLIMIT_NPROC" not in limits.kernel_rlimits(count_processes=False)
+    assert limits.kernel_rlimits(count_processes=False)["RLIMIT_AS"] == 1000
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_cgroup_creation_on_a_fake_hierarchy(tmp_path, version):
+    if version == 2:
+        (tmp_path / "grader").mkdir()
+        (tmp_path / "cgroup.controllers").write_text("memory pids")
+        (tmp_path / "grader" / "cgroup.subtree_control").write_text("memory pids")
+        proc = "0::/grader\n"
+    else:
+        for controller in ("memory", "pids"):
+            (tmp_path / controller / "grader").mkdir(parents=True)
+        proc = "4:memory:/grader\n8:pids:/grader\n0::/\n"
+    group = cgroups.create(123456, 42, sysfs=tmp_path, proc_cgroup=proc)
+    assert group is not None
+    limits = {p.name: p.read_text() for d in group.dirs for p in d.iterdir()}
+    assert limits.get("pids.max") == "42"
+    assert limits.get("memory.max" if version == 2 else "memory.limit_in_bytes") == "123456"
+    assert group.join_prefix()[:2] == ["/bin/sh", "-c"] and group.join_prefix()[-1] == "--"
+    for d in group.dirs:  # a fake hierarchy holds files, which a real cgroup removes itself
+        for f in d.iterdir():
+            f.unlink()
+    group.destroy()
+    assert not any(d.exists() for d in group.dirs)
+
+
+def test_no_cgroup_where_the_hierarchy_is_missing(tmp_path):
+    assert cgroups.create(1, 1, sysfs=tmp_path, proc_cgroup="4:memory:/x\n") is None
+
+
+# ---- collect ---
+@pytest.fixture
+def course(tmp_path):
+    return copy_course(FIXTURE_COURSE, tmp_path)
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_collect_an_lms_zip(course, tmp_path):
+    notebook = RELEASE.read_bytes()
+    archive = _zip(
+        tmp_path / "download.zip",
+        {
+            "doejane_12345_67890_lab1.ipynb": notebook,  # Canvas
+            "Bob Smith/Copy of lab1.ipynb": notebook,  # a folder per student, Colab's file name
+            "carol.ipynb": notebook,  # flat
+            "../../evil.ipynb": notebook,  # path traversal: only a name, never a path
+            "dave_1_2_lab1.ipynb": b"not json",
+            "erin/notes.txt": b"ignored",
+        },
+    )
+    report = collect(course, LAB, archive)
+    assert sorted(report.students) == ["Bob_Smith", "carol", "doejane"]
+    for student in report.students:
+        assert (course.submitted_dir / student / LAB / f"{LAB}.ipynb").read_bytes() == notebook
+    assert any("dave" in s for s in report.skipped)
+    assert not (course.root.parent / "evil.ipynb").exists() and not (tmp_path / "evil.ipynb").exists()
+    assert sorted(p.name for p in course.submitted_dir.iterdir()) == ["Bob_Smith", "carol", "doejane"]
+
+
+def test_collect_a_folder_with_a_custom_pattern(course, tmp_path):
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "lab1-s001.ipynb").write_bytes(RELEASE.read_bytes())
+    (folder / "lab1-s002.ipynb").write_bytes(RELEASE.read_bytes())
+    report = collect(course, LAB, folder, pattern=r"lab1-(?P<student_id>s\d+)\.ipynb")
+    assert report.students == ["s001", "s002"]
+    with pytest.raises(DFAError, match="student_id"):
+        collect(course, LAB, folder, pattern=r"lab1-(\w+)")
+    with pytest.raises(DFAError, match="unknown lab"):
+        collect(course, "lab9", folder)
+
+
+def test_student_ids_are_safe_folder_names():
+    assert safe_student_id("../../etc") == "etc"
+    assert safe_student_id("Jane Doe (2)") == "Jane_Doe_2"
+
+
+def test_find_course_names_the_valid_choices(tmp_path):
+    with pytest.raises(DFAError, match="no course 'nope'"):
+        find_course("nope")
+    assert isinstance(find_course(str(FIXTURE_COURSE)), Course)
