@@ -81,6 +81,13 @@ class Chip:
     sources: MappingProxyType  # field name -> source
     estimates: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     aliases: tuple[str, ...] = ()
+    # Architecture facts a compiler needs (MXU edge, stick size, ...): name -> number, sourced as "facts.<name>".
+    facts: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    def fact(self, key: str) -> float:
+        if key not in self.facts:
+            raise unknown(f"architecture fact of {self.name}", key, self.facts)
+        return self.facts[key]
 
     def peak(self, dtype: str) -> float:
         """Dense peak FLOP/s for ``dtype``; a DFAError if the chip has no such datapath."""
@@ -139,4 +146,5 @@ def make_chip(**kw) -> Chip:
     kw["peak_flops"] = MappingProxyType(kw["peak_flops"])
     kw["sources"] = MappingProxyType(kw["sources"])
     kw["estimates"] = MappingProxyType(kw.get("estimates", {}))
+    kw["facts"] = MappingProxyType(kw.get("facts", {}))
     return Chip(**kw)

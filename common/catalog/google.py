@@ -1,0 +1,46 @@
+"""Google TPUs, per chip: v4, v5e, v5p, v6e."""
+from __future__ import annotations
+
+from common.chip_types import GB, GiB, MemoryLevel, MiB, T, make_chip
+
+JAX_TPU = "jax-ml/jax jax/_src/pallas/mosaic/tpu_info.py (per-TensorCore VMEM, MXU size and count)"
+GCLOUD = "cloud.google.com/tpu/docs/{}"
+
+
+def _tpu(version, *, bf16, int8, fp8=None, tcs, mxus, mxu, clock, vmem, hbm, hbm_bw, ici, power=None,
+         cmem=None, doc):
+    src = GCLOUD.format(doc)
+    peaks = {"bf16": bf16, "int8": int8, **({"fp8": fp8} if fp8 else {})}
+    levels = [MemoryLevel("VMEM", vmem, None, count=tcs, note="vector memory per TensorCore (software-managed)")]
+    if cmem:
+        levels.append(MemoryLevel("CMEM", cmem, None, note="common memory shared by the TensorCores"))
+    sources = {**{f"peak_flops.{d}": src for d in peaks}, "compute_units": f"{src}; {JAX_TPU}",
+               "memory.VMEM": JAX_TPU, "memory.CMEM": JAX_TPU, "memory.HBM": src, "link_bandwidth": src}
+    if clock:
+        sources["clock_hz"] = clock[1]
+    return make_chip(
+        name=f"tpu-{version}", vendor="Google", kind="tpu", peak_flops=peaks,
+        matrix_unit=f"{mxus} MXU x {mxu}x{mxu} systolic per TensorCore, bf16 in / fp32 accumulate",
+        compute_units=tcs, compute_unit_name="TensorCores", clock_hz=clock[0] if clock else None,
+        on_chip=tuple(levels), off_chip=MemoryLevel("HBM", hbm, hbm_bw),
+        link_bandwidth=ici, link_name="ICI (bidirectional, per chip)", power_w=power,
+        facts={"mxu_dim": mxu, "mxus_per_core": mxus, "sublanes": 8, "lanes": 128},
+        sources={**sources, **{f"facts.{k}": JAX_TPU + " (NUM_SUBLANES=8, NUM_LANES=128: the (8,128) tile)"
+                               for k in ("mxu_dim", "mxus_per_core", "sublanes", "lanes")}},
+        aliases=(f"v{version[1:]}" if version.startswith("v") else version, f"tpu{version}"),
+    )
+
+
+CHIPS = (
+    # ---- Google TPUs, per chip. ----
+    _tpu("v4", bf16=275 * T, int8=275 * T, tcs=2, mxus=4, mxu=128,
+         clock=(1.05e9, "Jouppi et al., 'TPU v4', ISCA 2023 (1050 MHz); = 275 TF / (8 MXU x 128^2 x 2)"),
+         vmem=16 * MiB, cmem=128 * MiB, hbm=32 * GiB, hbm_bw=1200 * GB, ici=None, doc="v4"),
+    _tpu("v5e", bf16=197 * T, int8=393 * T, tcs=1, mxus=4, mxu=128,
+         clock=(1.5e9, "jax-ml/scaling-book 'tpus.md' (~1.5 GHz); = 197 TF / (4 MXU x 128^2 x 2)"),
+         vmem=128 * MiB, hbm=16 * GB, hbm_bw=819 * GB, ici=400 * GB, doc="v5e"),
+    _tpu("v5p", bf16=459 * T, int8=918 * T, tcs=2, mxus=4, mxu=128, clock=None,
+         vmem=64 * MiB, hbm=95 * GB, hbm_bw=2765 * GB, ici=4800e9 / 8, doc="v5p-training"),
+    _tpu("v6e", bf16=918 * T, int8=1836 * T, fp8=918 * T, tcs=1, mxus=2, mxu=256, clock=None,
+         vmem=128 * MiB, hbm=32 * GB, hbm_bw=1638 * GB, ici=800 * GB, doc="v6e"),
+)

@@ -1,0 +1,81 @@
+"""NVIDIA GPUs: T4, A100-40GB/80GB, H100-SXM, H200 (dense tensor-core peaks; fp32 = CUDA cores)."""
+from __future__ import annotations
+
+from common.catalog import REF
+from common.chip_types import GB, MB, TB, Estimate, KiB, MemoryLevel, MiB, T, make_chip
+
+CUDA_SMEM = ("CUDA C++ Programming Guide, 'Shared Memory': 32 banks x 4 B per clock per SM = 128 B/clk/SM; "
+             "aggregate = 128 B x SMs x boost clock (derived)")
+T4_SRC = "NVIDIA T4 datasheet (2019); T4 deviceQuery (gist Terminus-IMRC/5e4b7782c27106dec287050b323cd059)"
+A100_SRC = "NVIDIA A100 datasheet (2021) and 'NVIDIA A100 Tensor Core GPU Architecture' whitepaper (2020)"
+H100_SRC = "NVIDIA H100 datasheet and 'NVIDIA H100 Tensor Core GPU Architecture' whitepaper (2022)"
+H200_SRC = "NVIDIA H200 datasheet (2024): 141 GB HBM3e at 4.8 TB/s; compute as H100 SXM"
+
+
+def _gpu_estimates(copy_fraction: float, how: str) -> dict:
+    """Launch costs and achievable DRAM bandwidth: what the GPU simulator needs beyond the datasheet."""
+    return {
+        "achievable_bandwidth_fraction": Estimate(copy_fraction, "fraction of spec DRAM bandwidth", how),
+        "kernel_launch_s": Estimate(4e-6, "s", "host-side cost of one eager kernel launch through PyTorch "
+                                    "(cudaLaunchKernel plus dispatcher): a few microseconds in Nsight traces; "
+                                    "order of magnitude, not a vendor figure"),
+        "kernel_gap_s": Estimate(1e-6, "s", "device-side gap between dependent kernels replayed from a CUDA "
+                                 "graph (grid drain + next grid start), ~1 us; order of magnitude"),
+    }
+
+
+H100_COPY = f"{REF}: H100 device-to-device copy measured at ~2.9 TB/s = 0.87 of 3.35 TB/s"
+ASSUMED_COPY = f"assumed equal to the H100 measurement ({REF}); no measurement for this part"
+
+
+def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dram_name, link, link_name, power,
+         aliases=(), extra_sources=None, copy=(0.87, ASSUMED_COPY)):
+    """A GPU record: register file excluded; smem bandwidth derived from the CUDA bank structure."""
+    return make_chip(
+        estimates=_gpu_estimates(*copy),
+        name=name, vendor="NVIDIA", kind="gpu", peak_flops=peaks,
+        matrix_unit=tc, compute_units=sms, compute_unit_name="SMs", clock_hz=clock,
+        on_chip=(MemoryLevel("SMEM", smem_per_sm, 128 * sms * clock, count=sms, note="shared memory / L1 per SM"),
+                 MemoryLevel("L2", l2, None, note="bandwidth not published by NVIDIA")),
+        off_chip=MemoryLevel(dram_name, dram, dram_bw),
+        link_bandwidth=link, link_name=link_name, power_w=power, aliases=aliases,
+        sources={**{f"peak_flops.{d}": src for d in peaks}, "compute_units": src, "clock_hz": src,
+                 "memory.SMEM": f"capacity: {src}; bandwidth: {CUDA_SMEM}", "memory.L2": src,
+                 f"memory.{dram_name}": src, "link_bandwidth": src, "power_w": src, **(extra_sources or {})},
+    )
+
+
+CHIPS = (
+    # ---- NVIDIA GPUs. Dense tensor-core peaks; fp32 is the CUDA-core (non-tensor) rate. ----
+    _gpu("t4", T4_SRC,
+         peaks={"fp32": 8.1 * T, "fp16": 65 * T, "int8": 130 * T},  # Turing: no tf32/bf16 tensor cores
+         tc="320 tensor cores (Turing), 4x4x4 fp16 FMA per clock each", sms=40, clock=1.59e9,
+         smem_per_sm=64 * KiB, l2=4 * MiB, dram=16 * GB, dram_bw=320 * GB, dram_name="GDDR6",
+         link=2 * 15.75 * GB, link_name="PCIe 3.0 x16 (both directions)", power=70, aliases=("tesla-t4",)),
+    _gpu("a100-40gb", A100_SRC,
+         peaks={"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T},
+         tc="432 3rd-gen tensor cores, 256 fp16 FMA per clock each", sms=108, clock=1.41e9,
+         smem_per_sm=164 * KiB, l2=40 * MB, dram=40 * GB, dram_bw=1555 * GB, dram_name="HBM",
+         link=600 * GB, link_name="NVLink 3 (12 links, both directions)", power=400, aliases=("a100",)),
+    _gpu("a100-80gb", A100_SRC,
+         peaks={"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T},
+         tc="432 3rd-gen tensor cores, 256 fp16 FMA per clock each", sms=108, clock=1.41e9,
+         smem_per_sm=164 * KiB, l2=40 * MB, dram=80 * GB, dram_bw=2039 * GB, dram_name="HBM",
+         link=600 * GB, link_name="NVLink 3 (12 links, both directions)", power=400),
+    _gpu("h100-sxm", H100_SRC,
+         # 2:4-sparse figures (2x these) appear on the datasheet and are not used.
+         peaks={"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
+                "fp8": 1978.9 * T, "int8": 1978.9 * T},
+         tc="528 4th-gen tensor cores, 512 fp16 FMA per clock each", sms=132, clock=1.83e9,
+         smem_per_sm=228 * KiB, l2=50 * MB, dram=80 * GB, dram_bw=3.35 * TB, dram_name="HBM",
+         link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h100",),
+         copy=(0.87, H100_COPY),
+         extra_sources={"clock_hz": f"{REF}: ~1.83 GHz, consistent with 528 TC x 512 FMA x 2 x f = 989.4 TF"}),
+    _gpu("h200", H200_SRC,
+         peaks={"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
+                "fp8": 1978.9 * T, "int8": 1978.9 * T},
+         tc="528 4th-gen tensor cores, 512 fp16 FMA per clock each", sms=132, clock=1.83e9,
+         smem_per_sm=228 * KiB, l2=50 * MB, dram=141 * GB, dram_bw=4.8 * TB, dram_name="HBM",
+         link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h200-sxm",),
+         copy=(0.896, f"{REF}: H200 device copy measured through PyTorch at ~4.3 TB/s = 0.896 of 4.8 TB/s")),
+)
