@@ -76,21 +76,26 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:
             continue
         name = op_name(node)
         in_bytes: dict[str, float] = defaultdict(float)
-        params = []
+        params, in_shapes, transposed, param_inputs = [], {}, [], []
         for arg in node.all_input_nodes:
             val = arg.meta.get("val")
             if isinstance(val, torch.Tensor):
                 src = _root(arg)
                 in_bytes[src.name] = max(in_bytes[src.name], float(touched_bytes(val)))
+                in_shapes[src.name] = tuple(val.shape)
+                if val.dim() >= 2 and val.stride()[-1] != 1 and val.shape[-1] > 1:
+                    transposed.append(src.name)
                 if src.meta.get("kind") == "param":
                     params.append(src.meta.get("source", src.name))
+                    param_inputs.append(src.name)
         if name == "aten.copy_":  # the destination is written, not read
             dest = _root(node.all_input_nodes[0]).name
             in_bytes.pop(dest, None)
         coverage, parts = policy.coverage(name)
         ops.append(Op(node.name, name, op_kind(name), coverage, cost.flops, cost.bytes_written, dict(in_bytes),
                       cost.shape, cost.dtype, _mnk(node) if op_kind(name) == "matmul" else None, parts,
-                      tuple(params)))
+                      tuple(params), in_shapes=in_shapes, transposed_inputs=tuple(transposed),
+                      param_inputs=tuple(param_inputs)))
     _mark_attention(ops)
     return ops
 

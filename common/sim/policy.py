@@ -22,6 +22,13 @@ class Policy:
     decomposed: dict[str, tuple[str, ...]] = {}
     fallback: set[str] = set()
     row_parallel = ("o_proj", "down_proj", "out_proj", "fc2", "c_proj")  # tensor-parallel all-reduce points
+    # Numerics when the backend really runs a model (torch.compile): matmul operands are rounded to
+    # ``matmul_operand_dtype`` and accumulated in fp32; every op's output is rounded to ``storage_dtype``.
+    # None = the model's own dtype (eager semantics). Values are catalog dtype names ("bf16", "fp16").
+    matmul_operand_dtype: str | None = None
+    storage_dtype: str | None = None
+    # Documented tolerance of the compiled model vs eager fp32 (max |diff| / max |eager|) on the reference models.
+    rtol_vs_eager = 1e-5
 
     def __init__(self, chip: str | Chip | None = None, n_chips: int | None = None, dtype: str | None = None,
                  **options):

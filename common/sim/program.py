@@ -30,6 +30,9 @@ class Op:
     decomposed_into: tuple[str, ...] = ()
     params: tuple[str, ...] = ()  # names of the parameters (weights) this op reads
     pattern: str = ""  # e.g. "attention0" when part of a bmm-softmax-bmm chain
+    in_shapes: dict[str, tuple] = field(default_factory=dict)  # producer -> shape of the view this op reads
+    transposed_inputs: tuple[str, ...] = ()  # producers read through a view whose innermost stride != 1
+    param_inputs: tuple[str, ...] = ()  # producers that are parameters (weights: laid out ahead of time)
 
 
 @dataclass
