@@ -217,9 +217,11 @@ class Sandbox:
                    "--hostname", "sandbox", "--die-with-parent", "--new-session"]
         if self.as_root:
             command += ["--cap-drop", "ALL"]
+        # The private /tmp comes first: a Python environment or checkout that lives under /tmp (a CI venv)
+        # is then bound on top of it instead of being hidden by it.
+        command += ["--size", size, "--tmpfs", "/tmp"]
         command += self._bwrap_mounts()
         command += ["--proc", "/proc", "--dev", "/dev",
-                    "--size", size, "--tmpfs", "/tmp",
                     "--size", size, "--tmpfs", SANDBOX_HOME,
                     "--ro-bind", str(staging / "submission"), SUBMISSION_MOUNT]
         # fmt: on
@@ -376,13 +378,13 @@ def _probe_bwrap(mounts: tuple[str, ...]) -> str | None:
         "--unshare-all",
         "--unshare-user",
         "--die-with-parent",
+        "--tmpfs",
+        "/tmp",
         *mounts,
         "--proc",
         "/proc",
         "--dev",
         "/dev",
-        "--tmpfs",
-        "/tmp",
         "--",
         sys.executable,
         "-c",
