@@ -23,6 +23,9 @@ def get_backend(name: str):
                 if isinstance(v, type) and getattr(v, "name", None) == key and v.__module__ == module.__name__)
 
 
+from common.sim.compile import last_report, register, reports  # noqa: E402
 from common.sim.run import simulate, simulate_llm, simulate_op  # noqa: E402
 
-__all__ = ["BACKEND_NAMES", "get_backend", "simulate", "simulate_llm", "simulate_op"]
+register()  # torch.compile(model, backend="dfa_gpu") works once common.sim is imported (or via entry points)
+
+__all__ = ["BACKEND_NAMES", "get_backend", "last_report", "reports", "simulate", "simulate_llm", "simulate_op"]

@@ -114,7 +114,7 @@ class Policy:
             bw = self.bandwidth(level)
             if bw:
                 mem[level] = nbytes * share / bw
-                floor = max(floor, nbytes * share / spec_bw)
+                floor = max(floor, nbytes * share / (spec_bw or bw))  # estimated levels: the estimate is the floor
         slowest = max(mem, key=mem.get) if mem else None
         duration = max([compute, *mem.values()])
         bound = "compute" if not mem or compute >= mem[slowest] else "memory"

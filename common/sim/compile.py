@@ -1,0 +1,217 @@
+"""``torch.compile`` backends ``dfa_gpu``, ``dfa_tpu``, ``dfa_wse``, ``dfa_lpu``, ``dfa_spyre``.
+
+Dynamo hands a backend each captured graph with example inputs. We trace it to aten (``make_fx``), compile it
+through the shared pipeline for the target (``common.sim.pipeline``), simulate its cost, and return a
+callable that really runs the aten graph on the CPU with the target's numerics:
+
+* matmul operands rounded to ``policy.matmul_operand_dtype`` (e.g. bf16 on a TPU), accumulated in fp32;
+* every intermediate rounded to ``policy.storage_dtype`` (fp16 on Spyre);
+* ops the target cannot run natively execute on the host (a counted CPU fallback, a host round trip in the
+  timeline); with ``options={"strict": True}`` such an op is a compile error instead;
+* planted ``faults`` (``common.sim.faults``) change values or raise the runtime's errors.
+
+Options (``torch.compile(m, backend="dfa_spyre", options={...})``): chip, strict, faults, plus any policy
+option. The simulated ``Report`` of every compiled graph is kept: ``last_report("spyre")``, ``reports()``.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+from torch.utils import _pytree as pytree
+
+from common.capture import capture_aten
+from common.costs import annotate
+from common.errors import DFAError
+from common.sim import faults as F
+from common.sim.pipeline import decompose, op_kind
+from common.sim.run import make_policy, simulate
+from common.sim.workload import Segment, Workload
+
+_TORCH = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+_REPORTS: list = []
+
+
+def reports(backend: str | None = None) -> list:
+    """Reports of every graph compiled so far (optionally one backend's), oldest first."""
+    return [r for r in _REPORTS if backend is None or r.backend == backend.removeprefix("dfa_")]
+
+
+def last_report(backend: str | None = None):
+    found = reports(backend)
+    if not found:
+        raise DFAError(f"no graph has been compiled for {backend or 'any backend'} yet")
+    return found[-1]
+
+
+def clear_reports() -> None:
+    _REPORTS.clear()
+
+
+class CompiledGraph:
+    """One Dynamo graph compiled for a simulated target: ``program``/``report`` to read, ``__call__`` to run."""
+
+    def __init__(self, backend: str, gm: fx.GraphModule, example_inputs, options: dict | None = None):
+        options = dict(options or {})
+        self.faults: list[F.Fault] = list(options.pop("faults", []))
+        self.strict = bool(options.pop("strict", False))
+        chip = options.pop("chip", None)
+        self.policy = make_policy(backend, chip, None, options.pop("dtype", None), **options)
+        self.gm = gm
+        self.aten = capture_aten(gm, _fresh_fakes(example_inputs), fake=True)
+        annotate(self.aten, *self.aten.meta["example_inputs"])
+        self.ops = decompose(self.aten, self.policy)
+        fallbacks = [o for o in self.ops if o.coverage == "fallback"]
+        if self.strict and fallbacks:
+            o = fallbacks[0]
+            hint = getattr(self.policy, "nearest_native", lambda op: None)(o.op)
+            raise DFAError(f"{o.op} falls back to the CPU on {self.policy.name} (strict mode)"
+                           + (f"; nearest native: {hint}" if hint else ""))
+        self._plant()
+        workload = Workload(type(gm).__name__, [Segment("graph", self.aten)], dtype=self.policy.dtype)
+        self.report = simulate(workload, backend, chip=self.policy.chip, chips=1, dtype=self.policy.dtype,
+                               **options)
+        self.report.counters["fallback_ops"] = len(fallbacks)
+        self.report.notes.extend(f"fault planted: {f.kind} at {n}" for f, n in self.planted)
+        self.program = self.report.programs[0]
+        _REPORTS.append(self.report)
+
+    def _plant(self) -> None:
+        self.planted: list[tuple[F.Fault, str]] = []  # (fault, fx node it was planted on)
+        for fault in self.faults:
+            hit = fault.pick(F.candidates(fault, self.ops))
+            if hit is None:
+                raise DFAError(f"fault {fault.kind!r} has nowhere to go in this graph (no candidate op"
+                               + (f" matching {fault.target!r}" if fault.target else "") + ")")
+            self.planted.append((fault, hit.name))
+
+    # ---- running ---------------------------------------------------------------------------------------
+    def __call__(self, *args):
+        state = dict(self.gm.named_parameters(remove_duplicate=False))
+        state.update(self.gm.named_buffers(remove_duplicate=False))
+        flat = pytree.tree_leaves((state, tuple(args), {}))
+        self._runtime_faults()
+        out = _TargetInterpreter(self).run(*flat)
+        return out
+
+    def _runtime_faults(self) -> None:
+        for fault, node in self.planted:
+            if fault.kind == "dma_timeout":
+                kernel = next(k for k in self.program.kernels if any(o.name == node for o in k.ops))
+                nbytes = sum(kernel.inputs.values())
+                timeout = fault.params.get("timeout_s", 1.0)
+                raise F.SimTimeoutError(
+                    f"{self.policy.name}: DMA into kernel {kernel.name} ({'+'.join(kernel.op_names)}, "
+                    f"{nbytes:.0f} bytes) did not complete within {timeout} s; the runtime watchdog aborted")
+            if fault.kind == "deadlock":
+                ks = self.program.kernels
+                i = next(i for i, k in enumerate(ks) if any(o.name == node for o in k.ops))
+                later = ks[-1] if i < len(ks) - 1 else ks[0]
+                F.check_schedule(ks, [(ks[i].name, later.name)])
+
+
+def _fresh_fakes(example_inputs) -> tuple:
+    """Static-shape copies of Dynamo's example inputs in a FakeTensorMode of our own, so tracing here never
+    adds symbols to Dynamo's shape environment."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode(allow_non_fake_inputs=True)  # the graph's own buffers (e.g. a mask) stay real
+    with mode:
+        return tuple(torch.empty_strided(tuple(int(s) for s in t.shape), tuple(int(s) for s in t.stride()),
+                                         dtype=t.dtype) if isinstance(t, torch.Tensor) else t
+                     for t in example_inputs)
+
+
+class _TargetInterpreter(fx.Interpreter):
+    """Runs the aten graph with the target's rounding rules and planted faults."""
+
+    def __init__(self, compiled: CompiledGraph):
+        super().__init__(compiled.aten)
+        p = compiled.policy
+        self.operand = _TORCH.get(p.matmul_operand_dtype) if p.matmul_operand_dtype else None
+        self.storage = _TORCH.get(p.storage_dtype) if p.storage_dtype else None
+        self.faults = {node: f for f, node in compiled.planted}
+        stick = p.chip.facts.get("stick_bytes", F.STICK_BYTES_DEFAULT)
+        self.stick_bytes = int(stick)
+
+    def _round(self, t):
+        if self.storage is not None and isinstance(t, torch.Tensor) and t.is_floating_point():
+            return t.to(self.storage).to(t.dtype)
+        return t
+
+    def placeholder(self, target, args, kwargs):
+        value = super().placeholder(target, args, kwargs)
+        return value  # inputs are rounded where they are read, so in-place updates still reach the caller
+
+    def call_function(self, target, args, kwargs):
+        name = f"aten.{getattr(target, 'overloadpacket', target).__name__}" if hasattr(target, "overloadpacket") \
+            else getattr(target, "__name__", str(target))
+        node = self._current.name
+        fault = self.faults.get(node)
+        if self.storage is not None and name not in ("aten.copy_",):
+            args = pytree.tree_map(self._round, args)
+        if fault is not None and fault.kind == "fp16_overflow":
+            return softmax_fault(args)
+        if fault is not None and fault.kind == "layout_mismatch":
+            args = _misread_transposed(args)
+        if self.operand is not None and op_kind(name) == "matmul":
+            out = _matmul_in(target, args, kwargs, self.operand)
+        else:
+            out = target(*args, **kwargs)
+        if fault is not None and fault.kind == "stick_copy" and isinstance(out, torch.Tensor):
+            src = next(a for a in pytree.tree_leaves(args) if isinstance(a, torch.Tensor))
+            bad = F.apply_stick_copy(src, out, self.stick_bytes)
+            if name == "aten.copy_":
+                out.copy_(bad)
+                return out
+            return bad
+        return out if name == "aten.copy_" else self._round(out)
+
+    def run_node(self, n):
+        self._current = n
+        return super().run_node(n)
+
+
+def softmax_fault(args):
+    x, dim = args[0], args[1]
+    return F.softmax_without_max(x, dim)
+
+
+def _misread_transposed(args):
+    """Read a transposed operand in its stored layout: same shape, elements in the wrong places."""
+    out = list(args)
+    for i, a in enumerate(out):
+        if isinstance(a, torch.Tensor) and a.dim() >= 2 and a.stride()[-1] != 1:
+            out[i] = a.transpose(-1, -2).contiguous().reshape(a.shape)
+            break
+    return tuple(out)
+
+
+def _matmul_in(target, args, kwargs, operand_dtype):
+    """Round float operands to the target's matmul input dtype, multiply-accumulate in fp32, cast back."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    out_dtype = tensors[0].dtype if tensors else torch.float32
+    cast = [a.to(operand_dtype).to(torch.float32) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+    return target(*cast, **kwargs).to(out_dtype)
+
+
+def make_backend(name: str):
+    def backend(gm: fx.GraphModule, example_inputs, options: dict | None = None):
+        return CompiledGraph(name, gm, example_inputs, options)
+    backend.__name__ = f"dfa_{name}"
+    backend.__doc__ = f"torch.compile backend: the simulated {name} (see common.sim.compile)."
+    return backend
+
+
+dfa_gpu, dfa_tpu, dfa_wse, dfa_lpu, dfa_spyre = (make_backend(n) for n in ("gpu", "tpu", "wse", "lpu", "spyre"))
+
+
+def register() -> None:
+    """Register the backends with Dynamo by name (also declared as entry points in pyproject.toml)."""
+    try:
+        from torch._dynamo import list_backends, register_backend
+    except ImportError:  # pragma: no cover
+        return
+    known = set(list_backends(exclude_tags=()))
+    for fn in (dfa_gpu, dfa_tpu, dfa_wse, dfa_lpu, dfa_spyre):
+        if fn.__name__ not in known:
+            register_backend(fn, name=fn.__name__)
