@@ -50,6 +50,9 @@ NO_FLOP_OPS = {
 }
 
 
+GATHER_OPS = {aten.embedding, aten.index_select}
+
+
 class VectorFlopMode(TorchDispatchMode):
     """Counts the FLOPs ``FlopCounterMode`` leaves out: pointwise ops and reductions (see table above)."""
 
@@ -169,8 +172,15 @@ class CostProp(fx.Interpreter):
             written = ins[0].numel() * ins[0].element_size()
             if _packet(n.target) in (aten.copy_,):  # copy_ overwrites its destination without reading it
                 ins = ins[1:]
-        seen, read = set(), 0
+        if n.op == "call_function" and _packet(n.target) in GATHER_OPS and ins:
+            ins[0] = None  # a lookup reads the rows it returns (counted below), not the whole table
+            read_rows = written
+        else:
+            read_rows = 0
+        seen, read = set(), read_rows
         for t in ins:
+            if t is None:
+                continue
             key = (id(t),)
             if key not in seen:
                 seen.add(key)

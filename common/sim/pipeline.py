@@ -48,7 +48,8 @@ def _root(node: fx.Node) -> fx.Node:
         cost: NodeCost | None = node.meta.get("cost")
         if node.op in ("placeholder", "get_attr") or cost is None or not cost.is_view:
             return node
-        producers = [a for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
+        producers = [a for a in node.all_input_nodes
+                     if isinstance(a.meta.get("val"), (torch.Tensor, list, tuple))]  # tuples: split / chunk
         if not producers:
             return node
         node = producers[0]
@@ -67,7 +68,7 @@ def _mnk(node: fx.Node) -> tuple | None:
     return None
 
 
-def decompose(gm: fx.GraphModule, policy) -> list[Op]:
+def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass over the nodes)
     """Stage 1: aten nodes -> ``Op`` records, each classified by kind and by the policy's op coverage."""
     ops = []
     for node in gm.graph.nodes:
@@ -88,6 +89,12 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:
                 if src.meta.get("kind") == "param":
                     params.append(src.meta.get("source", src.name))
                     param_inputs.append(src.name)
+        scale = gm.meta.get("byte_scale", 1.0)  # 8-bit workloads are traced in 16 bit (workload.py)
+        if scale != 1.0:
+            in_bytes = defaultdict(float, {k: v * scale for k, v in in_bytes.items()})
+        if op_kind(name) == "gather" and node.all_input_nodes:  # a lookup reads the rows it returns, not the table
+            table = _root(node.all_input_nodes[0]).name
+            in_bytes[table] = min(in_bytes[table], cost.bytes_written)
         if name == "aten.copy_":  # the destination is written, not read
             dest = _root(node.all_input_nodes[0]).name
             in_bytes.pop(dest, None)
@@ -135,6 +142,8 @@ def fuse(ops: list[Op], policy) -> list[Kernel]:
     kernels: list[Kernel] = []
     owner: dict[str, Kernel] = {}
     for op in ops:
+        if op.pattern:
+            _bring_pattern_kernel_forward(kernels, owner, op)
         last = kernels[-1] if kernels else None
         feeds = last is not None and any(owner.get(p) is last for p in op.in_bytes)
         if (last is not None and feeds and op.coverage != "fallback" and last.kind != "fallback"
@@ -151,6 +160,20 @@ def fuse(ops: list[Op], policy) -> list[Kernel]:
         owner[op.name] = last
     _boundary_bytes(kernels, ops)
     return kernels
+
+
+def _bring_pattern_kernel_forward(kernels: list[Kernel], owner: dict, op: Op) -> None:
+    """An attention chain can be interrupted by an independent kernel (e.g. the copy that lays out V).
+    If no kernel after the chain's kernel consumes it, moving the chain's kernel last keeps the order
+    topological and lets the rest of the chain fuse into it."""
+    home = next((k for k in reversed(kernels) if any(o.pattern == op.pattern for o in k.ops)), None)
+    if home is None or home is kernels[-1]:
+        return
+    later = kernels[kernels.index(home) + 1:]
+    if any(owner.get(p) is home for k in later for o in k.ops for p in o.in_bytes):
+        return
+    kernels.remove(home)
+    kernels.append(home)
 
 
 def _boundary_bytes(kernels: list[Kernel], ops: list[Op]) -> None:

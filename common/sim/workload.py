@@ -112,6 +112,7 @@ def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") 
 
 
 def _scale_bytes(gm: fx.GraphModule, scale: float) -> None:
+    gm.meta["byte_scale"] = scale
     for n in gm.graph.nodes:
         c = n.meta.get("cost")
         if c is not None:
