@@ -146,7 +146,8 @@ class _TargetInterpreter(fx.Interpreter):
             else getattr(target, "__name__", str(target))
         node = self._current.name
         fault = self.faults.get(node)
-        if self.storage is not None and name not in ("aten.copy_",):
+        aliases = _returns_alias(target)  # views and in-place ops: rounding would copy and break the aliasing
+        if self.storage is not None and not aliases:
             args = pytree.tree_map(self._round, args)
         if fault is not None and fault.kind == "fp16_overflow":
             return softmax_fault(args)
@@ -163,11 +164,16 @@ class _TargetInterpreter(fx.Interpreter):
                 out.copy_(bad)
                 return out
             return bad
-        return out if name == "aten.copy_" else self._round(out)
+        return out if aliases else self._round(out)
 
     def run_node(self, n):
         self._current = n
         return super().run_node(n)
+
+
+def _returns_alias(target) -> bool:
+    schema = getattr(target, "_schema", None)
+    return bool(schema is not None and schema.returns and schema.returns[0].alias_info is not None)
 
 
 def softmax_fault(args):
