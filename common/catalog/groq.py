@@ -5,6 +5,11 @@ from common.chip_types import GB, MB, TB, MemoryLevel, T, make_chip
 
 GROQ = ("Groq GroqChip product brief; Abts et al., 'Think Fast: A Tensor Streaming Processor', ISCA 2020; "
         "TechPowerUp / Linley Group coverage")
+# Linley Newsletter 'Groq Gets Connected' (Nov 2020): 16 C2C links of 4 x 30 Gb/s lanes, ~15 GB/s per link per
+# direction, 480 GB/s in total over all links and both directions.
+C2C = "Linley Group, 'Groq Gets Connected' (Nov 2020): 16 links x 4 lanes x 30 Gb/s, 480 GB/s total"
+ISCA22 = ("Abts et al., 'A Software-defined Tensor Streaming Multiprocessor for Large-scale Machine Learning', "
+          "ISCA 2022: Dragonfly systems of up to 10,440 TSPs, 220 MiB of SRAM each")
 
 
 CHIPS = (
@@ -16,9 +21,11 @@ CHIPS = (
         on_chip=(MemoryLevel("SRAM", 230 * MB, 80 * TB, note="220 MiB-class global SRAM, no caches"),),
         off_chip=None, link_bandwidth=480 * GB, link_name="16 chip-to-chip links (total)", power_w=None,
         sources={"peak_flops.fp16": GROQ, "peak_flops.int8": GROQ, "compute_units": GROQ,
-                 "facts.mxm_dim": GROQ, "facts.c2c_links": GROQ,
-                 "clock_hz": GROQ + " (900 MHz nominal)", "memory.SRAM": GROQ, "link_bandwidth": GROQ},
-        facts={"mxm_dim": 320, "c2c_links": 16},
+                 "facts.mxm_dim": GROQ, "facts.c2c_links": C2C, "facts.vxm_alus": GROQ,
+                 "facts.max_system_chips": ISCA22,
+                 "clock_hz": GROQ + " (900 MHz nominal)", "memory.SRAM": GROQ, "link_bandwidth": C2C},
+        # vxm_alus: the vector unit runs pointwise work (norms, softmax, activations) beside the MXM.
+        facts={"mxm_dim": 320, "c2c_links": 16, "vxm_alus": 5120, "max_system_chips": 10_440},
         aliases=("lpu", "groq", "groqchip"),
     ),
 )
