@@ -10,7 +10,6 @@ from common.errors import DFAError
 from common.models import TinyTransformerBlock, build_model, step_inputs
 from common.sim import faults as F
 from common.sim.compile import CompiledGraph
-from tests.test_sim import BACKENDS
 
 
 class ConvNet(torch.nn.Module):
@@ -24,6 +23,9 @@ class ConvNet(torch.nn.Module):
         x = torch.relu(self.conv1(x))  # (B, 8, H, W)
         x = torch.relu(self.conv2(x))  # (B, 8, H', W')
         return self.head(x.mean(dim=(2, 3)))  # (B, 10)
+
+
+BACKENDS = list(sim.BACKEND_NAMES)
 
 
 def _rel_err(out, ref):
