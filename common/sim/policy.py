@@ -148,14 +148,19 @@ class Policy:
         need = max(1, -(-int(workload.resident_bytes) // int(capacity)))
         if self.parallelism == "tensor":  # tensor parallelism splits heads: keep a power of two
             need = 1 << (need - 1).bit_length()
+        self.apply_chip_count(workload, need, workload.resident_bytes)
+
+    def apply_chip_count(self, workload, need: int, total: float, what: str = "chips") -> None:
+        """Check ``need`` chips (holding ``total`` bytes) against the limit and any --chips, then set n_chips."""
+        capacity = self.chip.main_memory.total_capacity
         if need > self.max_chips:
-            raise DFAError(f"{workload.name} needs {workload.resident_bytes / 1e9:.1f} GB for weights + KV cache; "
+            raise DFAError(f"{workload.name} needs {total / 1e9:.1f} GB for weights + KV cache; "
                            f"{self.max_chips}x {self.chip.name} hold {self.max_chips * capacity / 1e9:.1f} GB "
-                           f"(max chips for {self.name}: {self.max_chips})")
+                           f"(max {what} for {self.name}: {self.max_chips})")
         if self.options.get("explicit_chips"):
             if self.n_chips < need:
                 raise DFAError(f"{workload.name} needs {need}x {self.chip.name} for weights + KV cache "
-                               f"({workload.resident_bytes / 1e9:.1f} GB); --chips {self.n_chips} is too few")
+                               f"({total / 1e9:.1f} GB); --chips {self.n_chips} is too few")
             if self.n_chips > self.max_chips:
                 raise DFAError(f"--chips {self.n_chips} exceeds the {self.name} maximum of {self.max_chips}")
         else:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from common.errors import DFAError
 from common.sim.program import Event, Kernel
 
 
@@ -65,20 +64,8 @@ def resident_sizes(workload) -> list[float]:
 
 
 def too_big(workload, policy, need: int, total: float, what: str) -> None:
-    """The fewest-chips rule's errors, shared by both backends (one line, naming the value and the limit)."""
-    cap = policy.chip.main_memory.total_capacity
-    if need > policy.max_chips:
-        raise DFAError(f"{workload.name} needs {total / 1e9:.1f} GB for weights + KV cache; {policy.max_chips}x "
-                       f"{policy.chip.name} hold {policy.max_chips * cap / 1e9:.1f} GB (max {what} for "
-                       f"{policy.name}: {policy.max_chips})")
-    if policy.options.get("explicit_chips"):
-        if policy.n_chips < need:
-            raise DFAError(f"{workload.name} needs {need}x {policy.chip.name} for weights + KV cache "
-                           f"({total / 1e9:.1f} GB); --chips {policy.n_chips} is too few")
-        if policy.n_chips > policy.max_chips:
-            raise DFAError(f"--chips {policy.n_chips} exceeds the {policy.name} maximum of {policy.max_chips}")
-    else:
-        policy.n_chips = need
+    """The fewest-chips rule, shared with every policy (``Policy.apply_chip_count``)."""
+    policy.apply_chip_count(workload, need, total, what)
 
 
 # ---- the step as a flow of kernel instances --------------------------------------------------------------
