@@ -1,0 +1,1149 @@
+"""Builds Course 2's core lab: ``python course2_dataflow/build_lab.py`` rewrites the source notebook.
+
+* ``lab2_dataflow`` — a transformer block as a dataflow graph: trace and annotate it, execute it by firing
+  rules, stream it through bounded buffers (back-pressure, deadlock), schedule it statically and dynamically
+  on P processing elements, read the TPU and Spyre compilers' schedules of its attention, landscape rows.
+
+The Deep Dive (``deepdive2_spyre``) has its own build script. Run ``dfa release course2_dataflow`` afterwards.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from common.grading.builder import LabBuilder  # noqa: E402
+
+COURSE_DIR = Path(__file__).resolve().parent
+COURSE = COURSE_DIR.name
+
+PARAMETERS = """\
+import os
+
+# Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
+# passes FAST=True), which shortens sequences and sweeps but keeps every step of the lab.
+FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+D_MODEL = 256       # width of the TinyTransformerBlock of this lab (its MLP is 4x wider)
+N_HEADS = 4
+CHIP = "h100-sxm"   # the catalog chip whose roofline costs every node (Parts 1 and 3)
+DTYPE = "fp32"      # the block runs in fp32 on your CPU, so its fp32 peak sets the ridge"""
+
+SETTINGS = """\
+# Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
+BATCH, SEQ = (2, 32) if FAST else (2, 64)
+LENGTHS = (16, 32, 48, 64) if FAST else (16, 32, 48, 64, 96, 128)   # Part 3: prompts of different lengths
+PES = (1, 2, 3, 4, 8) if FAST else (1, 2, 3, 4, 6, 8, 12, 16)
+SIGMAS = (0.0, 0.5, 1.0) if FAST else (0.0, 0.25, 0.5, 0.75, 1.0)
+SEEDS = range(3) if FAST else range(10)
+STREAM_ITEMS = 4 if FAST else 8   # Part 2: micro-batches streamed through the block
+
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch.fx as fx
+from torch import nn
+
+from common.chips import get_chip
+from common.costs import annotate, node_table, op_name
+from common.dataflow import (BufferDeadlock, Evaluator, StreamGraph, full_throughput_capacities, levels,
+                             rowmax_stream, run_stream, run_tokens, stream_from_fx)
+from common.draw import draw_graph
+from common.models import TinyTransformerBlock
+from common.schedule import (Schedule, Slot, compare, dynamic_schedule, execute_static, gantt, list_schedule,
+                             noisy_costs, task_graph)
+
+warnings.filterwarnings("ignore", category=UserWarning)  # torch.compile chatter on CPU-only machines
+pd.set_option("display.width", 160)
+pd.set_option("display.max_columns", 14)
+torch.manual_seed(0)
+block = TinyTransformerBlock(D_MODEL, N_HEADS).eval()   # seeded PyTorch default init
+x = torch.randn(BATCH, SEQ, D_MODEL, generator=torch.Generator().manual_seed(0))
+chip = get_chip(CHIP)
+RIDGE = chip.compute_peak(DTYPE)[0] / chip.main_memory.bandwidth   # FLOP/byte where the roofs meet (catalog)
+print(f"block: d_model {D_MODEL}, {N_HEADS} heads, input {tuple(x.shape)} fp32; {CHIP} {DTYPE} ridge "
+      f"{RIDGE:.3g} FLOP/B; FAST={FAST}")"""
+
+# ---- Part 1 -----------------------------------------------------------------------------------------------
+P1_TEXT = """\
+**The principle.** A dataflow graph is a program written as a graph: **nodes** are operations, **edges** carry
+the values (tensors) from the node that produces them to the nodes that consume them. There is no program
+counter: the edges alone say what may run before what, and everything not ordered by an edge may run in
+parallel. Every machine in this course starts from such a graph.
+
+**The vendors.** `torch.fx.symbolic_trace` records a module's `forward` as an FX graph: `placeholder` nodes are
+the inputs, `call_module` nodes call sub-modules (`nn.Linear`, `nn.LayerNorm`), `call_function` and
+`call_method` nodes call torch functions and tensor methods, `get_attr` reads a parameter, and one `output`
+node returns the result. XLA (TPU) compiles an HLO graph of the same kind, torch-spyre a graph of SuperDSC
+ops, the Groq and Cerebras compilers a whole-model graph; a GPU runs the graph's nodes as kernels on a stream.
+
+**Spec (a).** Write `graph_stats(gm)`: a `dict` with the number of nodes of each opcode — keys `"placeholder"`,
+`"get_attr"`, `"call_function"`, `"call_method"`, `"call_module"`, `"output"` (0 when absent) — plus `"nodes"`
+(all of them) and `"edges"`: one edge per distinct (producer, consumer) pair (`node.all_input_nodes` lists a
+node's distinct producers). Worked example: `lambda x: torch.relu(x) * x` has nodes `x`, `relu`, `mul`,
+`output` and edges x→relu, x→mul, relu→mul, mul→output: 4 nodes, 4 edges."""
+
+P1_TRACE = """\
+gm = fx.symbolic_trace(block)
+print(gm.code)
+for n in gm.graph.nodes:
+    print(f"{n.op:14s} {n.name:14s} <- {', '.join(a.name for a in n.all_input_nodes)}")"""
+
+P1_SOLUTION = '''\
+def graph_stats(gm):
+    """{"placeholder": .., "get_attr": .., "call_function": .., "call_method": .., "call_module": ..,
+    "output": .., "nodes": .., "edges": ..} for an FX GraphModule."""
+    ### BEGIN SOLUTION
+    stats = dict.fromkeys(("placeholder", "get_attr", "call_function", "call_method", "call_module", "output"), 0)
+    for n in gm.graph.nodes:
+        stats[n.op] += 1
+    stats["nodes"] = len(gm.graph.nodes)
+    stats["edges"] = sum(len(n.all_input_nodes) for n in gm.graph.nodes)
+    return stats
+    ### END SOLUTION'''
+
+P1_TESTS = """\
+from common.checks import check_equal, check_type
+
+stats = graph_stats(gm)
+check_type("graph_stats", stats, dict)
+check_equal("worked example", graph_stats(fx.symbolic_trace(lambda x: torch.relu(x) * x)),
+            {"placeholder": 1, "get_attr": 0, "call_function": 2, "call_method": 0, "call_module": 0, "output": 1,
+             "nodes": 4, "edges": 4})
+check_equal("call_module nodes of the block", stats.get("call_module"), 8, hint="ln1, q/k/v/o_proj, ln2, fc1, fc2")
+check_equal("nodes of the block", stats.get("nodes"), len(gm.graph.nodes))
+print(stats)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+
+
+def _ref(g):
+    out = dict.fromkeys(("placeholder", "get_attr", "call_function", "call_method", "call_module", "output"), 0)
+    for n in g.graph.nodes:
+        out[n.op] += 1
+    out["nodes"] = sum(out.values())
+    out["edges"] = sum(len(set(n.all_input_nodes)) for n in g.graph.nodes)
+    return out
+
+
+class _WithAttr(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+    def forward(self, a, b):
+        c = a * self.w + b
+        return c.sum(-1), torch.relu(c) * c
+
+
+for _g in (gm, fx.symbolic_trace(_WithAttr()), fx.symbolic_trace(TinyTransformerBlock(32, 2, causal=False))):
+    grader.assert_equal(graph_stats(_g), _ref(_g), name="graph_stats")
+### END HIDDEN TESTS"""
+
+P1B_TEXT = """\
+**Spec (b).** Write `node_annotations(gm, args, chip_name, dtype)`: run `common.costs.annotate(gm, *args)` (an
+`fx.Interpreter` that stores a `NodeCost` in `node.meta["cost"]`: `.flops`, `.bytes`, `.intensity`,
+`.shape`, `.is_view`), then return a `DataFrame` with one row per node that does work — not a placeholder,
+`get_attr` or output node, and not a view (`cost.is_view`: reshapes and transposes move no data) — in graph
+order, with columns `node` (name), `op` (`common.costs.op_name(node, gm)`), `shape`, `flops`, `bytes`,
+`intensity` and `bound`: `"compute"` if the intensity is at or above the chip's ridge point
+($\\text{peak}_{dtype} / \\text{main-memory bandwidth}$, from `get_chip(chip_name)`), else `"memory"`.
+Worked example: on an H100 in fp32 (ridge 20 FLOP/B) a `Linear(256, 256)` on 128 rows does
+2·128·256·256 FLOPs over 4·(128·256 + 256·256 + 256 + 128·256) bytes ≈ 32 FLOP/B: compute-bound."""
+
+P1B_SOLUTION = '''\
+def node_annotations(gm, args, chip_name, dtype):
+    """One row per node that does work: node, op, shape, flops, bytes, intensity, bound."""
+    ### BEGIN SOLUTION
+    gm = annotate(gm, *args)   # fills node.meta["cost"]
+    c = get_chip(chip_name)
+    ridge = c.compute_peak(dtype)[0] / c.main_memory.bandwidth
+    rows = []
+    for n in gm.graph.nodes:
+        cost = n.meta.get("cost")
+        if n.op in ("placeholder", "get_attr", "output") or cost is None or cost.is_view:
+            continue
+        rows.append({"node": n.name, "op": op_name(n, gm), "shape": cost.shape, "flops": cost.flops,
+                     "bytes": cost.bytes, "intensity": cost.intensity,
+                     "bound": "compute" if cost.intensity >= ridge else "memory"})
+    return pd.DataFrame(rows, columns=["node", "op", "shape", "flops", "bytes", "intensity", "bound"])
+    ### END SOLUTION'''
+
+P1B_TESTS = """\
+from common.checks import check_equal, check_tensor, check_type
+
+table = node_annotations(gm, (x,), CHIP, DTYPE)
+check_type("node_annotations", table, pd.DataFrame)
+ref = node_table(gm, CHIP, DTYPE)
+check_equal("nodes that do work, in graph order", list(table["node"]), list(ref["node"]))
+for col in ("flops", "bytes", "intensity"):
+    check_tensor(col, torch.tensor(table[col].to_numpy(float)), torch.tensor(ref[col].to_numpy(float)),
+                 rtol=1e-9, atol=0.0, dtype=torch.float64)
+check_equal("bound of each node", list(table["bound"]), list(ref["bound"]), hint="intensity >= peak / bandwidth")
+print(table.to_string(index=False))
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.costs import node_table as _nt
+
+torch.manual_seed(3)
+_b = TinyTransformerBlock(64, 2)
+_g = fx.symbolic_trace(_b)
+for _chip, _dt in (("groq-lpu", "fp16"), ("a100-40gb", "fp32")):
+    _t = node_annotations(_g, (torch.randn(3, 24, 64),), _chip, _dt)
+    _r = _nt(_g, _chip, _dt)
+    grader.assert_equal(list(_t["node"]), list(_r["node"]), name="rows")
+    grader.assert_equal(list(_t["bound"]), list(_r["bound"]), name=f"bound on {_chip}")
+    grader.assert_tensor(torch.tensor(_t["bytes"].to_numpy(float)), torch.tensor(_r["bytes"].to_numpy(float)),
+                         rtol=1e-9, atol=0.0, dtype=torch.float64, name="bytes")
+    grader.assert_equal([tuple(s) for s in _t["shape"]], [tuple(s) for s in _r["shape"]], name="shapes")
+### END HIDDEN TESTS"""
+
+P1_DRAW = """\
+try:
+    table = node_annotations(gm, (x,), CHIP, DTYPE)
+except NotImplementedError:
+    annotate(gm, x)
+    table = node_table(gm, CHIP, DTYPE)[["node", "op", "shape", "flops", "bytes", "intensity", "bound"]]
+    print("node_annotations is not written yet: using common.costs.node_table")
+BOUND_COUNTS = table["bound"].value_counts().to_dict()
+print(f"{len(table)} nodes do work: {BOUND_COUNTS}")
+fig, ax = plt.subplots(figsize=(12, 10), layout="constrained")
+draw_graph(gm, ridge=RIDGE, ax=ax,
+           title=f"TinyTransformerBlock({D_MODEL}, {N_HEADS}) as a dataflow graph, input {tuple(x.shape)} fp32: "
+                 f"bound-ness on the {CHIP} {DTYPE} CATALOG roofline\\n(counted FLOPs and bytes per op, "
+                 "views folded into edges; not measured)")
+plt.show()"""
+
+# ---- Part 2 -----------------------------------------------------------------------------------------------
+P2_TEXT = """\
+**The principle.** In a dataflow machine nothing tells a node *when* to run except its inputs: a node **fires**
+when a token is present on every one of its input edges; firing consumes those tokens and puts one token with
+its result on each output edge. This is the *firing rule* of static dataflow (Dennis, 1974). Two nodes that
+are ready at the same time may fire in any order — or at once, on two processing elements.
+
+**The vendors.** Hardware dataflow is everywhere in AI accelerators, at different grains: a Cerebras PE fires a
+task when a fabric message (a *wavelet*) arrives; a Spyre core starts a SuperDSC op when its inputs have been
+staged in its scratchpad; the Groq compiler replaces firing rules by a cycle-exact plan made in advance.
+
+**Spec.** Write `run_dataflow(gm, *args)` → `(output, trace)`: a token-driven interpreter over the FX graph.
+`ev = Evaluator(gm, *args)` is the ALU: `ev.evaluate(node, {input_node: value, ...})` computes one node from the
+tokens of its inputs (for a placeholder, pass `{}`). Rules, so that every correct interpreter fires in the
+same order:
+1. A node's input edges are `node.all_input_nodes`. Nodes with none are ready at the start, in graph order.
+2. Ready nodes wait in a FIFO queue. Take the first, pop the tokens on its input edges, evaluate it, append
+   its name to `trace`.
+3. Put the result as a token on every edge to its users, in `node.users` order; a user whose last missing
+   token just arrived goes to the back of the queue.
+4. The value computed by the `output` node is `output`.
+
+Worked example: for `h = relu(x); out = h + x` the trace is `["x", "relu", "add", "output"]`."""
+
+P2_SOLUTION = '''\
+from collections import deque
+
+
+def run_dataflow(gm, *args):
+    """Fire the nodes of gm by the token rules above; returns (output value, list of node names fired)."""
+    ev = Evaluator(gm, *args)
+    ### BEGIN SOLUTION
+    missing = {n: len(n.all_input_nodes) for n in gm.graph.nodes}
+    tokens = {}
+    ready = deque(n for n in gm.graph.nodes if missing[n] == 0)
+    trace, output = [], None
+    while ready:
+        n = ready.popleft()
+        value = ev.evaluate(n, {p: tokens.pop((p, n)) for p in n.all_input_nodes})
+        trace.append(n.name)
+        if n.op == "output":
+            output = value
+        for user in n.users:
+            tokens[(n, user)] = value
+            missing[user] -= 1
+            if missing[user] == 0:
+                ready.append(user)
+    return output, trace
+    ### END SOLUTION'''
+
+P2_TESTS = """\
+from common.checks import check_equal, check_tensor
+
+out, trace = run_dataflow(gm, x)
+with torch.no_grad():
+    eager = block(x)
+check_tensor("dataflow output vs eager", out, eager, atol=1e-6, rtol=1e-5)
+check_equal("every node fires exactly once", sorted(trace), sorted(n.name for n in gm.graph.nodes))
+check_equal("first firings", trace[:5], ["x", "ln1", "q_proj", "k_proj", "v_proj"],
+            hint="a FIFO queue: the three projections become ready together when ln1 fires")
+print("firing order:", " -> ".join(trace))
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.dataflow import run_tokens as _ref
+
+
+def _f(a, b):
+    h = a * 2
+    g = torch.relu(h) + h * b
+    return g.sum(-1) + torch.ones(3).sum(), g
+
+
+for _g, _args in ((fx.symbolic_trace(_f), (torch.randn(4, 3), torch.randn(4, 3))),
+                  (fx.symbolic_trace(TinyTransformerBlock(32, 2).eval()), (torch.randn(2, 5, 32),)),
+                  (gm, (torch.randn(1, 7, D_MODEL),))):
+    _o, _t = run_dataflow(_g, *_args)
+    _ro, _rt = _ref(_g, *_args)
+    grader.assert_equal(_t, _rt, name="firing order")
+    for _a, _b in zip(_o if isinstance(_o, tuple) else (_o,), _ro if isinstance(_ro, tuple) else (_ro,)):
+        grader.assert_tensor(_a, _b, atol=0.0, rtol=0.0, name="output")
+### END HIDDEN TESTS"""
+
+P2_STREAM_TEXT = """\
+### Streams and bounded buffers
+
+A one-shot graph needs one token per edge. A *stream* — micro-batches, rows, tokens of a sequence — keeps
+every node busy, and then edges become **FIFO buffers of fixed capacity** (on-chip SRAM is finite). We
+simulate streams in synchronous **rounds** (`common.dataflow.run_stream`): at the start of a round every actor
+looks at the buffer counts; it fires if each input buffer holds a token and each output buffer has a free slot;
+all firings of a round take effect at its end. An actor that has its inputs but finds an output buffer full is
+**back-pressured**: it stalls, and a stall is counted.
+
+**Predict first.** A chain `src → a → b` streams `N = 5` items through buffers of capacity 1. The
+producer finds its buffer full in the round after it filled it (the consumer frees the slot only at the end
+of that round). Set `CHAIN_ROUNDS` (rounds until `b` has fired 5 times) and `CHAIN_STALLS` (back-pressure
+stalls in total) by reasoning on paper — draw the rounds — then run the cell after the next one to check."""
+
+P2_PREDICT = '''\
+CHAIN_ROUNDS = 0   # rounds until b has fired for the 5th time
+CHAIN_STALLS = 0   # back-pressure stalls of all actors together
+### BEGIN SOLUTION
+CHAIN_ROUNDS = 11   # src fires every other round (2N - 1 = 9 rounds), then a and b drain: 2N + 3 - 2
+CHAIN_STALLS = 4    # src stalls between its five firings; a never does, because b empties its buffer each round
+### END SOLUTION'''
+
+P2_PREDICT_TESTS = """\
+from common.checks import check_type
+
+check_type("CHAIN_ROUNDS", CHAIN_ROUNDS, int)
+check_type("CHAIN_STALLS", CHAIN_STALLS, int)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.dataflow import StreamGraph as _SG, run_stream as _rs
+
+_sg = _SG(1)
+_sg.add("src", None, items=list(range(5)))
+_sg.add("a", lambda v: v, ["src"])
+_sg.add("b", lambda v: v, ["a"])
+_r = _rs(_sg)
+grader.assert_equal(CHAIN_ROUNDS, _r.rounds, name="rounds")
+grader.assert_equal(CHAIN_STALLS, _r.total_stalls, name="stalls")
+### END HIDDEN TESTS"""
+
+P2_CHAIN = """\
+def chain(capacity, n=5):
+    sg = StreamGraph(capacity)
+    sg.add("src", None, items=list(range(1, n + 1)))   # a source: one item per firing
+    sg.add("a", lambda v: 10 * v, ["src"])
+    sg.add("b", lambda v: v + 1, ["a"])
+    return sg
+
+
+for cap in (1, 2):
+    r = run_stream(chain(cap))
+    print(f"capacity {cap}: {r.rounds} rounds, stalls {r.stalls}, outputs {r.outputs['b']}")
+    print("   fired per round:", r.trace)"""
+
+P2_SKEW_TEXT = """\
+### Skew buffers for the block
+
+Now stream `STREAM_ITEMS` micro-batches (one sequence each) through the block: `stream_from_fx` turns every FX
+node into an actor and every edge into a buffer. With capacity 1 everywhere the output is still exact, but the
+stream crawls — look at which actors stall most. The residual connections are the culprits: `x` feeds the
+`add` after the attention, twenty nodes downstream, and its buffer must hold every micro-batch that is
+still inside the attention branch.
+
+**Spec.** Write `skew_capacities(sg)` for an acyclic rate-1 stream graph: `{(src, dst): capacity}` for every key
+of `sg.edges`, with capacity = level(dst) − level(src) + 1, where level(a) = 0 for an actor without inputs and
+1 + the largest level of its producers (`sg.actors[a].inputs`) otherwise; `sg.actors` lists producers before
+consumers. Why: in steady state actor `v` fires item *i* in round *i* + level(v), so at the start of a round an
+edge holds level(v) − level(u) items and needs one more free slot. With these capacities the stream takes
+`N + max level` rounds with no stall."""
+
+P2_SKEW_SOLUTION = '''\
+def skew_capacities(sg):
+    """{(src, dst): level(dst) - level(src) + 1} for every edge of an acyclic rate-1 stream graph."""
+    ### BEGIN SOLUTION
+    level = {}
+    for name, actor in sg.actors.items():
+        level[name] = 1 + max((level[p] for p in actor.inputs), default=-1)
+    return {(u, v): level[v] - level[u] + 1 for (u, v) in sg.edges}
+    ### END SOLUTION'''
+
+P2_SKEW_TESTS = """\
+from common.checks import check_equal, check_tensor, check_type
+
+with torch.no_grad():
+    xs = torch.randn(STREAM_ITEMS, SEQ, D_MODEL, generator=torch.Generator().manual_seed(1))
+    sg = stream_from_fx(gm, [(xs[i:i + 1],) for i in range(STREAM_ITEMS)], capacity=1)
+    narrow = run_stream(sg, keep_trace=False)
+    caps = skew_capacities(sg)
+    check_type("skew_capacities", caps, dict)
+    check_equal("capacity of the residual edge x -> add", caps.get(("x", "add")), levels(sg)["add"] + 1)
+    wide = run_stream(sg.set_capacity(caps), keep_trace=False)
+    depth = max(levels(sg).values())
+    check_equal("rounds with your capacities", wide.rounds, STREAM_ITEMS + depth)
+    check_equal("stalls with your capacities", wide.total_stalls, 0)
+    check_tensor("streamed output vs eager", torch.cat(wide.outputs["output"]), block(xs), atol=1e-5, rtol=1e-5)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.dataflow import StreamGraph as _SG, full_throughput_capacities as _ftc, stream_from_fx as _sfx
+
+
+
+def _items(caps):
+    return sorted((u, v, c) for (u, v), c in caps.items())
+
+
+grader.assert_equal(_items(skew_capacities(sg)), _items(_ftc(sg)), name="block capacities")
+_d = _SG(1)
+_d.add("s", None, items=[1, 2, 3])
+_d.add("p", abs, ["s"])
+_d.add("q", abs, ["p"])
+_d.add("r", abs, ["q"])
+_d.add("j", lambda u, v, w: u + v + w, ["s", "r", "p"])
+_d.add("k", abs, ["j"])
+grader.assert_equal(_items(skew_capacities(_d)), _items(_ftc(_d)), name="diamond")
+grader.assert_equal(skew_capacities(_d)[("s", "j")], 5, name="skip edge s->j")
+_g = fx.symbolic_trace(lambda a: torch.relu(a * 2) + a)
+_s = _sfx(_g, [(torch.ones(2),)] * 3)
+grader.assert_equal(_items(skew_capacities(_s)), _items(_ftc(_s)), name="small graph")
+### END HIDDEN TESTS"""
+
+P2_SKEW_PLOT = """\
+try:
+    caps = skew_capacities(sg)
+except NotImplementedError:
+    caps = full_throughput_capacities(sg)
+    print("skew_capacities is not written yet: using common.dataflow.full_throughput_capacities")
+rows = []
+for label, cap in (("capacity 1", 1), ("capacity 2", 2), ("skew capacities", caps)):
+    r = run_stream(sg.set_capacity(cap), keep_trace=False)
+    worst = max(r.stalls, key=r.stalls.get)
+    rows.append({"buffers": label, "slots in total": sum(e.capacity for e in sg.edges.values()),
+                 "rounds": r.rounds, "rounds per item (steady)": round((r.rounds - depth) / STREAM_ITEMS, 2),
+                 "stalls": r.total_stalls, "most stalled": f"{worst} ({r.stalls[worst]})"})
+print(f"SIMULATED stream of {STREAM_ITEMS} micro-batches through the block ({len(sg.actors)} actors, "
+      f"depth {depth}):")
+print(pd.DataFrame(rows).to_string(index=False))
+print("largest skew buffers:", sorted(caps.items(), key=lambda kv: -kv[1])[:4])"""
+
+P2_DEADLOCK_TEXT = """\
+### A deadlock you can explain
+
+Rates need not be 1. A streaming softmax subtracts each row's maximum: `src` emits a row of `W` elements one by
+one; `rowmax` consumes `W` tokens and produces one; `bcast` turns it back into `W` tokens; `sub` joins every
+element with its row's maximum. The direct edge `src → sub` must hold a whole row while `rowmax` waits for
+it. Give it fewer than `W` slots and the four actors wait on each other in a cycle: `src` waits for space
+that only `sub` can free, `sub` waits for `bcast`, `bcast` for `rowmax`, and `rowmax` for more of `src`'s
+elements. `run_stream` finds the cycle in the wait-for graph and reports it — it never hangs. The same shape
+appears wherever a reduction feeds back into the tensor it reduced (softmax, LayerNorm): a streaming compiler
+must buffer the row, or recompute it."""
+
+P2_DEADLOCK = """\
+rows_in = [[1.0, 5.0, 2.0, 3.0], [4.0, 0.0, 1.0, 9.0]]   # W = 4
+ok = run_stream(rowmax_stream(rows_in, direct_capacity=4))
+print(f"direct buffer of 4 slots: {ok.rounds} rounds, outputs {ok.outputs['sub']}")
+try:
+    run_stream(rowmax_stream(rows_in, direct_capacity=3))
+except BufferDeadlock as err:
+    print("direct buffer of 3 slots ->", err)
+
+# A cycle of full buffers: a loop carrying state (a running sum) with one token too many in flight.
+ring = StreamGraph(1)
+ring.add("src", None, items=[1, 2, 3])
+ring.add("A", lambda s, state: s + state, ["src", "B"])
+ring.add("B", lambda v: v, ["A"])
+ring.add("out", lambda v: v, ["A"])
+ring.connect("B", "A", initial=[0])
+print("loop with 1 token in flight:", run_stream(ring).outputs["out"])
+ring.edges[("A", "B")].initial = (0,)
+try:
+    run_stream(ring)
+except BufferDeadlock as err:
+    print("loop with 2 tokens in 2 slots ->", err)"""
+
+# ---- Part 3 -----------------------------------------------------------------------------------------------
+P3_TEXT = """\
+**The principle.** Firing rules say *what may* run; a **schedule** says what runs *where and when*. On a
+machine with $P$ identical processing elements (PEs) a **static** scheduler decides at compile time — order
+and placement — from *estimated* costs; a **dynamic** scheduler keeps a queue of ready tasks and hands one to
+each PE that becomes idle, deciding at run time with the *actual* costs. No schedule beats
+$\\max(\\text{critical path},\\ \\text{total work}/P)$.
+
+**The vendors.** Groq's compiler fixes every instruction's cycle in advance (static); a TPU runs XLA's
+compile-time order of fusions; a GPU's hardware block scheduler and a Cerebras PE's task picker decide at run
+time (dynamic); Spyre plans each bundle at compile time and launches bundles from the host.
+
+**The machine.** `common.schedule.task_graph(gm, chip, dtype)` gives one task per node that does work, costed
+on one PE = 1/U of a catalog chip (U = its SMs / cores): cost = max(FLOPs / (peak/U), bytes / (bandwidth/U)),
+the node's own roofline time. The graph is a batch of prompts of different lengths, each its own request, so
+the PEs have independent work to share. Costs are *estimates*; `noisy_costs(g, sigma, seed)` draws the
+*actual* ones (each estimate × a seeded log-normal factor with mean 1).
+
+**Spec.** Write `static_list_schedule(g, P)` → `Schedule` (list scheduling with upward-rank priority,
+Graham 1969 / HEFT):
+1. `rank[t] = g.tasks[t].cost + max(rank[s] for s in g.succs[t])` (0 if `t` has no successor) — the longest
+   path from `t` to the end. Compute it from the last task of `g.tasks` (a topological order) back to the first.
+2. Time `t = 0`, every PE free at 0. Repeat until every task has a slot: **ready** = tasks without a slot whose
+   predecessors (`g.tasks[n].preds`) all have slots that end at or before `t`, sorted by rank, highest first
+   (ties: order in `g.tasks`); **idle** = PEs free at or before `t`, lowest index first. Pair them in order:
+   each pair gets `Slot(task, pe, t, t + cost)`. Then move `t` to the smallest slot end (or PE free time)
+   later than `t`.
+3. Return `Schedule(slots, P, "static")` where `slots` maps task name → `Slot`.
+
+Worked example: tasks `a`(2) → `b`(5), `a` → `c`(1), `b,c` → `d`(1), `c` → `e`(3) on 2 PEs: ranks a 8, b 6,
+c 4, e 3, d 1; a on PE0 at 0; at t=2 b→PE0, c→PE1; at t=3 e→PE1; at t=7 d→PE0; makespan 8."""
+
+P3_GRAPH = """\
+class Requests(nn.Module):
+    \"\"\"Prompts of different lengths, each run through the block as its own request (no padding).\"\"\"
+
+    def __init__(self, block, lengths):
+        super().__init__()
+        self.block, self.lengths = block, tuple(lengths)
+
+    def forward(self, x):   # x: (requests, max length, d_model)
+        return [self.block(x[i:i + 1, :t]) for i, t in enumerate(self.lengths)]   # each (1, t, d_model)
+
+
+req_gm = fx.symbolic_trace(Requests(block, LENGTHS))
+annotate(req_gm, torch.randn(len(LENGTHS), max(LENGTHS), D_MODEL))
+g = task_graph(req_gm, CHIP, DTYPE)
+cp, path = g.critical_path()
+print(f"{len(g.tasks)} tasks, one PE = {g.pe}; total work {g.total_work() * 1e6:.2f} µs, critical path "
+      f"{cp * 1e6:.2f} µs ({len(path)} tasks: the longest prompt) -> at most {g.total_work() / cp:.1f} PEs useful")"""
+
+P3_SOLUTION = '''\
+def static_list_schedule(g, P):
+    """Compile-time list schedule of task graph g on P PEs from the estimated costs (spec above)."""
+    ### BEGIN SOLUTION
+    names = list(g.tasks)
+    order = {n: i for i, n in enumerate(names)}
+    rank = {}
+    for n in reversed(names):
+        rank[n] = g.tasks[n].cost + max((rank[s] for s in g.succs[n]), default=0.0)
+    slots, pe_free, t = {}, [0.0] * P, 0.0
+    while len(slots) < len(names):
+        ready = [n for n in names if n not in slots
+                 and all(p in slots and slots[p].end <= t for p in g.tasks[n].preds)]
+        ready.sort(key=lambda n: (-rank[n], order[n]))
+        idle = [p for p in range(P) if pe_free[p] <= t]
+        for p, n in zip(idle, ready):
+            slots[n] = Slot(n, p, t, t + g.tasks[n].cost)
+            pe_free[p] = slots[n].end
+        later = [e for e in pe_free + [s.end for s in slots.values()] if e > t]
+        if later:
+            t = min(later)
+    return Schedule(slots, P, "static")
+    ### END SOLUTION'''
+
+P3_TESTS = """\
+from common.checks import check_equal, check_scalar, check_type
+from common.schedule import from_edges
+
+hand = from_edges({"a": 2.0, "b": 5.0, "c": 1.0, "d": 1.0, "e": 3.0},
+                  [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e")])
+mine = static_list_schedule(hand, 2)
+check_type("static_list_schedule", mine, Schedule)
+check_equal("worked example", {n: (s.pe, s.start, s.end) for n, s in mine.slots.items()},
+            {"a": (0, 0.0, 2.0), "b": (0, 2.0, 7.0), "c": (1, 2.0, 3.0), "e": (1, 3.0, 6.0), "d": (0, 7.0, 8.0)})
+for P in (2, 4):
+    mine = static_list_schedule(g, P)
+    mine.validate(g)   # precedence, no overlap on a PE, every task once: raises a DFAError naming a violation
+    check_scalar(f"makespan on {P} PEs", mine.makespan, list_schedule(g, P).makespan, rel=1e-9)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.schedule import list_schedule as _ls, random_dag as _rd
+
+for _seed, _P in ((0, 1), (1, 3), (2, 5), (3, 2)):
+    _g = _rd(35, width=4 + _seed, seed=_seed)
+    _m = static_list_schedule(_g, _P)
+    _m.validate(_g)
+    _r = _ls(_g, _P)
+    grader.assert_equal({n: (s.pe, round(s.start, 9), round(s.end, 9)) for n, s in _m.slots.items()},
+                        {n: (s.pe, round(s.start, 9), round(s.end, 9)) for n, s in _r.slots.items()},
+                        name=f"schedule of random graph {_seed} on {_P} PEs")
+_m = static_list_schedule(g, 3)
+grader.assert_equal(_m.order(), _ls(g, 3).order(), name="order per PE on the block requests")
+### END HIDDEN TESTS"""
+
+P3_COMPARE_TEXT = """\
+### Static vs dynamic, across P and cost noise
+
+`compare` plans your static schedule once per `P` on the estimates, runs it with the actual costs
+(`execute_static`: each PE keeps its planned order, a task waits for its inputs and for the task planned
+before it), and runs the dynamic scheduler on the same actual costs. The dynamic scheduler here is what a
+runtime without compiler help does: **first ready, first served** (`priority="fifo"`)."""
+
+P3_COMPARE = """\
+from matplotlib.ticker import FuncFormatter, NullFormatter, ScalarFormatter
+
+try:
+    planner = static_list_schedule
+    planner(g, 2)
+except NotImplementedError:
+    planner = list_schedule
+    print("static_list_schedule is not written yet: using common.schedule.list_schedule")
+results = compare(g, PES, SIGMAS, SEEDS, static=planner, priority="fifo")
+summary = results.groupby(["P", "sigma", "scheduler"])[["makespan_s", "utilisation"]].mean().unstack()
+summary.columns = [f"{kind} {'makespan µs' if col == 'makespan_s' else 'utilisation'}" for col, kind in summary.columns]
+for col in summary.columns:
+    summary[col] = (summary[col] * 1e6).round(2) if "µs" in col else summary[col].round(3)
+print("SIMULATED mean makespan and utilisation over", len(SEEDS), "seeds:")
+print(summary.to_string())
+fig, axes = plt.subplots(1, 2, figsize=(14, 4.8), layout="constrained")
+for sigma, style in zip((SIGMAS[0], SIGMAS[-1]), ("-", "--")):
+    sub = results[results["sigma"] == sigma].groupby(["P", "scheduler"]).mean(numeric_only=True).reset_index()
+    for kind, color in (("static", "#4e79a7"), ("dynamic", "#f28e2b")):
+        s = sub[sub["scheduler"] == kind]
+        label = f"{kind}, sigma={sigma}" + (" (costs known)" if sigma == 0 else " (noisy costs)")
+        axes[0].plot(s["P"], s["makespan_s"] * 1e6, style, marker="o", color=color, label=label)
+        axes[1].plot(s["P"], s["utilisation"], style, marker="o", color=color, label=label)
+    if sigma == SIGMAS[0]:
+        axes[0].plot(s["P"], s["lower_bound_s"] * 1e6, ":", color="black",
+                     label="bound max(critical path, work/P), sigma=0")
+axes[0].set(xscale="log", yscale="log", xlabel="processing elements P", ylabel="makespan (µs, simulated)",
+            title=f"SIMULATED makespan: {len(LENGTHS)} requests, one PE = {g.pe}")
+axes[1].set(xscale="log", xlabel="processing elements P", ylabel="utilisation (work / (P x makespan))",
+            title="SIMULATED utilisation", ylim=(0, 1.05))
+for ax in axes:
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(PES, [str(p) for p in PES])
+    ax.legend(fontsize=7)
+axes[0].yaxis.set_major_formatter(ScalarFormatter())
+axes[0].yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(int(v))[0] in "2356" else ""))
+plt.show()"""
+
+P3_WINNER_TEXT = """\
+**Spec.** Write `winner(results, sigma, tol=0.01)`: from a `compare` table, keep the rows with that `sigma`;
+for every (`P`, `seed`) divide the dynamic makespan by the static one; return `"static"` if the mean ratio is
+above `1 + tol`, `"dynamic"` if below `1 - tol`, else `"tie"`."""
+
+P3_WINNER_SOLUTION = '''\
+def winner(results, sigma, tol=0.01):
+    """Return "static", "dynamic" or "tie" from the mean dynamic/static makespan ratio at this sigma."""
+    ### BEGIN SOLUTION
+    at_sigma = results[results["sigma"] == sigma]
+    wide = at_sigma.pivot_table(index=["P", "seed"], columns="scheduler", values="makespan_s")
+    ratio = float((wide["dynamic"] / wide["static"]).mean())
+    if ratio > 1 + tol:
+        return "static"
+    if ratio < 1 - tol:
+        return "dynamic"
+    return "tie"
+    ### END SOLUTION'''
+
+P3_WINNER_TESTS = """\
+from common.checks import check_equal
+
+check_equal("known costs (sigma = 0)", winner(results, 0.0), "static",
+            hint="without noise the plan is exact, and first-ready-first-served makes worse choices")
+check_equal(f"noisy costs (sigma = {SIGMAS[-1]})", winner(results, SIGMAS[-1]), "dynamic")
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+
+
+def _table(pairs):
+    rows = []
+    for i, (st, dy) in enumerate(pairs):
+        for kind, v in (("static", st), ("dynamic", dy)):
+            rows.append({"P": 1 + i % 2, "sigma": 0.3, "seed": i // 2, "scheduler": kind, "makespan_s": v})
+    rows.append({"P": 1, "sigma": 0.9, "seed": 0, "scheduler": "static", "makespan_s": 100.0})
+    rows.append({"P": 1, "sigma": 0.9, "seed": 0, "scheduler": "dynamic", "makespan_s": 1.0})
+    return pd.DataFrame(rows)
+
+
+grader.assert_equal(winner(_table([(1.0, 1.1), (2.0, 2.1)]), 0.3), "static", name="static wins")
+grader.assert_equal(winner(_table([(1.0, 0.9), (2.0, 1.9)]), 0.3), "dynamic", name="dynamic wins")
+grader.assert_equal(winner(_table([(1.0, 1.005), (2.0, 1.99)]), 0.3), "tie", name="tie")
+grader.assert_equal(winner(_table([(1.0, 1.02), (3.0, 3.03)]), 0.3, tol=0.05), "tie", name="tolerance")
+grader.assert_equal(winner(_table([(1.0, 1.3), (10.0, 8.0)]), 0.3), "static", name="mean of ratios, not of times")
+### END HIDDEN TESTS"""
+
+P3_GANTT = """\
+P_SHOW, SIGMA_SHOW = 4, 0.5
+actual = noisy_costs(g, SIGMA_SHOW, seed=0)
+plan = planner(g, P_SHOW)
+runs = {"static plan (estimates)": plan, f"static plan run with actual costs (sigma={SIGMA_SHOW})":
+        execute_static(plan, g, actual),
+        f"dynamic, first-ready-first-served (sigma={SIGMA_SHOW})": dynamic_schedule(g, P_SHOW, actual,
+                                                                                   priority="fifo")}
+fig, axes = plt.subplots(3, 1, figsize=(13, 7.5), layout="constrained", sharex=True)
+for ax, (label, s) in zip(axes, runs.items()):
+    gantt(s, g, ax=ax, title=f"SIMULATED {label}: makespan {s.makespan * 1e6:.2f} µs, "
+                             f"utilisation {s.utilisation:.0%} ({P_SHOW} PEs, one PE = {g.pe})")
+plt.show()"""
+
+# ---- Part 4 -----------------------------------------------------------------------------------------------
+P4_TEXT = """\
+**The principle.** A compiler for a dataflow accelerator turns the graph into *its* schedule: it fuses nodes
+into kernels, tiles them to the shape of the compute unit, decides which edges stay on chip and which become
+**DMA transfers** to off-chip memory, and orders the result.
+
+**The vendors.** We compile the attention part of the block with two simulated `torch.compile` backends
+(real numerics on the CPU, simulated cost; `common.sim`):
+- `dfa_tpu` (TPU v5e): XLA-style fusion (bmm → softmax → bmm becomes one flash-attention kernel), matmuls
+  tiled onto the 128×128 **MXU** (K and N padded to the MXU edge, M to the 8-row sublane tile), arrays in HBM
+  padded to (8, 128) tiles, one static order on one TensorCore.
+- `dfa_spyre` (IBM Spyre): tensors in 128-byte **sticks**, work split over the 32 cores, each op's inputs
+  DMA'd from LPDDR5 into the LX scratchpad unless they are already there. Dynamo hands the weights to the
+  backend as graph inputs, so here they are laid out (restickified) at run time too.
+
+Read the schedules below, then answer with code."""
+
+P4_COMPILE = """\
+import torch._dynamo
+
+from common.sim import last_report
+from common.sim.run import make_policy
+
+
+class AttentionPart(nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, h):   # h: (B, T, d_model)
+        return self.block.attention(h)
+
+
+attention = AttentionPart(block).eval()
+compiled = {}
+with torch.no_grad():
+    eager_att = attention(x)
+    for backend in ("tpu", "spyre"):
+        torch._dynamo.reset()
+        out_b = torch.compile(attention, backend=f"dfa_{backend}")(x)
+        err = ((out_b - eager_att).abs().max() / eager_att.abs().max()).item()
+        compiled[backend] = last_report(backend)
+        print(f"dfa_{backend}: max error vs eager {err:.1e} (tolerance {make_policy(backend).rtol_vs_eager:g}); "
+              f"{compiled[backend].programs[0].summary()}; SIMULATED {compiled[backend].time_s * 1e6:.2f} µs")
+tpu, spyre = compiled["tpu"], compiled["spyre"]
+print("\\nTPU fusions (kernels) in schedule order:")
+print(pd.DataFrame([{"kernel": k.name, "kind": k.kind, "ops": "+".join(o.replace("aten.", "") for o in k.op_names),
+                     "b x M x K x N -> padded": k.tiling.get("bmkn", ""), "MXU passes": k.tiling.get("mxu_passes", ""),
+                     "HBM padding": f"{k.tiling['hbm_padding_bytes'] / max(k.tiling['hbm_bytes'], 1):.0%}"}
+                    for k in tpu.programs[0].kernels]).to_string(index=False))
+print("\\nSpyre bundles and their SuperDSC ops:")
+print(pd.DataFrame([{"bundle": k.name, "op": p["op"].replace("aten.", ""), "split": p["split"],
+                     "cores": p["cores_used"], "inputs from": p.get("inputs_from"), "output to": p.get("output_to")}
+                    for k in spyre.programs[0].kernels for p in k.tiling.get("sdsc", [])]).to_string(index=False))
+fig, axes = plt.subplots(2, 1, figsize=(12, 5.5), layout="constrained")
+tpu.gantt(ax=axes[0], title=f"SIMULATED dfa_tpu: attention of the block, input {tuple(x.shape)}, on one TPU v5e "
+                            "TensorCore (bf16 MXU operands)")
+spyre.gantt(ax=axes[1], title=f"SIMULATED dfa_spyre: the same attention on one Spyre card (fp16), 32 cores")
+plt.show()"""
+
+P4A_TEXT = """\
+**Spec (a).** Write `mxu_plan(b, m, k, n, chip_name)` for a (batched) matmul of `b` products
+(m×k)·(k×n) on a TPU: a `dict` with `M_padded` (m rounded up to the chip's `sublanes` fact), `K_padded` and
+`N_padded` (rounded up to the `mxu_dim` fact), `passes` = b · (K_padded/mxu) · (N_padded/mxu) — each pass
+holds one mxu×mxu weight tile while the rows stream through — and `efficiency` = m·k·n /
+(M_padded·K_padded·N_padded). Hardware numbers come from `get_chip(chip_name).fact(...)`. Worked example:
+v5e (mxu 128, 8 sublanes), b=1, 100×300 · 300×70 → 104, 384, 128; 3 passes; efficiency 0.41."""
+
+P4A_SOLUTION = '''\
+def mxu_plan(b, m, k, n, chip_name):
+    """Padded M, K, N, MXU passes and useful fraction of a (b x) m x k @ k x n matmul on a TPU."""
+    ### BEGIN SOLUTION
+    c = get_chip(chip_name)
+    mxu, rows = int(c.fact("mxu_dim")), int(c.fact("sublanes"))
+    mp, kp, np_ = -(-m // rows) * rows, -(-k // mxu) * mxu, -(-n // mxu) * mxu
+    return {"M_padded": mp, "K_padded": kp, "N_padded": np_, "passes": b * (kp // mxu) * (np_ // mxu),
+            "efficiency": m * k * n / (mp * kp * np_)}
+    ### END SOLUTION'''
+
+P4A_TESTS = """\
+from common.checks import check_equal, check_scalar
+
+plan_ex = mxu_plan(1, 100, 300, 70, "tpu-v5e")
+check_equal("worked example", {k: plan_ex.get(k) for k in ("M_padded", "K_padded", "N_padded", "passes")},
+            {"M_padded": 104, "K_padded": 384, "N_padded": 128, "passes": 3})
+att = next(k for k in tpu.programs[0].kernels if k.kind == "attention")
+shapes = [tuple(int(v) for v in s.split("->")[0].split("x")) for s in att.tiling["bmkn"].split("; ")]
+print("matmuls dfa_tpu found in the attention kernel (b, M, K, N):", shapes)
+qk = mxu_plan(*shapes[0], "tpu-v5e")
+check_equal("QK^T padded (M, K, N)", (qk["M_padded"], qk["K_padded"], qk["N_padded"]),
+            (att.tiling["M_padded"], att.tiling["K_padded"], att.tiling["N_padded"]))
+check_equal("MXU passes of the attention kernel", sum(mxu_plan(*s, "tpu-v5e")["passes"] for s in shapes),
+            att.tiling["mxu_passes"])
+print(f"QK^T uses {qk['efficiency']:.1%} of the MXU work it pays for: head_dim {D_MODEL // N_HEADS} pads to "
+      f"{qk['K_padded']}")
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_op as _so
+
+for _shape in ((129, 129, 129), (257, 1000, 70), (8, 4096, 300)):
+    _t = _so("matmul", _shape, "tpu", chip="tpu-v6e").programs[0].kernels[0].tiling
+    _p = mxu_plan(1, *_shape, "tpu-v6e")
+    grader.assert_equal((_p.get("M_padded"), _p.get("K_padded"), _p.get("N_padded"), _p.get("passes")),
+                        (_t["M_padded"], _t["K_padded"], _t["N_padded"], _t["mxu_passes"]), name=f"v6e {_shape}")
+    grader.assert_scalar(_p.get("efficiency"), _shape[0] * _shape[1] * _shape[2] /
+                         (_t["M_padded"] * _t["K_padded"] * _t["N_padded"]), rel=1e-9, name="efficiency")
+grader.assert_equal(mxu_plan(6, 10, 20, 300, "tpu-v5e").get("passes"), 6 * 3, name="batched passes")
+### END HIDDEN TESTS"""
+
+P4B_TEXT = """\
+**Spec (b).** Write `dma_edges(program)` for a Spyre program: the edges that became DMA transfers, as a sorted
+`list` of `(src, dst)` string pairs. Every non-fallback kernel (bundle) has `kernel.tiling["sdsc"]`, one plan
+per SuperDSC op, with `plan["name"]`, `plan["inputs_from"]` (`{producer: "LX" or "LPDDR5"}`) and
+`plan["lpddr_write"]` (bytes written back). An input read from `"LPDDR5"` is a DMA edge `(producer, op)`; an op
+with `lpddr_write > 0` has a write-back edge `(op, "LPDDR5")`. Fallback kernels (no `"sdsc"`) run on the host:
+skip them."""
+
+P4B_SOLUTION = '''\
+def dma_edges(program):
+    """Sorted (src, dst) pairs of the LPDDR5 <-> LX transfers in a Spyre program."""
+    ### BEGIN SOLUTION
+    edges = set()
+    for k in program.kernels:
+        for plan in k.tiling.get("sdsc", []):
+            for src, where in plan["inputs_from"].items():
+                if where == "LPDDR5":
+                    edges.add((src, plan["name"]))
+            if plan["lpddr_write"] > 0:
+                edges.add((plan["name"], "LPDDR5"))
+    return sorted(edges)
+    ### END SOLUTION'''
+
+P4B_TESTS = """\
+from common.checks import check_equal, check_scalar, check_type
+
+dma = dma_edges(spyre.programs[0])
+check_type("dma_edges", dma, list)
+plans = {p["name"]: p for k in spyre.programs[0].kernels for p in k.tiling.get("sdsc", [])}
+check_equal("every edge ends at an SDSC op or at LPDDR5", all(d in plans or d == "LPDDR5" for _, d in dma), True)
+# the bytes of the edges you listed must add up to Spyre's hardware counters
+read = sum(plans[d]["reads"][s][0] * plans[d]["reads"][s][1] for s, d in dma if d != "LPDDR5")
+check_scalar("LPDDR5 -> LX bytes of your edges", read, spyre.counters["lpddr_to_lx_bytes"], rel=1e-9)
+check_scalar("LX -> LPDDR5 bytes of your edges", sum(plans[s]["lpddr_write"] for s, d in dma if d == "LPDDR5"),
+             spyre.counters["lx_to_lpddr_bytes"], rel=1e-9)
+on_chip = sum(w == "LX" for p in plans.values() for w in p["inputs_from"].values())
+print(f"{len(dma)} edges are DMA transfers; {on_chip} input edges stayed in the LX scratchpad:")
+print(dma)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_op as _so
+
+for _r in (_so("sdpa", (1, 4, 128, 64), "spyre"), _so("softmax", (4096, 2048), "spyre"), spyre):
+    _want = set()
+    for _k in _r.programs[0].kernels:
+        for _p in _k.tiling.get("sdsc", []):
+            _want |= {(s, _p["name"]) for s, w in _p["inputs_from"].items() if w == "LPDDR5"}
+            if _p["lpddr_write"] > 0:
+                _want.add((_p["name"], "LPDDR5"))
+    grader.assert_equal(dma_edges(_r.programs[0]), sorted(_want), name="DMA edges")
+### END HIDDEN TESTS"""
+
+P4C_TEXT = """\
+**Spec (c).** Write `kernel_graph(report)`: the compiled program's kernels as a `TaskGraph`
+(`common.schedule.from_edges(costs, edges)`). `costs`: for each kernel of `report.programs[0].kernels` (in
+that order), the summed `duration` of the report's events with `event.kernel == kernel.name` on
+`report.critical_engine`. `edges`: `(producer kernel, kernel)` for each name in `kernel.inputs` that is one of
+the producer kernel's `outputs` (once per pair). Its critical path is the shortest time any number of
+TensorCores could run the program in; the TPU runs it in `report.time_s` on one."""
+
+P4C_SOLUTION = '''\
+from common.schedule import from_edges
+
+
+def kernel_graph(report):
+    """TaskGraph of the program's kernels: costs from the critical engine's events, edges from inputs/outputs."""
+    ### BEGIN SOLUTION
+    kernels = report.programs[0].kernels
+    costs = {k.name: sum(e.duration for e in report.events
+                         if e.kernel == k.name and e.engine == report.critical_engine) for k in kernels}
+    producer = {out: k.name for k in kernels for out in k.outputs}
+    edges = []
+    for k in kernels:
+        for name in k.inputs:
+            if name in producer and (producer[name], k.name) not in edges:
+                edges.append((producer[name], k.name))
+    return from_edges(costs, edges)
+    ### END SOLUTION'''
+
+P4C_TESTS = """\
+from common.checks import check_in_range, check_scalar
+
+kg = kernel_graph(tpu)
+cp_s, cp_path = kg.critical_path()
+check_scalar("total work = the TPU's serial time", kg.total_work(), tpu.time_s, rel=1e-9,
+             hint="one TensorCore runs the kernels back to back")
+check_in_range("critical path / serial time", cp_s / tpu.time_s, 0.05, 1.0)
+print(f"TPU: serial {tpu.time_s * 1e6:.2f} µs, critical path {cp_s * 1e6:.2f} µs through {' -> '.join(cp_path)}")
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_op as _so
+
+
+def _ref(r):
+    ks = r.programs[0].kernels
+    c = {k.name: sum(e.duration for e in r.events if e.kernel == k.name and e.engine == r.critical_engine)
+         for k in ks}
+    prod = {o: k.name for k in ks for o in k.outputs}
+    e = sorted({(prod[i], k.name) for k in ks for i in k.inputs if i in prod})
+    return c, e
+
+
+for _r in (tpu, _so("sdpa", (2, 4, 256, 64), "tpu", flash_attention=False), spyre):
+    _c, _e = _ref(_r)
+    _g = kernel_graph(_r)
+    grader.assert_equal(list(_g.tasks), list(_c), name="one task per kernel, in program order")
+    grader.assert_tensor(torch.tensor([t.cost for t in _g.tasks.values()], dtype=torch.float64),
+                         torch.tensor(list(_c.values()), dtype=torch.float64), rtol=1e-9, atol=0.0,
+                         dtype=torch.float64, name="costs")
+    grader.assert_equal(sorted((p, n) for n, t in _g.tasks.items() for p in t.preds), _e, name="edges")
+### END HIDDEN TESTS"""
+
+P4_READ = """\
+try:
+    kg = kernel_graph(tpu)
+except NotImplementedError:
+    kg = None
+    print("kernel_graph is not written yet")
+if kg is not None:
+    cp_s, cp_path = kg.critical_path()
+    print(f"SIMULATED TPU: {len(kg.tasks)} kernels in {tpu.time_s * 1e6:.2f} µs back to back; critical path "
+          f"{cp_s * 1e6:.2f} µs: {kg.total_work() / cp_s:.2f}x of parallelism one TensorCore leaves unused")
+att_s = spyre.attribution
+print(f"SIMULATED Spyre: {spyre.time_s * 1e6:.2f} µs, of which scheduling {att_s['scheduling'] * 1e6:.2f} µs "
+      f"({spyre.counters['bundle_launches']} bundle launches from the host, {spyre.counters['fallback_count']} CPU "
+      f"fallback) and memory-bound core work {att_s['memory'] * 1e6:.2f} µs: at this size the host, not the 32 "
+      "cores, is the critical path")"""
+
+# ---- Analysis -----------------------------------------------------------------------------------------------
+ANALYSIS_TEXT = "Answer in a few sentences each; numbers from your own runs make an answer convincing."
+
+Q1 = """\
+**Q1 (comparative prediction).** *Before* running the next cell, predict how the whole block (batch 2, 64
+tokens, 16-bit) is scheduled on a **GPU** (H100: kernels launched from the host onto a stream), a **Groq LPU**
+(one compile-time, cycle-exact schedule) and a **Cerebras WSE** (the graph laid out in space on the wafer,
+every layer on its own region): how many schedulable units does each make of it, when is each unit's start
+decided (compile time or run time), and what bounds the step on each (compute, memory, scheduling overhead,
+communication)? Then run the cell and explain what you got wrong."""
+
+A1 = """\
+GPU: ~one kernel per fused op (15-20 kernels), each launched by the host at run time; at this tiny size the
+launches dominate (scheduling-bound, >80 % of the step) while the kernels themselves are short. LPU: the
+compiler fuses into a handful of matmul-centred units and fixes every cycle at compile time; no launch or
+arbitration overhead, the weights sit in SRAM, so the step is compute-bound and the fastest of the three.
+WSE: the layers are placed side by side on the wafer and activations stream between regions over the
+fabric; with so little work per region the time is set by moving data across the fabric (communication),
+not by compute. The simulator agrees: GPU scheduling-bound, LPU compute-bound, WSE communication-bound."""
+
+Q1_CHECK = """\
+from common.sim import simulate
+from common.sim.workload import graph_workload
+
+block16 = TinyTransformerBlock(D_MODEL, N_HEADS).half()
+x16 = torch.randn(2, 64, D_MODEL, dtype=torch.float16)
+workload = graph_workload(block16, (x16,), dtype="fp16")   # captured once, on fake tensors
+rows = []
+for backend in ("gpu", "tpu", "lpu", "wse", "spyre"):
+    r = simulate(workload, backend, dtype=make_policy(backend).dtype)
+    att = r.attribution
+    rows.append({"system": backend.upper(), "chip": r.chip, "dtype": r.dtype, "kernels": len(r.programs[0].kernels),
+                 "engines": ", ".join(sorted({e.engine for e in r.events})), "time (µs)": round(r.time_s * 1e6, 2),
+                 "bound by": r.bottleneck, **{k: f"{v / r.time_s:.0%}" for k, v in att.items()}})
+print(f"SIMULATED TinyTransformerBlock({D_MODEL}, {N_HEADS}), batch 2 x 64 tokens, 16-bit:")
+print(pd.DataFrame(rows).to_string(index=False))"""
+
+Q2 = """\
+**Q2 (Part 3).** When did your static schedule beat the dynamic one, and when did it lose? Explain both with
+the Gantt charts (idle gaps, which PE waits for what). What would a dynamic scheduler need to win even with
+exact costs, and why can Groq afford a fully static schedule while a GPU cannot?"""
+
+A2 = """\
+With exact costs (sigma 0) the static plan is exactly what happens, and upward-rank priority starts the
+longest prompt's chain (the critical path) first; first-ready-first-served ignores the critical path - it
+serves whichever task became ready first, ties in graph order, i.e. the short requests - so the long chain
+starts late and its makespan is longer. With noisy costs the static plan keeps its order: a PE waits for a
+planned task whose input is late while other tasks are ready (gaps in the Gantt chart), and the dynamic
+scheduler fills those gaps. A dynamic scheduler that uses the compiler's rank as its priority
+(priority="rank") equals the static plan at sigma 0 and keeps the adaptivity. Groq makes costs deterministic
+(no caches, no arbitration, no DRAM), so its estimates are exact and a static schedule wins; a GPU's caches,
+DRAM and contention make costs vary, so it schedules at run time."""
+
+Q3 = """\
+**Q3 (Part 2).** Your skew buffers made the block stream at one micro-batch per round. Which edges needed the
+largest buffers, and what is the on-chip memory cost if each token is one micro-batch of activations? How do
+a WSE (spatial pipeline) and Spyre (scratchpad per core) deal with the same problem, and what breaks when a
+buffer is too small — in Part 2's rowmax graph and in a real compiler?"""
+
+A3 = """\
+The residual edge x -> add needs the most (~15 slots: every micro-batch inside the attention branch), then V's
+path into the second matmul (transpose_2 -> matmul_1, ~7: V waits while QK^T, the mask and the softmax run)
+and the second residual add -> add_1 (~6, around the MLP). Each slot holds one micro-batch of activations
+(T x d_model x 4 bytes), so the skip buffers cost more on-chip memory than most of the ops' own outputs. On a
+WSE the pipeline is spatial: those activations sit in the SRAM of the PEs along the skip path, competing
+with weights. Spyre runs one op at a time on all cores and keeps the residual in LX or spills it to LPDDR5:
+it trades the buffer for DMA traffic. Too small a buffer costs throughput (stalls) in a DAG, and deadlocks
+when a reduction must see a whole row before its consumer can use any element (rowmax with fewer than W
+slots): the compiler must size the buffer for the row, split the reduction, or recompute."""
+
+LANDSCAPE_TEXT = """\
+Add Course 2's rows to the accelerator landscape map: how each system captures the graph, at what granularity
+it schedules, where its fusions stop, and how it handles data-dependent control — plus, from your own
+measurements, the size of the block's graph and how many of its ops are compute- or memory-bound on each
+system's chip (ridge of its native 16-bit type). Edit the text in `EXECUTION` if your reading differs."""
+
+LANDSCAPE_CODE = """\
+import tempfile
+
+from common.landscape import LandscapeMap
+
+SYSTEM_CHIPS = {"GPU": "h100-sxm", "TPU": "tpu-v5e", "WSE": "wse-3", "LPU": "groq-lpu", "Spyre": "spyre"}
+EXECUTION = {   # system: (graph capture, scheduling granularity, fusion boundaries, data-dependent control)
+    "GPU": ("eager op by op, or a Dynamo FX graph (torch.compile)", "kernel, launched by the host at run time",
+            "one kernel per fusion; stops at library GEMMs/attention", "host Python between kernels; graph breaks"),
+    "TPU": ("whole-step XLA HLO graph (traced)", "fusion, static order on a TensorCore",
+            "one matmul per fusion (+ epilogues); flash attention", "lax.cond/while in the graph; static shapes"),
+    "WSE": ("whole-model graph, compiled to a spatial layout", "per-PE tasks fired by fabric messages",
+            "layers mapped to wafer regions; stream between them", "static graph; recompile per shape"),
+    "LPU": ("whole-model graph, compiled ahead of time", "instruction per cycle, compile time",
+            "the whole graph is one cycle-exact program", "none at run time: static, deterministic"),
+    "Spyre": ("torch.compile (Dynamo) graph -> SuperDSC bundles", "SuperDSC op in a bundle; host launches bundles",
+              "bundle ends at a CPU fallback (graph break)", "CPU fallback: a host round trip"),
+}
+try:
+    stats_now = graph_stats(gm)
+except NotImplementedError:
+    stats_now = {"nodes": len(gm.graph.nodes), "edges": sum(len(n.all_input_nodes) for n in gm.graph.nodes)}
+# Bound-ness at each system's native 16-bit type: the same graph, traced and counted in fp16 (2-byte tensors).
+gm16 = fx.symbolic_trace(TinyTransformerBlock(D_MODEL, N_HEADS).half())
+lm = LandscapeMap.load(os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+for system, chip_name in SYSTEM_CHIPS.items():
+    for attribute, value in zip(("graph capture", "scheduling granularity", "fusion boundaries",
+                                 "data-dependent control"), EXECUTION[system], strict=True):
+        lm.add(system, attribute, value, course=2, source="learner", overwrite=True)
+    dt = "bf16" if get_chip(chip_name).supports("bf16") else "fp16"
+    try:
+        t16 = node_annotations(gm16, (x.half(),), chip_name, dt)
+    except NotImplementedError:
+        annotate(gm16, x.half())
+        t16 = node_table(gm16, chip_name, dt)
+    lm.add(system, "block graph (fx): nodes / edges", f"{stats_now['nodes']} / {stats_now['edges']}", course=2,
+           source="learner", overwrite=True)
+    lm.add(system, "block ops compute- / memory-bound (16-bit, catalog ridge)",
+           f"{(t16['bound'] == 'compute').sum()} / {(t16['bound'] == 'memory').sum()}", course=2, source="learner",
+           overwrite=True)
+lm.save()
+fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
+lm.render(ax=ax, title=f"Accelerator landscape with the Course 2 rows (graph rows: your FX graph of the block, "
+                       f"input {tuple(x.shape)}, 16-bit, ridges from the catalog)")
+plt.show()"""
+
+WRAP_UP = """\
+- A dataflow graph orders only what the data orders; **firing rules** run it without a program counter, and
+  any order they allow gives the same result as eager execution.
+- **Bounded buffers** turn a graph into a pipeline: too few slots cost throughput (back-pressure), skip
+  connections need skew buffers as deep as the branch they skip, and a reduction that feeds back into its
+  own input can **deadlock** — detect the cycle of waits, then size the buffer.
+- **Static schedules** win when costs are known (Groq, a TPU's XLA order); **dynamic** ones when costs vary
+  (a GPU's block scheduler, a WSE PE's task picker); the critical path bounds both.
+- A compiler for a dataflow accelerator decides fusion, tiling (MXU passes, sticks), which edges become DMA
+  transfers, and the order — and pays for padding and for parallelism it does not use.
+
+Next: the **Dataflow Deep Dive** (`deepdive2_spyre`) reads the simulated Spyre compiler's dataflow graph for
+this attention block: fusions, data-movement and restickify edges, the per-core work, and one tensor's way from
+LPDDR5 through sticks into the scratchpad and back."""
+
+
+def build_core() -> LabBuilder:
+    lab = LabBuilder(COURSE, "lab2_dataflow", "Course 2 · Lab: A transformer block as a dataflow graph")
+    lab.header(
+        objectives=[
+            "trace a transformer block into an FX dataflow graph, count its nodes and edges and annotate every "
+            "op with its shape, FLOPs, bytes and roofline bound",
+            "write a token-driven interpreter (firing rules) that reproduces eager execution",
+            "stream the block through bounded buffers: back-pressure, skew buffers and a deadlock you can explain",
+            "write a static list scheduler for P processing elements and compare it with dynamic scheduling "
+            "under cost noise (makespan, utilisation, Gantt charts)",
+            "read the TPU and Spyre compilers' schedules of the attention: MXU passes and padding, DMA edges, "
+            "critical path",
+        ],
+        expected_time="90–120 minutes",
+        runtime="Colab CPU runtime (2 vCPUs) or any laptop; no accelerator needed (the machines are simulated)",
+        intro="A neural network is a dataflow graph long before any accelerator sees it. This lab makes that "
+              "literal: you execute a transformer block by firing rules, stream it through finite buffers, "
+              "schedule it on an abstract dataflow machine, and read how two real compilers (simulated) schedule "
+              "its attention. *Simulated* numbers come from `common.sim` and `common.schedule`, hardware numbers "
+              "from the catalog; the block itself runs on your CPU.",
+    )
+    lab.parameters(PARAMETERS)
+    lab.code(SETTINGS)
+    lab.part("Trace the block", P1_TEXT)
+    lab.code(P1_TRACE)
+    lab.solution(P1_SOLUTION, grade_id="graph_stats")
+    lab.tests(P1_TESTS, grade_id="graph_stats_tests", points=2)
+    lab.markdown(P1B_TEXT)
+    lab.solution(P1B_SOLUTION, grade_id="node_annotations")
+    lab.tests(P1B_TESTS, grade_id="node_annotations_tests", points=3)
+    lab.code(P1_DRAW)
+    lab.part("Firing rules and bounded buffers", P2_TEXT)
+    lab.solution(P2_SOLUTION, grade_id="run_dataflow")
+    lab.tests(P2_TESTS, grade_id="run_dataflow_tests", points=4)
+    lab.markdown(P2_STREAM_TEXT)
+    lab.solution(P2_PREDICT, grade_id="chain_prediction")
+    lab.tests(P2_PREDICT_TESTS, grade_id="chain_prediction_tests", points=1)
+    lab.code(P2_CHAIN)
+    lab.markdown(P2_SKEW_TEXT)
+    lab.solution(P2_SKEW_SOLUTION, grade_id="skew_capacities")
+    lab.tests(P2_SKEW_TESTS, grade_id="skew_capacities_tests", points=3)
+    lab.code(P2_SKEW_PLOT)
+    lab.markdown(P2_DEADLOCK_TEXT)
+    lab.code(P2_DEADLOCK)
+    lab.part("Static vs dynamic scheduling on P processing elements", P3_TEXT)
+    lab.code(P3_GRAPH)
+    lab.solution(P3_SOLUTION, grade_id="static_list_schedule")
+    lab.tests(P3_TESTS, grade_id="static_list_schedule_tests", points=5)
+    lab.markdown(P3_COMPARE_TEXT)
+    lab.code(P3_COMPARE)
+    lab.markdown(P3_WINNER_TEXT)
+    lab.solution(P3_WINNER_SOLUTION, grade_id="winner")
+    lab.tests(P3_WINNER_TESTS, grade_id="winner_tests", points=2)
+    lab.code(P3_GANTT)
+    lab.part("Attention through two machines", P4_TEXT)
+    lab.code(P4_COMPILE)
+    lab.markdown(P4A_TEXT)
+    lab.solution(P4A_SOLUTION, grade_id="mxu_plan")
+    lab.tests(P4A_TESTS, grade_id="mxu_plan_tests", points=3)
+    lab.markdown(P4B_TEXT)
+    lab.solution(P4B_SOLUTION, grade_id="dma_edges")
+    lab.tests(P4B_TESTS, grade_id="dma_edges_tests", points=2)
+    lab.markdown(P4C_TEXT)
+    lab.solution(P4C_SOLUTION, grade_id="kernel_graph")
+    lab.tests(P4C_TESTS, grade_id="kernel_graph_tests", points=3)
+    lab.code(P4_READ)
+    lab.analysis(ANALYSIS_TEXT)
+    lab.answer(Q1, grade_id="q_compare", points=3, model_answer=A1)
+    lab.code(Q1_CHECK)
+    lab.answer(Q2, grade_id="q_schedules", points=2, model_answer=A2)
+    lab.answer(Q3, grade_id="q_buffers", points=2, model_answer=A3)
+    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
+    lab.wrap_up(WRAP_UP)
+    return lab
+
+
+def main() -> int:
+    lab = build_core()
+    path = COURSE_DIR / "source" / lab.lab / f"{lab.lab}.ipynb"
+    print(f"rewrote {path.relative_to(REPO)}" if lab.write(path) else f"{lab.lab} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
