@@ -1,0 +1,1 @@
+"""Course 5 debugging tools: failure taxonomy, first-divergence finder, reducer, timing regions, planted bugs."""

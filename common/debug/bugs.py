@@ -1,0 +1,264 @@
+"""Planted bugs on the simulated Spyre stack, seeded per learner.
+
+Each bug is a small model, its inputs, and a *rule* the simulated compiler/runtime applies when it compiles
+any graph (the full model, a reduced subgraph, or a learner's rewrite), so a reproducer fails for the same
+reason the model did and a real workaround makes it pass:
+
+* ``stick``    (code generation) every copy kernel computes its range in whole 64-element sticks
+               (fault ``stick_copy`` on every copy op): a copy whose innermost dim is not a multiple of 64
+               loses its tail (torch-spyre issue #524); the model has one such copy among aligned ones.
+* ``hang``     (memory/DMA or scheduling) a bundle whose input DMA exceeds a limit never completes:
+               reported as a DMA timeout (``dma_timeout``) or, in the other variant, as a cyclic wait
+               (``deadlock``). Smaller calls stay under the limit.
+* ``overflow`` (numerics) softmax is compiled without the row-max subtraction (``fp16_overflow`` on every
+               softmax): a branch with large logits gives inf/inf = NaN in fp16, the other branch is fine.
+* ``perf``     (performance) a CPU fallback (``cumsum``, ``tril`` or ``repeat``, each with a native
+               rewrite): correct but slow (a host round trip and a second bundle launch); the fix keeps the
+               output and removes the cause.
+
+``learner_seed(learner_id, salt)`` hashes the learner id with an instructor salt; ``make_bug(key, seed)``
+varies which op, shape and layer carry the fault (the answers change, the failure mode does not).
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx as fx
+from torch import nn
+
+from common.debug.divergence import compile_graph
+from common.errors import DFAError, unknown
+from common.sim import faults as F
+
+BUG_KEYS = ("stick", "hang", "overflow", "perf")
+DEFAULT_SALT = "dfa-course5"
+
+
+def learner_seed(learner_id: str, salt: str = DEFAULT_SALT) -> int:
+    """A stable 32-bit seed from the learner id and the instructor's salt (sha256, not Python's hash())."""
+    if not isinstance(learner_id, str) or not learner_id.strip():
+        raise DFAError(f"learner_id must be a non-empty string, got {learner_id!r}")
+    digest = hashlib.sha256(f"{salt}|{learner_id.strip().lower()}".encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+def _seed_hitting(i: int, n: int) -> int:
+    """A Fault seed whose pick() lands on candidate i of n (Fault.pick uses random.Random(seed))."""
+    return next(s for s in range(10_000) if random.Random(s).randrange(n) == i)
+
+
+def plant_everywhere(compiled, kind: str) -> int:
+    """Plant fault ``kind`` on every candidate op of an already compiled graph; returns how many."""
+    cands = F.candidates(F.Fault(kind), compiled.ops)
+    compiled.faults = [F.Fault(kind, seed=_seed_hitting(i, len(cands))) for i in range(len(cands))]
+    compiled._plant()  # CompiledGraph has no public re-plant method (see the course 5 notes)
+    compiled.report.notes.extend(f"fault planted: {kind} at {node}" for _, node in compiled.planted)
+    return len(cands)
+
+
+# ---- the models ----------------------------------------------------------------------------------------------
+class FeatureMixer(nn.Module):
+    """Three projections of widths ``widths``; each branch keeps a copy of its activation (e.g. for a cache)."""
+
+    def __init__(self, d_in: int, widths: tuple[int, ...]):
+        super().__init__()
+        self.proj = nn.ModuleList(nn.Linear(d_in, w) for w in widths)
+        self.out = nn.Linear(sum(widths), d_in)
+
+    def forward(self, x):  # x: (B, T, d_in)
+        kept = [p(x).clone() for p in self.proj]  # (B, T, w) each
+        return self.out(torch.relu(torch.cat(kept, dim=-1)))  # (B, T, d_in)
+
+
+class MLP(nn.Module):
+    def __init__(self, d: int, hidden: int):
+        super().__init__()
+        self.up, self.down = nn.Linear(d, hidden), nn.Linear(hidden, d)
+
+    def forward(self, x):  # (B, T, d)
+        return self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+class TwoScaleAttention(nn.Module):
+    """Two attention branches over the same q, k with different logit scales (one far too large)."""
+
+    def __init__(self, d: int, scales: tuple[float, float]):
+        super().__init__()
+        self.q, self.k = nn.Linear(d, d), nn.Linear(d, d)
+        self.scales = scales
+
+    def forward(self, x):  # (B, T, d)
+        q, k = self.q(x), self.k(x)
+        out = 0
+        for s in self.scales:
+            att = torch.softmax(q @ k.transpose(-1, -2) * s, dim=-1)  # (B, T, T)
+            out = out + att @ x  # (B, T, d)
+        return out
+
+
+class RunningMean(nn.Module):
+    """Causal running mean over time, then a projection: the cumsum falls back to the CPU on Spyre."""
+
+    def __init__(self, d: int, steps: int):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+        self.register_buffer("count", torch.arange(1, steps + 1, dtype=torch.float32).reshape(1, steps, 1))
+
+    def forward(self, x):  # (B, T, d) with T == steps
+        return self.proj(torch.cumsum(x, dim=1) / self.count)
+
+
+class DecayMix(nn.Module):
+    """Mixes each step with the earlier ones through a learned lower-triangular matrix, re-masked every call:
+    aten.tril falls back to the CPU on Spyre."""
+
+    def __init__(self, d: int, steps: int):
+        super().__init__()
+        self.decay = nn.Parameter(torch.rand(steps, steps) / steps)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):  # (B, T, d)
+        return self.proj(torch.tril(self.decay) @ x)  # (T, T) @ (B, T, d) -> (B, T, d)
+
+
+class RepeatKV(nn.Module):
+    """Shares one key projection between ``groups`` heads by repeating it (aten.repeat falls back)."""
+
+    def __init__(self, d: int, groups: int):
+        super().__init__()
+        self.k, self.groups = nn.Linear(d, d), groups
+        self.out = nn.Linear(d * groups, d)
+
+    def forward(self, x):  # (B, T, d)
+        return self.out(self.k(x).repeat(1, 1, self.groups))  # (B, T, d * groups) -> (B, T, d)
+
+
+# ---- a bug ---------------------------------------------------------------------------------------------------
+@dataclass
+class PlantedBug:
+    key: str
+    seed: int
+    model: nn.Module
+    args: tuple
+    layer: str  # the taxonomy layer (answer)
+    variant: str = ""
+    params: dict = field(default_factory=dict)
+    calls: int = 0
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def _key(self, model, args) -> tuple:
+        """A compile depends on the graph and the input shapes, dtypes and strides, not on the values: a
+        parameter-free GraphModule is keyed by its code, anything else by identity (kept alive in the cache)."""
+        shapes = tuple((tuple(a.shape), a.dtype, a.stride()) if isinstance(a, torch.Tensor) else a for a in args)
+        stateless = isinstance(model, fx.GraphModule) and not any(True for _ in model.parameters()) \
+            and not any(True for _ in model.buffers())
+        return (model.code if stateless else id(model), shapes)
+
+    def compile(self, model, args):
+        """Compile ``model`` (module or GraphModule) for simulated Spyre with this bug's rule applied (cached:
+        the reducer and the checks recompile the same candidates many times)."""
+        key = self._key(model, args)
+        if key not in self._cache:
+            if len(self._cache) >= 512:
+                self._cache.clear()
+            self._cache[key] = (model, self._compile(model, args))
+        return self._cache[key][1]
+
+    def _compile(self, model, args):
+        compiled = compile_graph(model, args, "spyre")
+        if self.key == "stick":
+            plant_everywhere(compiled, "stick_copy")
+        elif self.key == "overflow":
+            plant_everywhere(compiled, "fp16_overflow")
+        elif self.key == "hang":
+            limit = self.params["dma_limit_bytes"]
+            for k in compiled.program.kernels:
+                if sum(k.inputs.values()) > limit:
+                    names = [o.name for o in compiled.ops]  # the kernel may start with an inserted restickify
+                    idx = next(names.index(o.name) for o in k.ops if o.name in names)
+                    compiled.faults = [F.Fault(self.variant, seed=_seed_hitting(idx, len(compiled.ops)),
+                                               params={"timeout_s": 1.0})]
+                    compiled._plant()
+                    break
+        return compiled
+
+    def compile_fn(self, gm, inputs):
+        return self.compile(gm, inputs)
+
+    def run(self, model=None, *args):
+        """Run ``model`` (default: the bug's) on the buggy simulated Spyre; raises as its runtime would."""
+        model = self.model if model is None else model
+        args = args or self.args
+        self.calls += 1
+        return self.compile(model, args)(*args)
+
+    def reference(self, *args) -> torch.Tensor:
+        """The CPU fp32 eager output of the original model."""
+        with torch.no_grad():
+            return self.model(*(args or self.args))
+
+    def report(self, model=None, *args):
+        """The simulated Report of one compile (no run)."""
+        return self.compile(self.model if model is None else model, args or self.args).report
+
+
+def make_bug(key: str, seed: int) -> PlantedBug:
+    """Bug ``key`` in the variant chosen by ``seed`` (see the module docstring)."""
+    if key not in BUG_KEYS:
+        raise unknown("bug", key, BUG_KEYS)
+    rng = random.Random(f"{key}:{seed}")
+    torch.manual_seed(rng.randrange(2**31))
+    if key == "stick":
+        odd = rng.choice((65, 72, 80, 97, 100, 130))
+        widths = [rng.choice((64, 128)), rng.choice((64, 128))]
+        pos = rng.randrange(3)
+        widths.insert(pos, odd)
+        model = FeatureMixer(32, tuple(widths)).half()  # fp16 end to end, as in torch-spyre #524
+        x = torch.randn(2, rng.choice((3, 4, 5)), 32, dtype=torch.float16)
+        return PlantedBug(key, seed, model, (x,), "codegen",
+                          params={"widths": tuple(widths), "branch": pos, "node": "clone" + (f"_{pos}" if pos else "")})
+    if key == "hang":
+        d, hidden = 64, 128
+        model = MLP(d, hidden)
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        rows_ok = rng.randrange(24, 100)
+        x = torch.randn(4, 32, d)  # 128 rows > rows_ok: the full call is too large
+        variant = rng.choice(("dma_timeout", "deadlock"))
+        return PlantedBug(key, seed, model, (x,), "memory" if variant == "dma_timeout" else "schedule", variant,
+                          params={"dma_limit_bytes": weights + rows_ok * d * x.element_size(), "rows_ok": rows_ok})
+    if key == "overflow":
+        big = rng.choice((6.0, 8.0, 10.0))
+        pos = rng.randrange(2)
+        scales = [32 ** -0.5, 32 ** -0.5]
+        scales[pos] = big
+        model = TwoScaleAttention(32, tuple(scales))
+        return PlantedBug(key, seed, model, (torch.randn(2, rng.choice((6, 8, 12)), 32),), "numerics",
+                          params={"scales": tuple(scales), "branch": pos,
+                                  "node": "_softmax" + (f"_{pos}" if pos else "")})
+    variant = rng.choice(("cumsum", "tril", "repeat"))
+    steps = rng.choice((32, 48, 64))
+    model = {"cumsum": lambda: RunningMean(256, steps), "tril": lambda: DecayMix(256, steps),
+             "repeat": lambda: RepeatKV(128, rng.choice((2, 4)))}[variant]()
+    return PlantedBug(key, seed, model, (torch.randn(2, steps, model.proj.in_features if variant != "repeat"
+                                                     else 128),), "coverage", variant,
+                      params={"cause": f"fallback:aten.{variant}"})
+
+
+def learner_bugs(learner_id: str, salt: str = DEFAULT_SALT) -> dict[str, PlantedBug]:
+    """The four bugs of one learner."""
+    seed = learner_seed(learner_id, salt)
+    return {k: make_bug(k, seed) for k in BUG_KEYS}
+
+
+def ran_on_device(out) -> bool:
+    """Was ``out`` produced by the simulated Spyre (every value fp16-representable, as its storage rounds)?"""
+    return isinstance(out, torch.Tensor) and out.is_floating_point() and bool(
+        torch.equal(out.float().nan_to_num(), out.half().float().nan_to_num()))
+
+
+def trace(model) -> fx.GraphModule:
+    """``fx.symbolic_trace`` of a bug's model, the level at which the workarounds rewrite it."""
+    return model if isinstance(model, fx.GraphModule) else fx.symbolic_trace(model)
