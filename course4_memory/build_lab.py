@@ -1,0 +1,1111 @@
+"""Builds Course 4's core lab: ``python course4_memory/build_lab.py`` rewrites its source notebook.
+
+``lab4_memory`` — where the bytes live: a cache and a scratchpad running the same tiled matmul, the memory
+timeline of LLM inference measured with ``torch.profiler``, KV-cache arithmetic against the catalog's
+capacities, a paged KV allocator, and simulated decode as the KV cache outgrows each hierarchy's fastest level.
+The logic the learner does not write lives in ``common.cache``, ``common.memtimeline`` and ``common.kvcache``.
+
+Run ``dfa release course4_memory`` afterwards to regenerate ``release/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from common.grading.builder import LabBuilder  # noqa: E402
+
+COURSE_DIR = Path(__file__).resolve().parent
+COURSE = COURSE_DIR.name
+LAB = "lab4_memory"
+
+INTRO = r"""
+A processor is only as fast as the memory that feeds it, and the five systems of this specialization make
+opposite choices about who decides where bytes live. A **GPU** puts hardware caches (L1, L2) in front of HBM and
+also gives the programmer a scratchpad (shared memory). A **TPU** stages every fusion's operands from HBM into
+its software-managed VMEM. **IBM Spyre** has no cache at all: the compiler DMAs tiles, laid out in 128-byte
+sticks, between LPDDR5 and each core's 2 MB LX scratchpad. The **Cerebras WSE** and the **Groq LPU** have no
+off-chip memory for the model: weights and KV cache must fit in on-chip SRAM, spread over enough PEs or chips.
+
+This lab measures and computes what those choices cost: bytes moved by a cache vs a scratchpad on one kernel,
+the memory of an LLM over time on your own CPU (**measured**), the KV cache against each system's capacity
+(**catalog**), and decode time as the KV cache grows (**simulated**, `common.sim`)."""
+
+OBJECTIVES = [
+    "run a tiled matmul through a set-associative LRU cache model and write the explicit, double-buffered DMA "
+    "schedule a compiler would emit for a scratchpad of the same capacity; compare off-chip bytes",
+    "profile prefill and decode with torch.profiler and identify weights, activations and the growing KV cache",
+    "write the KV-cache size formula and find, from the catalog, the largest batch x context each system holds "
+    "beside the weights (and how many Groq LPUs a model needs)",
+    "implement a paged KV-cache block allocator (as vLLM does) and measure its internal fragmentation against "
+    "contiguous pre-allocation",
+    "predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy",
+]
+
+PARAMETERS = """\
+import os
+
+# Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
+# passes FAST=True): smaller matrices, fewer decode steps, shorter sweeps, no PyTorch memory-timeline export.
+FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+MODEL = "llama-3.1-8b"        # KV arithmetic and simulated decode (captured on fake tensors: no weights)
+PROFILE_MODEL = "tiny-block"  # the reference decoder you run and profile on this machine"""
+
+SETTINGS = r"""
+# Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
+import math
+import tempfile
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from common import bench
+from common.cache import (CacheConfig, LRUCache, MatmulTiling, compulsory_bytes, dma_bytes, dma_schedule,
+                          footprint_bytes, largest_square_tile, matmul_stream, simulate_cache)
+from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
+from common.errors import DFAError
+from common.kvcache import (COLORS, SYSTEM_CHIPS, PagedAllocator, chips_needed, kv_limits, onchip_bytes,
+                            plot_kv_limits, replay, request_trace, waste_summary)
+from common.memtimeline import (DecodeRun, categorise_reference, live_at, plot_memory_timeline, profile_decode,
+                                timeline)
+from common.models import get_config
+from common.sim import simulate_llm
+
+warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation notices of torch internals
+# Part 1: C = A @ B with N x N fp32 matrices on a made-up core whose on-chip memory is either a cache or a
+# scratchpad of SCRATCHPAD_BYTES (an L1-sized toy, not a catalog chip: the comparison is the point).
+N = 128 if FAST else 256
+SCRATCHPAD_BYTES = 32 * 1024
+LINE_BYTES, WAYS = 64, 8
+TILES = (16, 32, 64) if FAST else (16, 24, 32, 48, 64)
+# Part 2: the profiled run (fp32 on the CPU).
+RUN = DecodeRun(PROFILE_MODEL, batch=32, prompt=16, steps=12 if FAST else 32)
+TORCH_EXPORT = not FAST  # PyTorch's own export analyses the trace in Python: seconds per decode step
+# Parts 3-4: KV arithmetic, allocator trace, simulated sweep.
+CONTEXT = 8192
+CONTEXTS = [2 ** k for k in range(9, 18)]  # 512 ... 131072 tokens
+BLOCK_SIZE, MAX_LEN = 16, 2048
+TRACE = request_trace(32 if FAST else 200, seed=0, max_len=MAX_LEN)
+SWEEP_BATCH = 4
+SWEEP_SEQS = (1024, 16384, 65536) if FAST else (1024, 4096, 16384, 32768, 65536, 131000)
+cfg8b = get_config(MODEL)
+LIMITS = kv_limits(MODEL, CONTEXT)  # common's reference table of Part 3 (your functions are checked against it)
+pd.set_option("display.width", 160)
+pd.set_option("display.max_columns", 16)
+INFO = bench.machine_info()
+print(f"this machine: {INFO['cpu']} ({INFO['cores']} cores, {INFO['num_threads']} torch threads), "
+      f"GPU: {INFO['cuda'] or 'none'}; FAST={FAST}, N={N}, decode steps={RUN.steps}")"""
+
+# ---- Part 1 -------------------------------------------------------------------------------------------------
+P1_TEXT = r"""
+**The principle.** A *cache* decides in hardware what stays on chip: an address $a$ belongs to line
+$\lfloor a/L \rfloor$ ($L$ = line bytes), which may only live in one *set* (line mod #sets) of $W$ *ways*; when the
+set is full the **least recently used** line is evicted. Writes are **write-back** (a dirty line reaches
+off-chip memory only when evicted or flushed) and **write-allocate** (a write miss first fetches the whole
+line). Nobody has to plan anything — but nobody controls *conflict misses* (two tiles mapping to the same
+sets) or *capacity misses* (LRU evicting a tile that is still needed) either.
+
+A *scratchpad* is plain addressable SRAM: the compiler writes every transfer. For the tiled matmul
+$C = AB$ ($M\times K$ times $K\times N$, output tiles $t_m \times t_n$, reduction tiles $t_k$, $e$ bytes per
+element), an *output-stationary* schedule walks output tiles $(i_0, j_0)$, and for each $k_0$ DMAs one A tile and
+one B tile in, multiplies, and stores the C tile once after the last $k_0$. **Double buffering** loads step
+$s+1$'s tiles while step $s$ computes, so every tile needs two buffers:
+
+$$\text{footprint} = 2\,(t_m t_k + t_k t_n + t_m t_n)\,e \;\le\; \text{capacity},$$
+$$\text{bytes}_A = MKe\,\lceil N/t_n\rceil,\quad \text{bytes}_B = KNe\,\lceil M/t_m\rceil,\quad \text{bytes}_C = MNe.$$
+
+**The vendors.** GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX (2 MB per core),
+a WSE PE's 48 KB and the Groq LPU's SRAM are software-managed: there the formula *is* the traffic.
+`common.cache` has the cache model (`LRUCache`, `CacheConfig`), the kernel's address stream
+(`matmul_stream(MatmulTiling(...))`) and a reference schedule.
+
+**Spec.**
+- `dma_plan(t, capacity_bytes)` for a `MatmulTiling` `t` (fields `M, N, K, tm, tn, tk, elem_bytes`): a
+  `DataFrame`, one row per DMA, columns `step` (tile step $s$, counting every $(i_0, j_0, k_0)$ in loop order
+  $i_0, j_0, k_0$), `op` (`"load"`/`"store"`), `matrix` (`"A"`, `"B"`, `"C"`), `bytes` and `buffer`: step $s$ loads
+  its A tile then its B tile into buffer $s \bmod 2$; after the last $k_0$ of an output tile the C tile is stored
+  (same `step`) from buffer (output tiles stored so far) mod 2. Edge tiles are smaller (`min(tm, M - i0)`, ...).
+  Raise a `ValueError` when the double-buffered footprint exceeds `capacity_bytes`.
+- `largest_tile(capacity_bytes, elem_bytes, multiple=1)`: the largest square tile edge $T$ (a multiple of
+  `multiple`, a Python `int`) with footprint$(T,T,T) \le$ capacity.
+
+Worked example: $M=N=K=64$, 32×32×32 fp32 tiles: 8 tile steps, 16 loads of 4 KiB, 4 stores of 4 KiB; A and B
+each 32 KiB, C 16 KiB; footprint 24 KiB. `largest_tile(32768, 4, multiple=16)` → 32."""
+
+P1_SOLUTION = '''\
+def dma_plan(t, capacity_bytes):
+    """Explicit double-buffered DMA schedule of the tiled matmul t: step, op, matrix, bytes, buffer."""
+    ### BEGIN SOLUTION
+    e = t.elem_bytes
+    need = 2 * (t.tm * t.tk + t.tk * t.tn + t.tm * t.tn) * e
+    if need > capacity_bytes:
+        raise ValueError(f"tiles {t.tm}x{t.tn}x{t.tk} need {need} B; the scratchpad holds {capacity_bytes} B")
+    rows, step, stored = [], 0, 0
+    for i0 in range(0, t.M, t.tm):
+        for j0 in range(0, t.N, t.tn):
+            m, n = min(t.tm, t.M - i0), min(t.tn, t.N - j0)
+            for k0 in range(0, t.K, t.tk):
+                k = min(t.tk, t.K - k0)
+                rows.append({"step": step, "op": "load", "matrix": "A", "bytes": m * k * e, "buffer": step % 2})
+                rows.append({"step": step, "op": "load", "matrix": "B", "bytes": k * n * e, "buffer": step % 2})
+                step += 1
+            rows.append({"step": step - 1, "op": "store", "matrix": "C", "bytes": m * n * e, "buffer": stored % 2})
+            stored += 1
+    return pd.DataFrame(rows, columns=["step", "op", "matrix", "bytes", "buffer"])
+    ### END SOLUTION
+
+
+def largest_tile(capacity_bytes, elem_bytes, multiple=1):
+    """Largest square tile edge T (a multiple of `multiple`) whose double-buffered A, B, C tiles fit."""
+    ### BEGIN SOLUTION
+    return int(math.isqrt(capacity_bytes // (6 * elem_bytes)) // multiple * multiple)
+    ### END SOLUTION'''
+
+P1_TESTS = """\
+from common.checks import check_equal, check_scalar, check_type
+
+t = MatmulTiling(64, 64, 64, 32, 32, 32, 4)  # the worked example
+plan = dma_plan(t, SCRATCHPAD_BYTES)
+check_type("dma_plan(...)", plan, pd.DataFrame)
+ref = dma_schedule(t, SCRATCHPAD_BYTES)
+for m in "ABC":
+    check_scalar(f"bytes of {m}", float(plan.loc[plan["matrix"] == m, "bytes"].sum()), float(dma_bytes(t)[m]),
+                 hint="A is re-read once per column of output tiles, B once per row, C stored once")
+check_equal("number of DMAs", int(len(plan)), len(ref), hint="two loads per tile step, one store per output tile")
+check_equal("buffers of the loads", [int(b) for b in plan.loc[plan["op"] == "load", "buffer"]],
+            [int(b) for b in ref.loc[ref["op"] == "load", "buffer"]], hint="step s loads into buffer s % 2")
+check_equal("largest 16-multiple tile in 32 KiB (fp32)", largest_tile(32768, 4, multiple=16),
+            largest_square_tile(32768, 4, multiple=16), hint="2 * 3 * T * T * elem_bytes <= capacity")
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.cache import MatmulTiling as _MT, dma_bytes as _db, dma_schedule as _ds, largest_square_tile as _lt
+
+for _t in (_MT(50, 70, 30, 16, 8, 12, 2), _MT(96, 32, 160, 32, 32, 64, 4), _MT(7, 9, 11, 4, 4, 4, 1)):
+    _p = dma_plan(_t, 1 << 20)
+    _r = _ds(_t)
+    for _m in "ABC":
+        grader.assert_scalar(float(_p.loc[_p["matrix"] == _m, "bytes"].sum()), float(_db(_t)[_m]), name=f"bytes {_m}")
+    grader.assert_equal([str(x) for x in _p["matrix"]], [str(x) for x in _r["matrix"]], name="order of the DMAs")
+    grader.assert_equal([int(x) for x in _p["step"]], [int(x) for x in _r["step"]], name="steps")
+    grader.assert_equal([int(x) for x in _p["buffer"]], [int(x) for x in _r["buffer"]], name="buffers")
+try:
+    dma_plan(_MT(64, 64, 64, 64, 64, 64, 4), 32768)
+    _refused = False
+except ValueError:
+    _refused = True
+grader.assert_equal(_refused, True, name="tiles that do not fit are refused")
+for _cap, _e, _mul in ((65536, 2, 1), (2 * 1024 * 1024, 2, 64), (24576, 4, 8), (100_000, 1, 1)):
+    grader.assert_equal(largest_tile(_cap, _e, multiple=_mul), _lt(_cap, _e, multiple=_mul), name="largest tile")
+### END HIDDEN TESTS"""
+
+P1B_TEXT = r"""
+### The same kernel through a cache
+
+**Spec.** `cache_traffic(t, config)`: run the address stream of `t` (`matmul_stream(t)` → addresses and a
+write flag per access) through a cold `LRUCache(config)`, flush it at the end (C must reach memory), and
+return a dict of Python numbers: `bytes_in` (fetched), `bytes_out` (written back), `offchip_bytes` (their sum)
+and `hit_rate`. Look at `common/cache.py` first: it is short."""
+
+P1B_SOLUTION = '''\
+def cache_traffic(t, config):
+    """Off-chip bytes of tiling t through a cold LRU cache (write-back, write-allocate), flushed at the end."""
+    ### BEGIN SOLUTION
+    addrs, writes = matmul_stream(t)
+    cache = LRUCache(config)
+    cache.run(addrs, writes)
+    s = cache.flush()
+    return {"bytes_in": int(s.bytes_in), "bytes_out": int(s.bytes_out), "offchip_bytes": int(s.offchip_bytes),
+            "hit_rate": float(s.hit_rate)}
+    ### END SOLUTION'''
+
+P1B_TESTS = """\
+from common.checks import check_scalar, check_type
+
+t = MatmulTiling(64, 64, 64, 16, 16, 16, 4)
+cfg = CacheConfig(SCRATCHPAD_BYTES // 4, LINE_BYTES, 2)
+mine = cache_traffic(t, cfg)
+check_type("cache_traffic(...)", mine, dict)
+ref = simulate_cache(*matmul_stream(t), cfg)
+check_scalar("bytes fetched", mine["bytes_in"], ref.bytes_in, hint="misses x line bytes, write misses included")
+check_scalar("bytes written back", mine["bytes_out"], ref.bytes_out, hint="did you flush at the end?")
+check_scalar("hit rate", mine["hit_rate"], ref.hit_rate, rel=1e-9)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.cache import CacheConfig as _CC, MatmulTiling as _MT, matmul_stream as _ms, simulate_cache as _sc
+
+for _t, _c in ((_MT(48, 40, 56, 8, 16, 8, 4), _CC(4096, 32, 1)), (_MT(32, 32, 32, 8, 8, 8, 2), _CC(2048, 64, 32))):
+    _m, _r = cache_traffic(_t, _c), _sc(*_ms(_t), _c)
+    grader.assert_scalar(_m["offchip_bytes"], _r.offchip_bytes, name="off-chip bytes")
+    grader.assert_scalar(_m["bytes_out"], _r.bytes_out, name="written back")
+### END HIDDEN TESTS"""
+
+P1C_TEXT = r"""
+### Same capacity, two memories
+
+Give the cache and the scratchpad the same `SCRATCHPAD_BYTES`. Set `BEST_TILE` to the largest square tile (a
+multiple of one cache line of fp32, `LINE_BYTES // 4`) whose double-buffered tiles fit the scratchpad, then
+`SCRATCHPAD_OFFCHIP` (bytes your `dma_plan` moves for the N×N×N fp32 matmul with that tile) and
+`CACHE_OFFCHIP` (bytes `cache_traffic` moves for the same tiling through a `WAYS`-way cache of
+`LINE_BYTES`-byte lines)."""
+
+P1C_SOLUTION = '''\
+### BEGIN SOLUTION
+BEST_TILE = largest_tile(SCRATCHPAD_BYTES, 4, multiple=LINE_BYTES // 4)
+best = MatmulTiling(N, N, N, BEST_TILE, BEST_TILE, BEST_TILE, 4)
+SCRATCHPAD_OFFCHIP = int(dma_plan(best, SCRATCHPAD_BYTES)["bytes"].sum())
+CACHE_OFFCHIP = cache_traffic(best, CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS))["offchip_bytes"]
+### END SOLUTION
+print(f"tile {BEST_TILE}: scratchpad {SCRATCHPAD_OFFCHIP / 1e6:.3f} MB, {WAYS}-way cache {CACHE_OFFCHIP / 1e6:.3f} MB "
+      f"off-chip (compulsory {compulsory_bytes(MatmulTiling(N, N, N, N, N, N, 4)) / 1e6:.3f} MB)")'''
+
+P1C_TESTS = """\
+from common.checks import check_equal, check_scalar
+
+check_equal("BEST_TILE", BEST_TILE, largest_square_tile(SCRATCHPAD_BYTES, 4, multiple=LINE_BYTES // 4))
+_best = MatmulTiling(N, N, N, *(BEST_TILE,) * 3, 4)
+check_scalar("SCRATCHPAD_OFFCHIP", SCRATCHPAD_OFFCHIP, dma_bytes(_best)["total"])
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.cache import CacheConfig as _CC, matmul_stream as _ms, simulate_cache as _sc
+
+grader.assert_scalar(CACHE_OFFCHIP, _sc(*_ms(_best), _CC(SCRATCHPAD_BYTES, LINE_BYTES, WAYS)).offchip_bytes,
+                     name="CACHE_OFFCHIP")
+### END HIDDEN TESTS"""
+
+P1_PLOT = r"""
+# Off-chip bytes vs tile size: the scratchpad's formula, and three caches of the same capacity.
+try:
+    plan_bytes = lambda t: int(dma_plan(t, 1 << 40)["bytes"].sum())  # noqa: E731 (capacity checked below)
+    plan_bytes(MatmulTiling(8, 8, 8, 4, 4, 4, 4))
+except NotImplementedError:
+    print("dma_plan is not written yet: the reference common.cache.dma_bytes stands in")
+    plan_bytes = lambda t: dma_bytes(t)["total"]  # noqa: E731
+caches = {"direct-mapped": 1, f"{WAYS}-way": WAYS, "fully associative": SCRATCHPAD_BYTES // LINE_BYTES}
+rows = []
+for tile in TILES:
+    t = MatmulTiling(N, N, N, tile, tile, tile, 4)
+    row = {"tile": tile, "footprint KiB": footprint_bytes(tile, tile, tile, 4) / 1024,
+           "fits": footprint_bytes(tile, tile, tile, 4) <= SCRATCHPAD_BYTES, "scratchpad": plan_bytes(t)}
+    for name, ways in caches.items():
+        s = simulate_cache(*matmul_stream(t), CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, ways))
+        row[name], row[f"hit rate {name}"] = s.offchip_bytes, s.hit_rate
+    rows.append(row)
+cmp = pd.DataFrame(rows)
+fig, ax = plt.subplots(figsize=(10, 5.2), layout="constrained")
+ax.plot(cmp["tile"], cmp["scratchpad"] / 1e6, "s-", color="#6a3d9a", lw=2, label="scratchpad: explicit DMA (formula)")
+for (name, _), style in zip(caches.items(), ("o:", "o-", "^--"), strict=True):
+    ax.plot(cmp["tile"], cmp[name] / 1e6, style, label=f"LRU cache, {name} (write-back, write-allocate)")
+comp = compulsory_bytes(MatmulTiling(N, N, N, 8, 8, 8, 4)) / 1e6
+ax.axhline(comp, color="#444444", lw=0.8, ls="--")
+ax.text(cmp["tile"].iloc[0], comp, " compulsory: A, B read once, C written once", va="bottom", fontsize=8)
+too_big = cmp.loc[~cmp["fits"], "tile"]
+if len(too_big):
+    ax.axvspan(too_big.min() * 0.93, cmp["tile"].max() * 1.07, color="#bbbbbb", alpha=0.35, lw=0)
+    ax.text(too_big.min(), ax.get_ylim()[1], " tiles do not fit the scratchpad\n (double-buffered)", va="top",
+            fontsize=8)
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xticks(list(cmp["tile"]), [str(t) for t in cmp["tile"]])
+ax.set(xlabel="square tile edge T (elements)", ylabel="bytes moved off-chip [MB] (log scale)",
+       title=f"SIMULATED {N}x{N}x{N} fp32 matmul on a toy core with {SCRATCHPAD_BYTES // 1024} KiB on chip, "
+             f"{LINE_BYTES}-B lines")
+ax.legend(fontsize=8, loc="upper right")
+ax.grid(True, which="both", color="#dddddd", lw=0.5)
+plt.show()
+print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))"""
+
+P1_AFTER = """\
+Read the table, not only the lines: the hit rates are all above 90 %, yet the bytes differ by 1.5–2x — a hit rate
+says little about traffic. The cache may beat the naive schedule (LRU keeps an A row-panel that the
+schedule re-loads) or lose to it (a fully associative LRU cycling over more lines than it holds evicts exactly
+the line needed next); the scratchpad's traffic is the formula, known before the kernel runs. You explain this
+in Analysis Q1."""
+
+# ---- Part 2 -------------------------------------------------------------------------------------------------
+P2_TEXT = r"""
+**The principle.** During inference three kinds of bytes share memory. **Weights** are allocated once and read
+by every step. **Activations** live for one step: allocated by an op, freed when the last op that reads them has
+run. The **KV cache** is state carried *between* steps: every decode step appends one position per layer, so it
+grows with the sequence — linearly in tokens, for every sequence of the batch.
+
+**The vendor.** `torch.profiler.profile(profile_memory=True, record_shapes=True)` records every allocation and
+free of the CPU allocator with its size and time; `record_function("decode_3")` marks regions.
+`prof.export_memory_timeline(...)` (deprecated, but still the CPU's only export) adds PyTorch's own
+categories — built for *training* (parameters, activations, gradients, optimizer state): it recognises weights,
+but it has never heard of a KV cache. `common.memtimeline.profile_decode` runs the reference decoder for a
+prefill and `RUN.steps` decode steps, growing the cache by one position per step (`torch.cat`, as Hugging
+Face's dynamic cache does), and returns the allocations as a table (`allocs`: bytes, `t_alloc_ms`, `t_free_ms` —
+NaN if still live at the end —, the `region` it was made in, the `op`), the `regions` (name, `start_ms`,
+`end_ms`) and the weights (allocated before profiling started: `weight_bytes`).
+
+Run the next cell — up to a minute on 2 CPU cores, most of it PyTorch's own export analysing the trace in
+Python (the FAST setting skips the export) — then look at the tables."""
+
+P2_PROFILE = r"""
+PROF = profile_decode(RUN, torch_export=TORCH_EXPORT)
+print(PROF.title)
+print(f"{len(PROF.allocs)} allocations in {len(PROF.regions)} regions; weights {PROF.weight_bytes / 1e6:.3f} MB "
+      f"(allocated before the profile)")
+print(PROF.regions.head(4).to_string(index=False))
+print(PROF.allocs.sort_values("bytes", ascending=False).head(8).to_string())"""
+
+P2_SPEC = r"""
+**Spec.** `categorise(allocs, regions)`: a pandas `Series` with the same index as `allocs`, one label per
+allocation:
+- `"other"` if it was made outside every region (`region == ""`);
+- `"KV cache"` if it **outlives the region that made it**: never freed (`t_free_ms` is NaN) or freed after
+  that region's `end_ms` — it is state handed to the next step;
+- `"activations"` otherwise (made and freed inside one step).
+
+Then `kv_at_ends(frame, regions)`: from a timeline (`common.memtimeline.timeline(PROF, labels)`: one row per
+event time in ms, live bytes per category in columns), the live `"KV cache"` bytes at the end of every region,
+a list of Python `int`s (`live_at(frame, t)` reads one row)."""
+
+P2_SOLUTION = '''\
+def categorise(allocs, regions):
+    """"KV cache" / "activations" / "other" per allocation (a Series with the index of allocs)."""
+    ### BEGIN SOLUTION
+    end = allocs["region"].map(dict(zip(regions["name"], regions["end_ms"])))
+    survives = allocs["t_free_ms"].isna() | (allocs["t_free_ms"] > end)
+    labels = np.where(survives, "KV cache", "activations")
+    return pd.Series(np.where(allocs["region"] == "", "other", labels), index=allocs.index)
+    ### END SOLUTION
+
+
+def kv_at_ends(frame, regions):
+    """Live KV-cache bytes at the end of every region, as a list of ints."""
+    ### BEGIN SOLUTION
+    return [int(live_at(frame, end)["KV cache"]) for end in regions["end_ms"]]
+    ### END SOLUTION'''
+
+P2_TESTS = """\
+from common.checks import check_equal, check_type
+
+labels = categorise(PROF.allocs, PROF.regions)
+check_type("categorise(...)", labels, pd.Series)
+ref_labels = categorise_reference(PROF.allocs, PROF.regions)
+mine = [str(x) for x in labels.tolist()]
+check_equal("number of labels", len(mine), len(ref_labels))
+wrong = sum(a != b for a, b in zip(mine, ref_labels.tolist()))
+check_equal("allocations labelled differently from the reference", wrong, 0,
+            hint="compare t_free_ms with the end_ms of the allocation's own region; NaN means never freed")
+ref_frame = timeline(PROF, ref_labels)
+kv = kv_at_ends(ref_frame, PROF.regions)
+check_equal("KV bytes at the end of each region", [int(x) for x in kv],
+            [int(live_at(ref_frame, e)["KV cache"]) for e in PROF.regions["end_ms"]])
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+
+_a = pd.DataFrame({"bytes": [10, 20, 30, 40, 50], "t_alloc_ms": [0.5, 1.5, 2.0, 3.5, 3.6],
+                   "t_free_ms": [2.5, 1.9, np.nan, 3.7, 9.0], "region": ["", "s0", "s0", "s1", "s1"],
+                   "op": ["x"] * 5}, index=[7, 3, 5, 1, 0])
+_r = pd.DataFrame({"name": ["s0", "s1"], "start_ms": [1.0, 3.0], "end_ms": [2.9, 4.0]})
+_l = categorise(_a, _r)
+grader.assert_equal([str(x) for x in _l.loc[[7, 3, 5, 1, 0]].tolist()],
+                    ["other", "activations", "KV cache", "activations", "KV cache"], name="synthetic labels")
+_f = pd.DataFrame({"weights": [1.0, 1.0, 1.0, 1.0], "KV cache": [0.0, 5.0, 7.0, 9.0]},
+                  index=pd.Index([0.0, 1.0, 2.0, 3.0], name="ms"))
+grader.assert_equal([int(x) for x in kv_at_ends(_f, pd.DataFrame({"name": ["a", "b"], "start_ms": [0.0, 1.5],
+                                                                  "end_ms": [1.4, 2.5]}))], [5, 7],
+                    name="live KV at region ends")
+### END HIDDEN TESTS"""
+
+P2_PLOT = r"""
+try:
+    LABELS = categorise(PROF.allocs, PROF.regions)
+except NotImplementedError:
+    print("categorise is not written yet: the reference common.memtimeline.categorise_reference stands in")
+    LABELS = categorise_reference(PROF.allocs, PROF.regions)
+FRAME = timeline(PROF, LABELS)
+tl = PROF.torch_timeline
+fig, axes = plt.subplots(2 if tl is not None else 1, 1, figsize=(13, 8.8 if tl is not None else 4.8),
+                         layout="constrained", squeeze=False)
+plot_memory_timeline(PROF, FRAME, ax=axes[0, 0], title=PROF.title + "\nyour categories (from the allocation events)")
+if tl is not None:
+    ax = axes[1, 0]
+    cols = [c for c in tl.columns if tl[c].max() > 0]
+    ax.stackplot(tl.index, *(tl[c] for c in cols), labels=cols, step="post", alpha=0.9)
+    ax.set(xlim=axes[0, 0].get_xlim(), ylim=axes[0, 0].get_ylim(), xlabel="time since the prefill started [ms]",
+           ylabel="live CPU memory [MB]",
+           title="the same run, PyTorch's own categories (prof.export_memory_timeline, MEASURED)")
+    ax.legend(loc="upper left", fontsize=9)
+    ax.grid(True, axis="y", color="#dddddd", lw=0.5)
+else:
+    print("PyTorch's export_memory_timeline is skipped in the FAST setting (or unsupported by this torch).")
+plt.show()
+try:
+    ENDS = kv_at_ends(FRAME, PROF.regions)
+except NotImplementedError:
+    ENDS = [int(live_at(FRAME, e)["KV cache"]) for e in PROF.regions["end_ms"]]
+growth = np.diff(ENDS)
+print(f"KV cache after prefill: {ENDS[0] / 1e3:.1f} kB; after each decode step it grows by "
+      f"{sorted(set(growth.tolist()))} bytes ({RUN.batch} sequences)")"""
+
+P2_AFTER = """\
+In the upper plot: the flat band at the bottom is the **weights** (allocated before the run; PyTorch's export
+calls them *parameters*). The spikes during prefill are **activations** — scores of every prompt position
+against every other — freed when the step ends; decode steps have tiny activations. The band that rises by the
+same amount every step is the **KV cache**; PyTorch's export files it under *unknown*, since no training
+category fits state that is neither a parameter nor an activation. Each `torch.cat` also briefly holds the old
+and the new cache — the little peaks at each step's start."""
+
+# ---- Part 3 -------------------------------------------------------------------------------------------------
+P3_TEXT = r"""
+**The principle.** Each layer keeps a key and a value vector of `head_dim` numbers per KV head for every token of
+every sequence:
+
+$$\text{KV bytes} = n_\text{layers}\times 2 \times n_\text{kv heads}\times d_\text{head}\times \text{seq}\times
+\text{batch}\times \text{bytes per element}.$$
+
+Grouped-query attention (Llama 3: 8 KV heads for 32 query heads) cuts it 4x against plain multi-head attention.
+The element size is the dtype **actually in use**: fp32 (4 B) for the reference model on this CPU, bf16/fp16
+(2 B) on an accelerator, 1 B for an int8/fp8 cache.
+
+**The vendors.** The KV cache must sit beside the weights in the memory the model runs from: HBM on an H100
+(80 GB) or a TPU v5e (16 GB per chip), on-wafer SRAM on a WSE-3 (48 KB per PE, ~44 GB per wafer), the SRAM of
+every Groq LPU in the pipeline (~230 MB per chip: a model needs *many* chips, and a longer context needs more),
+and LPDDR5 on a Spyre card (128 GB) — with the 32 cores' LX scratchpads (2 MB each, less the compiler's
+reservations) as the working set attention streams through. All capacities come from the catalog.
+
+**Spec.**
+- `kv_bytes(cfg, seq, batch, dtype)`: the formula for a `ModelConfig` (`n_layers`, `n_kv_heads`, `head_dim`);
+  `dtype` is a `torch.dtype` (`torch.float32`) or a name (`"bf16"`); a Python `int`. Hint:
+  `DTYPE_BYTES[canonical_dtype(str(dtype))]`.
+- `max_tokens_beside_weights(chip_name, cfg, chips, dtype)`: the largest batch × context (tokens, an `int`)
+  whose KV cache fits in `chips` chips' main memory (`get_chip(name).main_memory.total_capacity` each) beside
+  the weights (`cfg.n_params` × bytes), all in `dtype`; 0 if the weights alone do not fit.
+- `lpu_chips(cfg, batch, context)`: the fewest Groq LPUs (`"groq-lpu"`) whose SRAM holds the fp16 weights and
+  the fp16 KV cache of `batch` sequences of `context` tokens.
+
+Worked example: Llama-3.1-8B in bf16 adds 32 × 2 × 8 × 128 × 2 = 131,072 bytes (128 KiB) per token; 8192 tokens
+take 1 GiB."""
+
+P3_SOLUTION = '''\
+def kv_bytes(cfg, seq, batch, dtype):
+    """KV-cache bytes of cfg for batch sequences of seq tokens in dtype (torch.dtype or a name)."""
+    ### BEGIN SOLUTION
+    e = DTYPE_BYTES[canonical_dtype(str(dtype))]
+    return int(cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * seq * batch * e)
+    ### END SOLUTION
+
+
+def max_tokens_beside_weights(chip_name, cfg, chips, dtype):
+    """Largest batch x context whose KV cache fits beside the weights in `chips` chips' main memory."""
+    ### BEGIN SOLUTION
+    chip = get_chip(chip_name)
+    free = chips * chip.main_memory.total_capacity - cfg.n_params * DTYPE_BYTES[canonical_dtype(dtype)]
+    return max(0, int(free // kv_bytes(cfg, 1, 1, dtype)))
+    ### END SOLUTION
+
+
+def lpu_chips(cfg, batch, context):
+    """Fewest Groq LPUs whose SRAM holds fp16 weights + the fp16 KV cache of batch x context tokens."""
+    ### BEGIN SOLUTION
+    need = cfg.n_params * DTYPE_BYTES["fp16"] + kv_bytes(cfg, context, batch, "fp16")
+    return int(math.ceil(need / get_chip("groq-lpu").main_memory.total_capacity))
+    ### END SOLUTION'''
+
+P3_TESTS = """\
+from common.checks import check_equal, check_scalar
+
+check_scalar("Llama-3.1-8B, one bf16 token", kv_bytes(cfg8b, 1, 1, "bf16"), 131072,
+             hint="n_layers x 2 x n_kv_heads x head_dim x seq x batch x bytes")
+# Your formula against the KV cache you MEASURED in Part 2 (fp32 on this CPU), at the end of every step.
+measured = [int(live_at(timeline(PROF, categorise_reference(PROF.allocs, PROF.regions)), e)["KV cache"])
+            for e in PROF.regions["end_ms"]]
+mine = [kv_bytes(get_config(RUN.model), RUN.prompt + s, RUN.batch, RUN.dtype) for s in range(len(measured))]
+check_equal("your formula vs the measured KV cache (bytes, per step)", mine, measured,
+            hint="the profiled model runs in fp32 on the CPU: 4 bytes per element")
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.models import get_config as _gc
+import torch as _torch
+
+for _name, _seq, _b, _d in (("llama-3.1-70b", 4096, 3, "bf16"), ("qwen2.5-0.5b", 1000, 7, "int8"),
+                            ("llama-2-7b", 333, 2, _torch.float16), ("tiny-block", 17, 5, _torch.float32)):
+    _c = _gc(_name)
+    grader.assert_equal(kv_bytes(_c, _seq, _b, _d), _c.kv_bytes_per_token(DTYPE_BYTES[canonical_dtype(str(_d))])
+                        * _seq * _b, name=f"kv_bytes {_name}")
+### END HIDDEN TESTS"""
+
+P3B_TESTS = """\
+from common.checks import check_equal
+
+for _, row in LIMITS.iterrows():
+    check_equal(f"{row['system']}: tokens beside the weights on {row['chips']}x {row['chip']}",
+                max_tokens_beside_weights(row["chip"], cfg8b, int(row["chips"]), row["dtype"]), int(row["max_tokens"]),
+                hint="(chips x main-memory capacity - weight bytes) // KV bytes per token")
+check_equal(f"LPUs for {MODEL}, batch 1, {CONTEXT} tokens", lpu_chips(cfg8b, 1, CONTEXT),
+            chips_needed("groq-lpu", cfg8b, 1, CONTEXT))
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.kvcache import chips_needed as _cn
+from common.models import get_config as _gc
+
+_c70 = _gc("llama-3.1-70b")
+for _b, _ctx in ((1, 2048), (8, 32768), (32, 128000)):
+    grader.assert_equal(lpu_chips(_c70, _b, _ctx), _cn("groq-lpu", _c70, _b, _ctx), name="LPU chips, 70B")
+_free = 8 * get_chip("h100-sxm").main_memory.total_capacity - _c70.n_params * 2
+grader.assert_equal(max_tokens_beside_weights("h100-sxm", _c70, 8, "bf16"), int(_free // _c70.kv_bytes_per_token(2)),
+                    name="70B on 8 H100s")
+grader.assert_equal(max_tokens_beside_weights("tpu-v5e", _c70, 4, "bf16"), 0, name="weights alone do not fit")
+grader.assert_equal(max_tokens_beside_weights("spyre", _gc("llama-2-7b"), 1, "fp16"),
+                    int((get_chip("spyre").main_memory.total_capacity - _gc("llama-2-7b").n_params * 2)
+                        // _gc("llama-2-7b").kv_bytes_per_token(2)), name="Llama-2-7B (no GQA) on Spyre")
+### END HIDDEN TESTS"""
+
+P3_PLOT = r"""
+show = LIMITS[["system", "chips", "chip", "kv_level", "dtype", "free_bytes", "max_tokens", "max_batch", "onchip_level",
+               "onchip_bytes", "onchip_context"]].copy()
+show["free_bytes"] = (show["free_bytes"] / 1e9).round(2)
+show["onchip_bytes"] = (show["onchip_bytes"] / 1e6).round(1)
+show = show.rename(columns={"free_bytes": "free GB", "onchip_bytes": "on-chip MB",
+                            "max_batch": f"max batch @ {CONTEXT}", "onchip_context": "ctx whose 1 layer fits on-chip"})
+print(f"{MODEL}: {cfg8b.kv_bytes_per_token(2) / 1024:.0f} KiB of KV per token in 16 bit (catalog capacities, formula)")
+print(show.to_string(index=False))
+plot_kv_limits(MODEL, LIMITS, CONTEXTS)
+plt.show()"""
+
+P3_AFTER = """\
+The Spyre row is the odd one: 128 GB of LPDDR5 holds a huge cache, but every decode step streams it through
+32 × 2 MB of LX (less the compiler's reservations) at 204.8 GB/s. The WSE and LPU rows are the opposite: there is
+no slower memory to spill to, so the cache must fit in SRAM — beside 16 GB of weights, a wafer holds a few
+hundred thousand tokens and a 75-chip LPU pipeline only a few thousand; more context means more chips."""
+
+# ---- Part 4 -------------------------------------------------------------------------------------------------
+P4_TEXT = r"""
+**The principle.** Sequences finish at unpredictable lengths. Reserving a contiguous region of the maximum
+length for each request (what serving systems did before 2023) wastes most of it — *internal fragmentation* —
+and limits the batch. **Paging** (Kwon et al., *vLLM / PagedAttention*, SOSP 2023) splits the cache into
+fixed-size **blocks** of `block_size` token slots; each request has a **block table** (logical block → physical
+block), a new block is taken only when the last one is full, and all blocks return to the free pool when the
+request ends. The waste is then under one block per request; attention gathers K/V through the block table.
+
+**The vendors.** vLLM does this on GPUs in HBM; TPU serving stacks page the HBM cache and stream pages into
+VMEM; on Spyre the blocks live in LPDDR5 and are staged into LX in 128-byte sticks; on the WSE and the LPU the
+cache must fit in SRAM, so every wasted slot is SRAM that could hold a token.
+
+**Spec.** `PagedKVAllocator(num_blocks, block_size)` with
+- `allocate(req, n_tokens)`: a new request holding `n_tokens` (its prompt); takes ⌈n_tokens / block_size⌉
+  blocks, **the lowest free block ids first**; returns its block table (a list of `int`);
+- `append(req, n_tokens=1)`: the request grows; a new block only when its last block is full; returns the table;
+- `free(req)`: all its blocks go back to the free pool;
+- `block_table(req)` (a list), `tokens_used()` (tokens stored over all requests), `slots_allocated()`
+  (blocks held × block_size) and `num_free_blocks` (a property);
+- when the pool runs out, raise a `MemoryError`.
+
+Worked example (block_size 4, 8 blocks): `allocate("a", 5)` → `[0, 1]`; `allocate("b", 3)` → `[2]`;
+`append("a", 3)` → `[0, 1]`; `append("a")` → `[0, 1, 3]`; `free("b")`; `allocate("c", 9)` → `[2, 4, 5]`."""
+
+P4_SOLUTION = '''\
+import heapq
+
+
+class PagedKVAllocator:
+    """Fixed-size KV blocks, one block table per request, lowest free block id first."""
+
+    def __init__(self, num_blocks, block_size):
+        self.num_blocks, self.block_size = num_blocks, block_size
+        ### BEGIN SOLUTION
+        self._free = list(range(num_blocks))  # already a heap
+        self._tables, self._tokens = {}, {}
+        ### END SOLUTION
+
+    def _take(self, n):  # a helper you may use: the n lowest free block ids, or a MemoryError
+        ### BEGIN SOLUTION
+        if n > len(self._free):
+            raise MemoryError(f"{n} blocks needed, {len(self._free)} free")
+        return [heapq.heappop(self._free) for _ in range(n)]
+        ### END SOLUTION
+
+    def allocate(self, req, n_tokens):
+        ### BEGIN SOLUTION
+        self._tables[req] = self._take(-(-n_tokens // self.block_size))
+        self._tokens[req] = n_tokens
+        return list(self._tables[req])
+        ### END SOLUTION
+
+    def append(self, req, n_tokens=1):
+        ### BEGIN SOLUTION
+        total = self._tokens[req] + n_tokens
+        self._tables[req] += self._take(max(0, -(-total // self.block_size) - len(self._tables[req])))
+        self._tokens[req] = total
+        return list(self._tables[req])
+        ### END SOLUTION
+
+    def free(self, req):
+        ### BEGIN SOLUTION
+        for b in self._tables.pop(req):
+            heapq.heappush(self._free, b)
+        del self._tokens[req]
+        ### END SOLUTION
+
+    def block_table(self, req):
+        ### BEGIN SOLUTION
+        return list(self._tables[req])
+        ### END SOLUTION
+
+    def tokens_used(self):
+        ### BEGIN SOLUTION
+        return sum(self._tokens.values())
+        ### END SOLUTION
+
+    def slots_allocated(self):
+        ### BEGIN SOLUTION
+        return self.block_size * sum(len(t) for t in self._tables.values())
+        ### END SOLUTION
+
+    @property
+    def num_free_blocks(self):
+        ### BEGIN SOLUTION
+        return len(self._free)
+        ### END SOLUTION'''
+
+P4_TESTS = """\
+from common.checks import check_equal
+
+a = PagedKVAllocator(8, 4)
+check_equal("allocate('a', 5)", a.allocate("a", 5), [0, 1])
+check_equal("allocate('b', 3)", a.allocate("b", 3), [2])
+check_equal("append('a', 3): both blocks now full", a.append("a", 3), [0, 1])
+check_equal("append('a'): the 9th token opens a block", a.append("a"), [0, 1, 3])
+a.free("b")
+check_equal("allocate('c', 9) reuses the freed block first", a.allocate("c", 9), [2, 4, 5])
+check_equal("tokens_used, slots_allocated, num_free_blocks", [a.tokens_used(), a.slots_allocated(), a.num_free_blocks],
+            [18, 24, 2])
+try:
+    a.allocate("d", 12)
+    raised = False
+except MemoryError:
+    raised = True
+check_equal("out of blocks raises MemoryError", raised, True)
+### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.checks import grader
+from common.kvcache import PagedAllocator as _PA
+
+_rng = _random.Random(7)
+for _bs in (1, 5, 16):
+    _mine, _ref = PagedKVAllocator(64, _bs), _PA(64, _bs)
+    _live, _next = [], 0
+    for _ in range(300):
+        _op = _rng.random()
+        try:
+            if _op < 0.3 or not _live:
+                _n = _rng.randint(0, 40)
+                _want = _ref.allocate(_next, _n)
+                grader.assert_equal(_mine.allocate(_next, _n), _want, name="allocate")
+                _live.append(_next)
+                _next += 1
+            elif _op < 0.85:
+                _q, _n = _rng.choice(_live), _rng.randint(1, 9)
+                _want = _ref.append(_q, _n)
+                grader.assert_equal(_mine.append(_q, _n), _want, name="append")
+            else:
+                _q = _live.pop(_rng.randrange(len(_live)))
+                _ref.free(_q)
+                _mine.free(_q)
+        except MemoryError:  # the reference ran out: so must yours, leaving the same state
+            grader.assert_equal(_mine.num_free_blocks, _ref.num_free_blocks, name="out of blocks")
+            break
+        grader.assert_equal([_mine.tokens_used(), _mine.slots_allocated(), _mine.num_free_blocks],
+                            [_ref.tokens_used(), _ref.slots_allocated(), _ref.num_free_blocks], name="accounting")
+    for _q in _live:
+        grader.assert_equal(_mine.block_table(_q), _ref.block_table(_q), name="block tables")
+### END HIDDEN TESTS"""
+
+P4B_TEXT = r"""
+### Fragmentation on a trace
+
+`TRACE` is a seeded trace of requests with varied prompt and output lengths (log-normal, within `MAX_LEN`),
+arriving over time. `common.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
+batching one decode step at a time with *your* allocator — allocate the prompt on arrival, append one token per
+step, free when done — and returns one row per step: `used` tokens, `paged` slots your allocator holds,
+`contiguous` slots a `max_len`-per-request reservation would hold, and `live` requests.
+
+**Spec.** `waste(frame)`: a dict `{"paged": w_p, "contiguous": w_c}` of slot-weighted waste over the whole
+replay, $w = 1 - \sum_\text{steps}\text{used} \,/\, \sum_\text{steps}\text{allocated}$ (Python `float`s)."""
+
+P4B_SOLUTION = '''\
+def waste(frame):
+    """Share of allocated slot-steps that hold no token, for the paged and the contiguous allocator."""
+    ### BEGIN SOLUTION
+    used = frame["used"].sum()
+    return {"paged": float(1 - used / frame["paged"].sum()),
+            "contiguous": float(1 - used / frame["contiguous"].sum())}
+    ### END SOLUTION'''
+
+P4B_TESTS = """\
+from common.checks import check_scalar, check_type
+
+ref_frame = replay(TRACE, PagedAllocator, BLOCK_SIZE, MAX_LEN)
+w = waste(ref_frame)
+check_type("waste(...)", w, dict)
+ref_w = waste_summary(ref_frame)
+check_scalar("paged waste", w["paged"], ref_w["paged"], rel=1e-9)
+check_scalar("contiguous waste", w["contiguous"], ref_w["contiguous"], rel=1e-9)
+### BEGIN HIDDEN TESTS
+import torch as _torch
+
+from common.checks import grader
+from common.kvcache import request_trace as _rt
+
+_tr = _rt(30, seed=11, max_len=1024)
+_mine = replay(_tr, PagedKVAllocator, 32, 1024)  # your allocator on another trace
+_ref = replay(_tr, PagedAllocator, 32, 1024)
+grader.assert_tensor(_torch.tensor(_mine["paged"].to_numpy(float)), _torch.tensor(_ref["paged"].to_numpy(float)),
+                     rtol=0, atol=0, dtype=_torch.float64, name="slots your allocator holds, step by step")
+grader.assert_scalar(waste(_ref)["paged"], waste_summary(_ref)["paged"], rel=1e-9, name="paged waste")
+### END HIDDEN TESTS"""
+
+P4B_PLOT = r"""
+try:
+    FRAG = replay(TRACE, PagedKVAllocator, BLOCK_SIZE, MAX_LEN)
+    waste_of = waste
+    who = "your allocator"
+except NotImplementedError:
+    print("PagedKVAllocator / waste are not written yet: the reference common.kvcache stands in")
+    FRAG, waste_of, who = replay(TRACE, PagedAllocator, BLOCK_SIZE, MAX_LEN), waste_summary, "reference allocator"
+sizes = (1, 4, 16, 64, 256)
+by_size = {}
+for bs in sizes:
+    try:
+        make = PagedKVAllocator if who == "your allocator" else PagedAllocator
+        by_size[bs] = waste_of(replay(TRACE, make, bs, MAX_LEN))
+    except NotImplementedError:
+        by_size[bs] = waste_summary(replay(TRACE, PagedAllocator, bs, MAX_LEN))
+fig, (ax, ax2) = plt.subplots(1, 2, figsize=(15, 4.8), layout="constrained", width_ratios=[1.5, 1])
+ax.fill_between(FRAG["step"], FRAG["contiguous"], color="#bbbbbb", label=f"contiguous: {MAX_LEN} slots per request")
+ax.fill_between(FRAG["step"], FRAG["paged"], color="#9ecae1", label=f"paged ({who}): blocks of {BLOCK_SIZE} slots")
+ax.plot(FRAG["step"], FRAG["used"], color="#08519c", lw=1.2, label="tokens actually stored")
+ax.set(xlabel="decode step", ylabel="KV slots (tokens)",
+       title=f"SIMULATED continuous batching of {len(TRACE)} requests (seeded trace)")
+ax.legend(fontsize=8)
+ax.grid(True, color="#dddddd", lw=0.5)
+vals = [100 * by_size[b]["paged"] for b in sizes]
+bars = ax2.bar(np.arange(len(sizes)), [v if v > 0 else np.nan for v in vals], color="#9ecae1", edgecolor="#08519c")
+ax2.set_xticks(np.arange(len(sizes)), [str(b) for b in sizes])
+ax2.set_xlim(-0.6, len(sizes) - 0.4)
+ax2.bar_label(bars, labels=[f"{v:.2g} %" if v > 0 else "" for v in vals], fontsize=8)
+ax2.axhline(100 * by_size[sizes[0]]["contiguous"], color="#777777", ls="--", lw=1)
+ax2.text(0, 100 * by_size[sizes[0]]["contiguous"], " contiguous pre-allocation", va="bottom", fontsize=8)
+ax2.set_yscale("log")
+for i, v in enumerate(vals):
+    if v == 0:  # nothing to draw on a log axis
+        ax2.text(i, ax2.get_ylim()[0], "0 %\n(no waste)", ha="center", va="bottom", fontsize=8)
+ax2.set(xlabel="block size (token slots)", ylabel="wasted slot-steps [%] (log scale)",
+        title="internal fragmentation vs block size")
+ax2.grid(True, which="both", axis="y", color="#dddddd", lw=0.5)
+plt.show()
+print({b: {k: f"{100 * v:.2f} %" for k, v in w.items()} for b, w in by_size.items()})"""
+
+P4C_TEXT = r"""
+### When the KV cache outgrows the fastest level
+
+Now the hierarchies. `simulate_llm(MODEL, backend, phase="decode", batch=SWEEP_BATCH, seq=s)` simulates one
+decode step with `s` cached tokens; the simulator places the model on the fewest chips whose main memory holds
+weights + KV cache (tensor parallel on GPU/TPU/Spyre, a layer pipeline on WSE/LPU). On the GPU and TPU the cache
+streams from HBM every step; on Spyre, attention stages K and V from LPDDR5 into LX sticks — K is read through a
+transposed view, so it is *re-sticked* (copied with the stick on the other dimension) — and what does not fit
+the LX budget spills back to LPDDR5; on the WSE and the LPU the cache stays in SRAM, so more context means more
+wafers or chips.
+
+**Before you run the sweep, write your prediction in Analysis Q3.**
+
+**Spec.** `kv_sweep(model, backend, seqs, batch)`: one simulated decode step per `s` in `seqs`; a `DataFrame`
+with columns `seq`, `kv_bytes` (your `kv_bytes` for the `s + 1` positions the step holds, in the report's
+`dtype`), `chips` (`report.chips`), `time_s` and `bound` (`report.bottleneck`)."""
+
+P4C_SOLUTION = '''\
+def kv_sweep(model, backend, seqs, batch):
+    """Simulated decode step per context length: seq, kv_bytes, chips, time_s, bound."""
+    ### BEGIN SOLUTION
+    cfg = get_config(model)
+    rows = []
+    for s in seqs:
+        r = simulate_llm(model, backend, phase="decode", batch=batch, seq=s)
+        rows.append({"seq": s, "kv_bytes": kv_bytes(cfg, s + 1, batch, r.dtype), "chips": r.chips,
+                     "time_s": r.time_s, "bound": r.bottleneck})
+    return pd.DataFrame(rows)
+    ### END SOLUTION'''
+
+P4C_TESTS = """\
+import torch
+
+from common.checks import check_equal, check_tensor, check_type
+
+sw = kv_sweep(MODEL, "spyre", SWEEP_SEQS, SWEEP_BATCH)
+check_type("kv_sweep(...)", sw, pd.DataFrame)
+ref = [simulate_llm(MODEL, "spyre", phase="decode", batch=SWEEP_BATCH, seq=s) for s in SWEEP_SEQS]
+check_tensor("time_s per context", torch.tensor(sw["time_s"].to_numpy(float)),
+             torch.tensor([r.time_s for r in ref], dtype=torch.float64), rtol=1e-9, dtype=torch.float64)
+check_tensor("kv_bytes per context", torch.tensor(sw["kv_bytes"].to_numpy(float)),
+             torch.tensor([float(cfg8b.kv_bytes_per_token(2) * (s + 1) * SWEEP_BATCH) for s in SWEEP_SEQS],
+                          dtype=torch.float64), rtol=1e-12, dtype=torch.float64, hint="s + 1 positions, fp16 on Spyre")
+check_equal("chips", [int(c) for c in sw["chips"]], [r.chips for r in ref])
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_llm as _sim
+
+for _be in ("tpu", "lpu"):
+    _s = kv_sweep("test", _be, (8, 24), 3)
+    _r = [_sim("test", _be, phase="decode", batch=3, seq=q) for q in (8, 24)]
+    grader.assert_tensor(torch.tensor(_s["time_s"].to_numpy(float)), torch.tensor([r.time_s for r in _r],
+                         dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name=f"{_be} times")
+    grader.assert_equal([int(c) for c in _s["chips"]], [r.chips for r in _r], name=f"{_be} chips")
+    grader.assert_equal([str(b) for b in _s["bound"]], [r.bottleneck for r in _r], name=f"{_be} bound")
+### END HIDDEN TESTS"""
+
+P4C_PLOT = r"""
+def reference_sweep(model, backend, seqs, batch):
+    rows = []
+    for s in seqs:
+        r = simulate_llm(model, backend, phase="decode", batch=batch, seq=s)
+        kv = get_config(model).kv_bytes_per_token(DTYPE_BYTES[r.dtype]) * (s + 1) * batch
+        rows.append(dict(seq=s, kv_bytes=kv, chips=r.chips, time_s=r.time_s, bound=r.bottleneck))
+    return pd.DataFrame(rows)
+
+
+SWEEPS = {}
+for system, chip in SYSTEM_CHIPS.items():
+    try:
+        SWEEPS[system] = kv_sweep(MODEL, system.lower(), SWEEP_SEQS, SWEEP_BATCH)
+    except NotImplementedError:
+        SWEEPS[system] = reference_sweep(MODEL, system.lower(), SWEEP_SEQS, SWEEP_BATCH)
+spyre_runs = [simulate_llm(MODEL, "spyre", phase="decode", batch=SWEEP_BATCH, seq=s) for s in SWEEP_SEQS]
+fig, (ax, ax2) = plt.subplots(1, 2, figsize=(16, 5.6), layout="constrained", width_ratios=[1.6, 1])
+for system, df in SWEEPS.items():
+    ax.loglog(df["kv_bytes"] / 1e9, df["time_s"] * 1e3, "o-", color=COLORS[system], label=system)
+    for _, r in df.iterrows():
+        ax.annotate(f"{int(r['chips'])}x", (r["kv_bytes"] / 1e9, r["time_s"] * 1e3), fontsize=7, color=COLORS[system],
+                    xytext=(4, 5 if system == "LPU" else -10), textcoords="offset points")
+# where one layer's K/V outgrows the largest on-chip level (GPU L2, TPU VMEM, Spyre LX; the WSE and LPU have no
+# slower level: their chip counts grow instead)
+for i, system in enumerate(s for s in SWEEPS if get_chip(SYSTEM_CHIPS[s]).off_chip is not None):
+    chip = get_chip(SYSTEM_CHIPS[system])
+    edge = onchip_bytes(chip) * int(SWEEPS[system]["chips"].iloc[0]) * get_config(MODEL).n_layers / 1e9
+    ax.axvline(edge, color=COLORS[system], ls=":", lw=1)
+    ax.text(edge, 0.02 + 0.3 * i, f" {system}: one layer's KV > "
+            f"{max(chip.on_chip, key=lambda lv: lv.total_capacity).name}", color=COLORS[system], fontsize=7,
+            rotation=90, va="bottom", transform=ax.get_xaxis_transform(),
+            bbox={"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1})
+ax.set(xlabel="KV cache of the step [GB] (all layers, whole batch)", ylabel="decode step time [ms] (log scale)",
+       title=f"SIMULATED decode of {MODEL}, batch {SWEEP_BATCH}, context {SWEEP_SEQS[0]}-{SWEEP_SEQS[-1]}\n"
+             "labels: chips (or wafers, cards) the simulator needed for weights + KV")
+ax.legend(fontsize=8, loc="upper left")
+ax.grid(True, which="both", color="#dddddd", lw=0.5)
+seqs = np.asarray(SWEEP_SEQS, float)
+for key, label, style in (("lpddr_to_lx_bytes", "LPDDR5 -> LX", "s-"), ("lx_spill_bytes", "LX spills", "o--"),
+                          ("restickify_bytes", "re-sticked (K transposed)", "^:")):
+    ax2.loglog(seqs, [r.counters[key] / 1e9 if r.counters[key] > 0 else np.nan for r in spyre_runs], style,
+               label=label)  # zero (no spill) is left out of the log axis
+ax2.set(xlabel="context length [tokens]", ylabel="bytes per decode step [GB] (log scale)",
+        title=f"SIMULATED Spyre counters for the same steps (fp16, {spyre_runs[0].chips} card)")
+ax2.legend(fontsize=8)
+ax2.grid(True, which="both", color="#dddddd", lw=0.5)
+plt.show()"""
+
+# ---- Analysis, landscape, wrap-up ------------------------------------------------------------------------------
+ANALYSIS_TEXT = "Answer in a few sentences each; numbers from your own runs make an answer convincing."
+
+Q1 = """\
+**Q1 (Part 1).** At the tile that fits, which moved fewer off-chip bytes in your run — the scratchpad or the
+8-way cache — and why? Why is a hit rate above 90 % not evidence of low traffic? Name one kind of kernel for
+which you would rather have the cache."""
+A1 = """\
+At the largest tile that fits (T=32) the 8-way cache moved ~10-25 % fewer bytes than the explicit schedule
+(N=128: 0.54 vs 0.59 MB; N=256: 3.3 vs 4.5 MB): LRU keeps part of an A row-panel between consecutive output
+tiles, reuse the naive schedule never asks for, while still paying write-allocate fetches of every C line and
+some conflict misses. A fully associative LRU cycling over more lines than it holds evicts exactly the line it
+needs next and moves more than the scratchpad. Every hit rate is ~93-96 %: it counts element accesses, almost
+all of which hit inside a freshly fetched line; traffic is misses x line bytes, and a few % of a huge access
+count is many bytes (1.5-2x between configurations with similar hit rates). The scratchpad's bytes are the
+formula, known at compile time; a better schedule (keep the A panel resident) would beat the cache. A cache wins
+for irregular or data-dependent accesses no compiler can schedule ahead: gathers, sparse ops, pointer chasing."""
+
+Q2 = """\
+**Q2 (Part 2).** In your timeline, point to the weights, the activations and the KV cache. Which is largest
+during prefill and which during decode? What would the picture look like with the repository's preallocated
+`KVCache` (allocated once at `max_seq`), and why does PyTorch's export put the KV cache under *unknown*?"""
+A2 = """\
+Weights: the flat bottom band (constant, allocated before the run). Activations: the spikes during prefill
+(attention scores ~ batch x heads x prompt^2) that drop to zero when each step ends; small in decode. KV cache:
+the band that rises by batch x kv_bytes_per_token every decode step (the measured growth matched the formula
+exactly). In prefill the activations peak above the cache; in decode the cache (and the weights) dominate and
+keep growing. With a preallocated cache the KV band would be flat at its max_seq size from the start - no
+growth, but reserved bytes that hold no token yet (the contiguous pre-allocation of Part 4). The export's
+categories come from autograd (parameters, activations saved for backward, gradients, optimizer state); under
+no_grad a tensor that survives between steps and is not a parameter fits none of them."""
+
+Q3 = """\
+**Q3 (comparative prediction — write it BEFORE running the Part 4 sweep).** For the 8B model at batch 4, predict
+for at least three of GPU, TPU, WSE, LPU and Spyre how the decode step time changes from the shortest to the
+longest context of `SWEEP_SEQS` (about x1.1, x2, x5?) and what changes besides time (chips, spills). Then run
+the cell below and explain the biggest miss."""
+A3 = """\
+Prediction from bytes per step: GPU and TPU stream weights (16 GB) + KV from HBM, so time grows with
+(16 GB + KV) / bandwidth - about x2-3 once KV reaches ~30-60 GB - unless more chips are added (the TPU goes from
+2 to 4-8 chips, which splits both weights and KV: only ~x1.3-1.6). The WSE reads SRAM at PB/s: time is fabric and
+scheduling, it grows ~x2 mostly because a second wafer joins the pipeline. The LPU must hold the cache in SRAM:
+chips grow with context (73 -> 220-370) and the token crosses every chip, so ~x3-4. Spyre is hit hardest: every
+step streams the whole cache from LPDDR5 at ~150 GB/s, and once a layer's K/V outgrow LX they are re-sticked and
+spilled, adding LPDDR5 traffic - x5 at 64k, x10 at 128k. Typical miss: forgetting that adding chips (TPU, GPU at
+128k) makes the step *faster*."""
+
+Q3_CHECK = r"""
+rows = []
+for system, df in SWEEPS.items():
+    first, last = df.iloc[0], df.iloc[-1]
+    rows.append({"system": system, f"time @ {int(first['seq'])} [ms]": round(first["time_s"] * 1e3, 3),
+                 f"time @ {int(last['seq'])} [ms]": round(last["time_s"] * 1e3, 3),
+                 "ratio": round(last["time_s"] / first["time_s"], 2),
+                 "chips": f"{int(first['chips'])} -> {int(last['chips'])}",
+                 "bound": f"{first['bound']} -> {last['bound']}"})
+print(f"SIMULATED decode of {MODEL}, batch {SWEEP_BATCH}:")
+print(pd.DataFrame(rows).to_string(index=False))"""
+
+Q4 = """\
+**Q4 (Part 4).** How much did paging save on your trace, and why does a larger block waste more while a block of 1
+is not what vLLM uses? On the WSE or the LPU, where the cache must stay in SRAM, what would fragmentation cost
+you, in chips or in batch size?"""
+A4 = """\
+Contiguous reservation of max_len wasted ~70 % of the slots (most requests are far shorter than 2048); paging
+with 16-token blocks wasted ~1 %: less than one block per live request. Waste grows with block size (up to
+block_size - 1 slots per request), but tiny blocks make the block table long, the gather in attention
+irregular (poor memory coalescing, more index reads) and the allocator busier - 16 is a compromise. On SRAM-only
+machines every wasted slot is SRAM: with contiguous reservation an LPU deployment would need several times the
+chips for the same batch (KV of 8B at 8k is ~1 GiB per sequence, ~5 chips), or a proportionally smaller batch."""
+
+LANDSCAPE_TEXT = """\
+Add this course's rows for all five systems — on-chip capacity and off-chip bandwidth (catalog), the layout /
+alignment constraint each memory imposes (catalog facts), the KV-cache strategy, and the largest 8B KV cache
+beside the weights from your Part 3 functions — then render the map so far."""
+
+LANDSCAPE_CODE = r"""
+from common.landscape import SYSTEMS, LandscapeMap
+
+chips = {s: get_chip(SYSTEM_CHIPS[s]) for s in SYSTEMS}
+tpu, spy, lpu, wse = chips["TPU"], chips["Spyre"], chips["LPU"], chips["WSE"]
+ALIGNMENT = {
+    "GPU": "hardware caches: any layout (line-granular traffic); shared memory: banks",
+    "TPU": f"({tpu.fact('sublanes')},{tpu.fact('lanes')}) tiles in VMEM; "
+           f"{tpu.fact('mxu_dim')}x{tpu.fact('mxu_dim')} MXU",
+    "WSE": f"{wse.estimates['fabric_bytes_per_cycle_per_link'].value:g}-B wavelets between PEs (estimate)",
+    "LPU": f"{lpu.fact('mxm_dim')}x{lpu.fact('mxm_dim')} MXM tiles (K, N padded)",
+    "Spyre": f"{spy.fact('stick_bytes')}-B sticks on the innermost dim",
+}
+KV_STRATEGY = {  # edit these to your own words: they are your rows
+    "GPU": "HBM, paged blocks (vLLM); caches in front",
+    "TPU": "HBM pages staged into VMEM by the compiler",
+    "WSE": "on-wafer SRAM next to each layer; more wafers when full",
+    "LPU": "SRAM across the chip pipeline; context adds chips",
+    "Spyre": "LPDDR5 blocks, streamed into LX sticks; spills past LX",
+}
+try:
+    beside = {s: max_tokens_beside_weights(r["chip"], cfg8b, int(r["chips"]), r["dtype"])
+              for s, (_, r) in zip(LIMITS["system"], LIMITS.iterrows(), strict=True)}
+    src = "learner"
+except NotImplementedError:
+    beside, src = dict(zip(LIMITS["system"], LIMITS["max_tokens"], strict=True)), "catalog"
+lm = LandscapeMap.load(os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+for s in SYSTEMS:
+    c = chips[s]
+    lm.add(s, "on-chip memory (B)", float(sum(lv.total_capacity for lv in c.on_chip)), course=4, source="catalog",
+           overwrite=True)
+    lm.add(s, "off-chip bandwidth (B/s)", float(c.off_chip.bandwidth) if c.off_chip else "none: SRAM only", course=4,
+           source="catalog", overwrite=True)
+    lm.add(s, "alignment constraint", ALIGNMENT[s], course=4, source="catalog", overwrite=True)
+    lm.add(s, "KV-cache strategy", KV_STRATEGY[s], course=4, source="learner", overwrite=True)
+    lm.add(s, "KV tokens beside 8B weights (fewest chips)", int(beside[s]), course=4, source=src, overwrite=True)
+lm.save()
+fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
+lm.render(ax=ax, title="Accelerator landscape with the Course 4 rows (catalog and learner rows labelled)")
+plt.show()"""
+
+WRAP_UP = """\
+- **A cache decides at run time, a scratchpad at compile time.** The scratchpad's bytes are a formula you can
+  optimise (tile size, double buffering); the cache's depend on addresses, associativity and replacement — and
+  a high hit rate can still mean several times the compulsory traffic.
+- **Inference memory = weights (constant) + activations (per step) + KV cache (grows per token).** The profiler
+  shows all three; only the KV cache grows with context and batch.
+- **KV bytes = layers × 2 × kv_heads × head_dim × seq × batch × bytes.** Beside the 8B model's weights it caps
+  batch × context: ~half a million tokens on one H100, ~9,000 on the 75 Groq LPUs that hold the weights, ~850,000
+  on a Spyre card (which then streams them through 64 MB of LX every step).
+- **Paging** turns a 70 % waste into ~1 % — on SRAM-only machines that is chips, not just gigabytes.
+- When the KV cache outgrows the fastest level, GPUs and TPUs slow down with HBM traffic, Spyre spills and
+  re-sticks, and the WSE and LPU add wafers or chips.
+
+Next: the **Dataflow Deep Dive** (`deepdive4_spyre`) follows one Spyre decode step op by op: the LPDDR5↔LX
+counters, what tile size and stick alignment do to them, and what happens when a working set exceeds a core's
+2 MB scratchpad."""
+
+
+def build() -> LabBuilder:
+    lab = LabBuilder(COURSE, LAB, "Course 4 · Lab: Where the bytes live — caches, scratchpads, SRAM and the KV cache")
+    lab.header(objectives=OBJECTIVES, expected_time="90–120 minutes",
+               runtime="Colab CPU runtime (2 vCPUs) or any laptop; no GPU needed (the profiled run is on the CPU)",
+               intro=INTRO.strip())
+    lab.parameters(PARAMETERS)
+    lab.code(SETTINGS)
+    lab.part("Cache vs scratchpad on one kernel", P1_TEXT.strip())
+    lab.solution(P1_SOLUTION, grade_id="dma_plan")
+    lab.tests(P1_TESTS, grade_id="dma_plan_tests", points=3)
+    lab.markdown(P1B_TEXT.strip())
+    lab.solution(P1B_SOLUTION, grade_id="cache_traffic")
+    lab.tests(P1B_TESTS, grade_id="cache_traffic_tests", points=2)
+    lab.markdown(P1C_TEXT.strip())
+    lab.solution(P1C_SOLUTION, grade_id="same_capacity")
+    lab.tests(P1C_TESTS, grade_id="same_capacity_tests", points=2)
+    lab.code(P1_PLOT)
+    lab.markdown(P1_AFTER.strip())
+    lab.part("The memory timeline of LLM inference (measured)", P2_TEXT.strip())
+    lab.code(P2_PROFILE)
+    lab.markdown(P2_SPEC.strip())
+    lab.solution(P2_SOLUTION, grade_id="categorise")
+    lab.tests(P2_TESTS, grade_id="categorise_tests", points=3)
+    lab.code(P2_PLOT)
+    lab.markdown(P2_AFTER.strip())
+    lab.part("KV-cache arithmetic and each system's limit", P3_TEXT.strip())
+    lab.solution(P3_SOLUTION, grade_id="kv_formula")
+    lab.tests(P3_TESTS, grade_id="kv_formula_tests", points=3)
+    lab.tests(P3B_TESTS, grade_id="kv_limits_tests", points=3)
+    lab.code(P3_PLOT)
+    lab.markdown(P3_AFTER.strip())
+    lab.part("Managing the KV cache", P4_TEXT.strip())
+    lab.solution(P4_SOLUTION, grade_id="paged_allocator")
+    lab.tests(P4_TESTS, grade_id="paged_allocator_tests", points=4)
+    lab.markdown(P4B_TEXT.strip())
+    lab.solution(P4B_SOLUTION, grade_id="waste")
+    lab.tests(P4B_TESTS, grade_id="waste_tests", points=2)
+    lab.code(P4B_PLOT)
+    lab.markdown(P4C_TEXT.strip())
+    lab.solution(P4C_SOLUTION, grade_id="kv_sweep")
+    lab.tests(P4C_TESTS, grade_id="kv_sweep_tests", points=3)
+    lab.code(P4C_PLOT)
+    lab.analysis(ANALYSIS_TEXT)
+    lab.answer(Q1, grade_id="q_cache_vs_scratchpad", points=2, model_answer=A1)
+    lab.answer(Q2, grade_id="q_timeline", points=2, model_answer=A2)
+    lab.answer(Q3, grade_id="q_compare", points=3, model_answer=A3)
+    lab.code(Q3_CHECK)
+    lab.answer(Q4, grade_id="q_paging", points=2, model_answer=A4)
+    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
+    lab.wrap_up(WRAP_UP)
+    return lab
+
+
+def main() -> int:
+    lab = build()
+    path = COURSE_DIR / "source" / LAB / f"{LAB}.ipynb"
+    print(f"rewrote {path.relative_to(REPO)}" if lab.write(path) else f"{LAB} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

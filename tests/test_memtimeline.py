@@ -1,0 +1,75 @@
+"""common.memtimeline: a profiled prefill + decode on the CPU; the KV cache grows by one position per step."""
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+
+from common.errors import DFAError
+from common.memtimeline import (
+    TORCH_CATEGORIES,
+    DecodeRun,
+    categorise_reference,
+    live_at,
+    plot_memory_timeline,
+    profile_decode,
+    timeline,
+)
+from common.models import get_config
+
+matplotlib.use("Agg")
+RUN = DecodeRun(model="test", batch=3, prompt=5, steps=4)
+
+
+@pytest.fixture(scope="module")
+def prof():
+    return profile_decode(RUN, torch_export=False)
+
+
+def test_regions_and_allocations(prof):
+    assert list(prof.regions["name"]) == ["prefill"] + [f"decode_{s}" for s in range(RUN.steps)]
+    assert (prof.regions["end_ms"] > prof.regions["start_ms"]).all()
+    a = prof.allocs
+    assert len(a) > 20 and (a["bytes"] > 0).all()
+    freed = a["t_free_ms"].notna()
+    assert (a.loc[freed, "t_free_ms"] >= a.loc[freed, "t_alloc_ms"]).all()
+    cfg = get_config("test")
+    assert prof.weight_bytes == cfg.n_params * 4  # fp32 on the CPU
+    assert prof.kv_bytes_per_token == cfg.kv_bytes_per_token(4)
+
+
+def test_kv_cache_grows_one_position_per_step(prof):
+    cats = categorise_reference(prof.allocs, prof.regions)
+    frame = timeline(prof, cats)
+    assert (frame >= 0).all().all() and not frame.empty
+    per_step = prof.kv_bytes_per_token * RUN.batch
+    kv = [live_at(frame, end)["KV cache"] for end in prof.regions["end_ms"]]
+    expect = [per_step * (RUN.prompt + s) for s in range(RUN.steps + 1)]
+    assert kv == expect  # exactly the cache: nothing else outlives its step
+    assert np.all(np.diff(kv) > 0)
+    # activations: made and freed inside a step, so none are live at a step's end
+    assert all(live_at(frame, end).get("activations", 0.0) == 0.0 for end in prof.regions["end_ms"])
+    assert frame["activations"].max() > 0
+    assert (frame["weights"] == prof.weight_bytes).all()
+
+
+def test_plot(prof):
+    frame = timeline(prof, categorise_reference(prof.allocs, prof.regions))
+    ax = plot_memory_timeline(prof, frame)
+    assert "MEASURED" in ax.get_title() and "batch 3" in ax.get_title() and "float32" in ax.get_title()
+    assert ax.get_ylabel().endswith("[MB]")
+
+
+def test_torch_export_when_supported():
+    p = profile_decode(DecodeRun(model="test", batch=1, prompt=2, steps=1), torch_export=True)
+    if p.torch_timeline is None:
+        pytest.skip("this torch cannot export a CPU memory timeline")
+    assert list(p.torch_timeline.columns) == list(TORCH_CATEGORIES)
+    assert p.torch_timeline["parameters"].max() * 1e6 == pytest.approx(p.weight_bytes)
+
+
+def test_bad_run():
+    with pytest.raises(DFAError, match="max_seq_len"):
+        DecodeRun(model="test", prompt=30, steps=10)
+    with pytest.raises(DFAError, match="batch"):
+        DecodeRun(batch=0)
