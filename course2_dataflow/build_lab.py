@@ -699,8 +699,9 @@ into kernels, tiles them to the shape of the compute unit, decides which edges s
   tiled onto the 128×128 **MXU** (K and N padded to the MXU edge, M to the 8-row sublane tile), arrays in HBM
   padded to (8, 128) tiles, one static order on one TensorCore.
 - `dfa_spyre` (IBM Spyre): tensors in 128-byte **sticks**, work split over the 32 cores, each op's inputs
-  DMA'd from LPDDR5 into the LX scratchpad unless they are already there. Dynamo hands the weights to the
-  backend as graph inputs, so here they are laid out (restickified) at run time too.
+  DMA'd from LPDDR5 into the LX scratchpad unless they are already there. Weights are laid out in sticks when
+  the model is loaded; an activation read through a transposed view (Kᵀ in q·Kᵀ) needs a `spyre.restickify`
+  copy at run time.
 
 Read the schedules below, then answer with code."""
 

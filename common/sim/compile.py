@@ -58,6 +58,7 @@ class CompiledGraph:
         self.policy = make_policy(backend, chip, None, options.pop("dtype", None), **options)
         self.gm = gm
         self.aten = capture_aten(gm, _fresh_fakes(example_inputs), fake=True)
+        _label_lifted_parameters(self.aten, gm, example_inputs)
         annotate(self.aten, *self.aten.meta["example_inputs"])
         self.ops = decompose(self.aten, self.policy)
         fallbacks = [o for o in self.ops if o.coverage == "fallback"]
@@ -107,6 +108,18 @@ class CompiledGraph:
                 i = next(i for i, k in enumerate(ks) if any(o.name == node for o in k.ops))
                 later = ks[-1] if i < len(ks) - 1 else ks[0]
                 F.check_schedule(ks, [(ks[i].name, later.name)])
+
+
+def _label_lifted_parameters(aten: fx.GraphModule, gm: fx.GraphModule, example_inputs) -> None:
+    """Dynamo lifts a module's weights to graph inputs (the real ``nn.Parameter`` objects arrive in
+    ``example_inputs``). Label those placeholders as parameters, as ``capture_aten`` does for a module's own
+    state, so a target lays weights out at load time instead of treating them as activations."""
+    inputs = [n for n in aten.graph.nodes if n.op == "placeholder" and n.meta.get("kind") == "input"]
+    dynamo_names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, value, name in zip(inputs, example_inputs, dynamo_names, strict=False):
+        if isinstance(value, torch.nn.Parameter):
+            node.meta["kind"] = "param"
+            node.meta["source"] = name
 
 
 def _fresh_fakes(example_inputs) -> tuple:

@@ -9,6 +9,7 @@ Input: an aten-level ``GraphModule`` annotated by ``common.costs.annotate`` (``m
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import pandas as pd
 import torch
@@ -209,12 +210,16 @@ def kernels_frame(program: Program) -> pd.DataFrame:
 def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Program:
     """Run decompose -> fuse -> tile -> place on an annotated aten graph; scheduling happens in ``execute``."""
     ops = decompose(gm, policy)
+    # Each stage is recorded as it leaves its pass: later passes (e.g. Spyre's restickify insertion in ``tile``)
+    # rewrite Op fields, so the decompose record keeps copies, and the fuse record is taken before tiling.
+    stages = {"decompose": [replace(o) for o in ops]}
     kernels = fuse(ops, policy)
+    stages["fuse"] = [[o.op for o in k.ops] for k in kernels]
     for k in kernels:
         k.layer = layer
         policy.tile(k)
         policy.place(k)
     program = Program(policy.name, policy.chip.name, policy.n_chips, policy.dtype, kernels)
-    program.stages.update(decompose=ops, fuse=[[o.op for o in k.ops] for k in kernels])
+    program.stages.update(stages)
     program.notes.extend(policy.notes())
     return program
