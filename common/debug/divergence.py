@@ -25,12 +25,7 @@ from torch.utils import _pytree as pytree
 
 import common.sim as sim
 from common.errors import DFAError
-from common.sim.compile import CompiledGraph
-
-try:  # the backend's interpreter: private to common.sim.compile, so guard the import
-    from common.sim.compile import _TargetInterpreter
-except ImportError:  # pragma: no cover
-    _TargetInterpreter = None
+from common.sim.compile import CompiledGraph, TargetInterpreter
 
 TARGET, REFERENCE = "dfa_target", "dfa_reference"
 
@@ -62,14 +57,13 @@ class ReferenceInterpreter(fx.Interpreter):
         return out
 
 
-if _TargetInterpreter is not None:
-    class TargetRecorder(_TargetInterpreter):
-        """The backend's interpreter (rounding + faults); stores every node's output in ``node.meta["dfa_target"]``."""
+class TargetRecorder(TargetInterpreter):
+    """The backend's interpreter (rounding + faults); stores every node's output in ``node.meta["dfa_target"]``."""
 
-        def run_node(self, n):
-            out = super().run_node(n)
-            n.meta[TARGET] = _snapshot(out)
-            return out
+    def run_node(self, n):
+        out = super().run_node(n)
+        n.meta[TARGET] = _snapshot(out)
+        return out
 
 
 @dataclass
@@ -134,11 +128,9 @@ def compare(target, reference, rtol: float) -> dict | None:
 
 def run_both(compiled: CompiledGraph, args) -> fx.GraphModule:
     """Run the compiled aten graph on the target and on the reference; return it with both results in meta."""
-    if _TargetInterpreter is None:  # pragma: no cover
-        raise DFAError("this version of common.sim.compile has no _TargetInterpreter to record from")
     flat = flat_inputs(compiled, args)
     ReferenceInterpreter(compiled.aten).run(*[_snapshot(a) for a in flat])
-    compiled._runtime_faults()  # a planted timeout/deadlock raises here, as it does when the graph is called
+    compiled.raise_runtime_faults()  # a planted timeout/deadlock raises here, as it does when the graph is called
     TargetRecorder(compiled).run(*[_snapshot(a) for a in flat])
     return compiled.aten
 

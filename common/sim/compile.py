@@ -67,7 +67,7 @@ class CompiledGraph:
             hint = getattr(self.policy, "nearest_native", lambda op: None)(o.op)
             raise DFAError(f"{o.op} falls back to the CPU on {self.policy.name} (strict mode)"
                            + (f"; nearest native: {hint}" if hint else ""))
-        self._plant()
+        self._place_faults()
         workload = Workload(type(gm).__name__, [Segment("graph", self.aten)], dtype=self.policy.dtype)
         self.report = simulate(workload, backend, chip=self.policy.chip, chips=1, dtype=self.policy.dtype,
                                **options)
@@ -76,7 +76,16 @@ class CompiledGraph:
         self.program = self.report.programs[0]
         _REPORTS.append(self.report)
 
-    def _plant(self) -> None:
+    def plant(self, faults) -> list[tuple[F.Fault, str]]:
+        """Replace the planted faults of this compiled graph (a debugging exercise re-plants without
+        recompiling); returns (fault, fx node) pairs and updates the report's notes."""
+        self.faults = list(faults)
+        self._place_faults()
+        self.report.notes[:] = [n for n in self.report.notes if not n.startswith("fault planted: ")]
+        self.report.notes.extend(f"fault planted: {f.kind} at {n}" for f, n in self.planted)
+        return self.planted
+
+    def _place_faults(self) -> None:
         self.planted: list[tuple[F.Fault, str]] = []  # (fault, fx node it was planted on)
         for fault in self.faults:
             hit = fault.pick(F.candidates(fault, self.ops))
@@ -90,11 +99,11 @@ class CompiledGraph:
         state = dict(self.gm.named_parameters(remove_duplicate=False))
         state.update(self.gm.named_buffers(remove_duplicate=False))
         flat = pytree.tree_leaves((state, tuple(args), {}))
-        self._runtime_faults()
-        out = _TargetInterpreter(self).run(*flat)
+        self.raise_runtime_faults()
+        out = TargetInterpreter(self).run(*flat)
         return out
 
-    def _runtime_faults(self) -> None:
+    def raise_runtime_faults(self) -> None:
         for fault, node in self.planted:
             if fault.kind == "dma_timeout":
                 kernel = next(k for k in self.program.kernels if any(o.name == node for o in k.ops))
@@ -133,7 +142,7 @@ def _fresh_fakes(example_inputs) -> tuple:
                      for t in example_inputs)
 
 
-class _TargetInterpreter(fx.Interpreter):
+class TargetInterpreter(fx.Interpreter):
     """Runs the aten graph with the target's rounding rules and planted faults."""
 
     def __init__(self, compiled: CompiledGraph):
