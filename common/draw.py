@@ -63,8 +63,11 @@ def draw_graph(gm: fx.GraphModule, *, ridge: float | None = None, ax=None, show_
     for n in visible:
         for p in preds[n]:
             (x0, y0), (x1, y1) = pos[p], pos[n]
+            # An edge that skips levels (a residual) would run straight behind the boxes between: bow it out.
+            bow = 0.0 if y0 - y1 <= 1 else (0.6 if x0 <= x1 else -0.6)
             ax.annotate("", xy=(x1, y1 + 0.18), xytext=(x0, y0 - 0.18),
-                        arrowprops={"arrowstyle": "-|>", "color": "#888888", "lw": 0.8, "shrinkA": 0, "shrinkB": 0})
+                        arrowprops={"arrowstyle": "-|>", "color": "#888888", "lw": 0.8, "shrinkA": 0, "shrinkB": 0,
+                                    "connectionstyle": f"arc3,rad={bow}"})
     for n in visible:
         kind = _kind(n, ridge)
         x, y = pos[n]
