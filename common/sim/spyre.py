@@ -21,7 +21,9 @@ Stages (each decision lands in ``kernel.tiling``; per-op records in ``kernel.til
              max(padded FLOPs / (peak x cores/32), LPDDR5 bytes / achievable bw, LX bytes / LX bw(cores)).
 
 Options (the compiler knobs labs turn): ``cores`` (1..32), ``lx_budget_bytes`` (LX per core the planner may
-use), ``coarse_tiles`` (force at least this many row tiles per matmul), ``strict`` (fallbacks are errors).
+use; a soft limit: when even the smallest matmul tile, one stick deep, does not fit, that tile still runs and
+the op's ``ws_bytes_per_core`` exceeds the budget, as a compiler with no smaller tile would have to), ``coarse_tiles``
+(force at least this many row tiles per matmul), ``strict`` (fallbacks are errors).
 Counters (``report.counters``): LPDDR5 <-> LX bytes, LX spills, restickifies, fallbacks, host round-trip bytes.
 """
 from __future__ import annotations
