@@ -67,7 +67,7 @@ def test_student_code_sees_only_its_own_folder(tmp_path, monkeypatch):
             "open('/usr/lib/dfa-was-here', 'w')",
             "open('notes.txt', 'w').write('mine'); print(open('notes.txt').read())",
             "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))",
-            "import resource as r; print(r.getrlimit(r.RLIMIT_AS)[0], r.getrlimit(r.RLIMIT_CORE))",
+            "import resource as r; print(r.getrlimit(r.RLIMIT_DATA)[0], r.getrlimit(r.RLIMIT_CORE))",
         ],
         files={"data.csv": "1,2\n"},
     )
@@ -165,7 +165,7 @@ def test_honest_fixture_code_warns_on_stderr_and_the_course_filter_drops_it():
     from common.grading.course import Course
 
     course = Course(FIXTURE_COURSE)
-    torch_sized = Limits(cell_timeout_s=30, memory_bytes=2 * GB)  # importing torch maps ~1 GB
+    torch_sized = Limits(cell_timeout_s=30, memory_bytes=2 * GB)  # the lower bound docs/instructors.md gives
     sandbox = Sandbox(torch_sized, protect=[FIXTURE_COURSE.parent])
     execution = sandbox.run(course.source_dir / LAB, f"{LAB}.ipynb")
     tests = cell_index(read(course.source_notebook(LAB)), "relu_tests")

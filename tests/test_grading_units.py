@@ -220,7 +220,7 @@ def test_limits_count_processes_only_in_a_user_namespace():
     limits = Limits(memory_bytes=1000, max_processes=7)
     assert limits.kernel_rlimits(count_processes=True)["RLIMIT_NPROC"] == 7
     assert "RLIMIT_NPROC" not in limits.kernel_rlimits(count_processes=False)
-    assert limits.kernel_rlimits(count_processes=False)["RLIMIT_AS"] == 1000
+    assert limits.kernel_rlimits(count_processes=False)["RLIMIT_DATA"] == 1000
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -4,7 +4,7 @@
 | ----------------------- | ------- | ------------------------------------------------------------------ |
 | wall time per cell      | 120 s   | nbclient interrupts the kernel; a kernel that ignores it is stopped |
 | wall time per notebook  | 15 min  | the parent kills the whole sandbox                                  |
-| memory (address space)  | 4 GB    | RLIMIT_AS on the kernel (MemoryError); plus a cgroup when root      |
+| memory (data segment)   | 4 GB    | RLIMIT_DATA on the kernel (MemoryError); plus a cgroup when root    |
 | CPU time of the kernel  | 10 min  | RLIMIT_CPU (the kernel is killed, later cells count as not run)     |
 | processes and threads   | 256     | RLIMIT_NPROC in the sandbox's user namespace; a cgroup when root    |
 | one file written        | 256 MB  | RLIMIT_FSIZE                                                        |
@@ -15,6 +15,11 @@ Why a cgroup when the grader runs as root: Linux does not apply RLIMIT_NPROC to 
 root, and inside bubblewrap's user namespace the sandbox still *is* root on the host. A fork bomb would then
 go unchecked, so as root the sandbox also gets its own cgroup with ``pids.max`` and a memory cap for all its
 processes together (cgroups.py). As an ordinary user RLIMIT_NPROC works and no cgroup is needed.
+
+Why RLIMIT_DATA and not RLIMIT_AS: a CUDA build of PyTorch maps several GB of shared libraries (cuBLAS, cuDNN, ...)
+just to import, so an address-space cap fails ``import torch`` ("failed to map segment from shared object")
+before a learner's code runs. RLIMIT_DATA (Linux >= 4.7) counts private writable memory — every heap and
+anonymous allocation, where a memory bomb lives — and not read-only library text.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ class Limits:
         the instructor's account, not just the sandbox's.
         """
         limits = {
-            "RLIMIT_AS": self.memory_bytes,
+            "RLIMIT_DATA": self.memory_bytes,
             "RLIMIT_CPU": self.cpu_seconds,
             "RLIMIT_FSIZE": self.max_file_bytes,
             "RLIMIT_CORE": 0,

@@ -8,7 +8,7 @@ the runner makes itself non-dumpable so a same-user process cannot reach its fil
 A last line says how the run ended: ``completed``, ``kernel_died``, ``unresponsive`` or ``error``.
 
 ``python -m common.grading.runner kernel --config JSON -- ARGS`` is how the kernel starts: it applies the
-resource limits (address space, CPU time, file size, processes, no core dumps) to itself, asks the OOM killer
+resource limits (data segment, CPU time, file size, processes, no core dumps) to itself, asks the OOM killer
 to pick it first, then becomes ``python -m ipykernel_launcher ARGS``.
 """
 
