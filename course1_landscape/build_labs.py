@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python course1_landscape/build_labs.py` from the repository root
     sys.path.insert(0, str(ROOT))
 
-from common.grading.builder import LabBuilder  # noqa: E402
+from common.grading.builder import LabBuilder, write_labs  # noqa: E402
 from common.models import get_config  # noqa: E402
 
 COURSE_DIR = Path(__file__).resolve().parent
@@ -1587,12 +1587,5 @@ def build_deepdive() -> LabBuilder:
 LABS = {"lab1_landscape": build_lab1, "deepdive1_spyre": build_deepdive}
 
 
-def main() -> int:
-    for name, build in LABS.items():
-        changed = build().write(COURSE_DIR / "source" / name / f"{name}.ipynb")
-        print(f"{name}: {'rewritten' if changed else 'up to date'}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_labs(COURSE_DIR, *LABS.values()))

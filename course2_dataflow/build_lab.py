@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from common.grading.builder import LabBuilder  # noqa: E402
+from common.grading.builder import LabBuilder, write_labs  # noqa: E402
 
 COURSE_DIR = Path(__file__).resolve().parent
 COURSE = COURSE_DIR.name
@@ -400,7 +400,6 @@ with torch.no_grad():
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 from common.dataflow import StreamGraph as _SG, full_throughput_capacities as _ftc, stream_from_fx as _sfx
-
 
 
 def _items(caps):
@@ -1139,12 +1138,5 @@ def build_core() -> LabBuilder:
     return lab
 
 
-def main() -> int:
-    lab = build_core()
-    path = COURSE_DIR / "source" / lab.lab / f"{lab.lab}.ipynb"
-    print(f"rewrote {path.relative_to(REPO)}" if lab.write(path) else f"{lab.lab} is up to date")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_labs(COURSE_DIR, build_core))

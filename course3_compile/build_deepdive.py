@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from common.grading.builder import LabBuilder  # noqa: E402
+from common.grading.builder import LabBuilder, write_labs  # noqa: E402
 
 COURSE_DIR = Path(__file__).resolve().parent
 COURSE = COURSE_DIR.name
@@ -761,11 +761,5 @@ def build() -> LabBuilder:
     return lab
 
 
-def main() -> int:
-    changed = build().write(COURSE_DIR / "source" / LAB / f"{LAB}.ipynb")
-    print(f"{LAB}: {'rewritten' if changed else 'up to date'}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_labs(COURSE_DIR, build))

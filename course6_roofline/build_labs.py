@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from common.grading.builder import LabBuilder  # noqa: E402
+from common.grading.builder import LabBuilder, write_labs  # noqa: E402
 
 COURSE_DIR = Path(__file__).resolve().parent
 COURSE = COURSE_DIR.name
@@ -1381,15 +1381,5 @@ def build_deepdive() -> LabBuilder:
     return lab
 
 
-def main() -> int:
-    changed = []
-    for lab in (build_core(), build_deepdive()):
-        path = COURSE_DIR / "source" / lab.lab / f"{lab.lab}.ipynb"
-        if lab.write(path):
-            changed.append(lab.lab)
-    print("rewrote: " + ", ".join(changed) if changed else "course6_roofline labs are up to date")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_labs(COURSE_DIR, build_core, build_deepdive))

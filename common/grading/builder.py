@@ -15,6 +15,9 @@ A course keeps one small script per lab (``courseN_*/build_<lab>.py`` or similar
     lab.wrap_up("What to remember…")
     lab.write("course2_dataflow/source/lab1_tiles/lab1_tiles.ipynb")
 
+and ends with ``sys.exit(write_labs(COURSE_DIR, build_core, build_deepdive))``, which writes each lab to
+``<course>/source/<lab>/<lab>.ipynb`` and says which ones changed.
+
 The builder adds the Colab badge and the setup cell, numbers the parts, gives every cell a stable id, writes
 nbgrader metadata (schema 3) with the right flags, and refuses a notebook that misses a standard section.
 """
@@ -173,3 +176,13 @@ class LabBuilder:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         return True
+
+
+def write_labs(course_dir: str | Path, *builders) -> int:
+    """A build script's ``main``: call each builder (a function returning a ``LabBuilder``), write its notebook
+    to ``course_dir/source/<lab>/<lab>.ipynb`` and print whether it changed. Returns 0 (the exit status)."""
+    for build in builders:
+        lab = build()
+        changed = lab.write(Path(course_dir) / "source" / lab.lab / f"{lab.lab}.ipynb")
+        print(f"{lab.lab}: {'rewritten' if changed else 'up to date'}")
+    return 0
