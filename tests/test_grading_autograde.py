@@ -279,7 +279,14 @@ def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
     assert "read-only" in texts["monkeypatched_checker"]
     assert "50 GB refused" in texts["memory_bomb"] and "MemoryError" in texts["memory_bomb"]
     assert "CellTimeoutError" in texts["infinite_loop"]
-    assert by_student["uninterruptible-loop"].status == "unresponsive"
+    # looping submissions hit the time limit, were retried once at doubled limits, and still gained nothing
+    for name in ("infinite-loop", "uninterruptible-loop"):
+        assert by_student[name].status == "time_limit", by_student[name].line()
+        assert "retried once at doubled time limits" in by_student[name].message
+    assert "did not stop when interrupted" in by_student["uninterruptible-loop"].message
+    assert "ran past the" in texts["uninterruptible_loop"]  # the unrun cells say which limit stopped them
+    for name in honest:  # a busy machine may stretch their limits, never cost them the status
+        assert by_student[name].status == "completed", by_student[name].line()
     assert by_student["kernel-exit"].status == "kernel_died"
     assert "this cell was not run" in texts["kernel_exit"]
     assert "[output truncated by the grader]" in texts["stderr_spam"]

@@ -1,9 +1,10 @@
 """Fast tests of the grading pieces that need no kernel: standard, builder, Colab, regions, re-matching,
-stderr, tamper flags, limits, cgroups and collect."""
+stderr, tamper flags, limits (time limits scaled to the load, the retry), cgroups and collect."""
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -23,11 +24,14 @@ from fixtures.grading_support import (
 )
 
 from common.errors import DFAError
-from common.grading import cgroups, colab, regions, rematch, standard, tamper
+from common.grading import cgroups, colab, limits, regions, rematch, standard, tamper
+from common.grading.autograde import run_notebook
 from common.grading.builder import LabBuilder
 from common.grading.collect import collect, safe_student_id
 from common.grading.course import Course, find_course
 from common.grading.limits import Limits
+from common.grading.preprocessors import _not_run_reason
+from common.grading.sandbox import Execution, _apply_event
 from common.grading.stderr import HARMLESS_STDERR_PATTERN
 
 SOURCE = FIXTURE_COURSE / "source" / LAB / f"{LAB}.ipynb"
@@ -221,6 +225,64 @@ def test_limits_count_processes_only_in_a_user_namespace():
     assert limits.kernel_rlimits(count_processes=True)["RLIMIT_NPROC"] == 7
     assert "RLIMIT_NPROC" not in limits.kernel_rlimits(count_processes=False)
     assert limits.kernel_rlimits(count_processes=False)["RLIMIT_DATA"] == 1000
+
+
+def test_load_factor_only_raises_limits_and_is_clamped():
+    reference = limits.CALIBRATION_REFERENCE_S
+    assert limits.load_factor(reference / 3, 4.0) == 1.0  # a faster machine keeps the instructor's limits
+    assert limits.load_factor(reference * 1.8, 4.0) == 1.8
+    assert limits.load_factor(reference * 50, 4.0) == 4.0
+    assert limits.measure_load_factor(1.0) == 1.0  # max_load_factor=1 turns scaling off, without measuring
+    assert 1.0 <= limits.measure_load_factor(4.0) <= 4.0
+    assert limits.scaled_seconds(6, 1.8) == 11 and limits.scaled_seconds(6, 1.0) == 6
+
+
+def test_the_sandbox_takes_only_a_plausible_load_factor():
+    for reported, kept in [(1.8, 1.8), (40, 1.0), (0.2, 1.0), (float("nan"), 1.0), ("4", 1.0)]:
+        execution = Execution()
+        _apply_event(execution, json.dumps({"event": "start", "cells": 3, "load_factor": reported}).encode(), 4.0)
+        assert execution.status == "running" and execution.load_factor == kept, reported
+
+
+class ScriptedSandbox:
+    """Stands in for Sandbox.run: hands out the given executions in turn and records each time_scale."""
+
+    def __init__(self, *executions: Execution):
+        self.executions, self.scales = list(executions), []
+
+    def run(self, folder, notebook, *, time_scale=1.0):
+        self.scales.append(time_scale)
+        return self.executions.pop(0)
+
+
+def _timed_out(seconds: int, factor: float) -> Execution:
+    message = f"cell 4 ran past the {seconds} s time limit and stopped when interrupted; the later cells ran"
+    return Execution(status="time_limit", message=message, failed_cell=4, seconds=seconds, load_factor=factor)
+
+
+def test_a_run_that_hits_a_time_limit_is_retried_once_at_doubled_limits():
+    done = Execution(status="completed", seconds=3.0, load_factor=1.3)
+    sandbox = ScriptedSandbox(done)
+    assert run_notebook(sandbox, Path("x"), "lab1.ipynb") is done and sandbox.scales == [1.0]
+
+    sandbox = ScriptedSandbox(_timed_out(11, 1.8), Execution(status="completed", seconds=9.0, load_factor=1.2))
+    result = run_notebook(sandbox, Path("x"), "lab1.ipynb")
+    assert sandbox.scales == [1.0, limits.RETRY_TIME_SCALE] == [1.0, 2]
+    assert result.status == "completed" and result.retried and result.seconds == 20.0
+    assert result.load_factor == 1.8  # the larger of the two, shown to the instructor
+    assert result.message.startswith("completed when retried at doubled time limits (first run: cell 4 ran")
+
+    sandbox = ScriptedSandbox(_timed_out(11, 1.8), _timed_out(22, 1.8))
+    result = run_notebook(sandbox, Path("x"), "lab1.ipynb")
+    assert len(sandbox.scales) == 2 and result.status == "time_limit" and result.failed_cell == 4
+    assert "past the 22 s time limit" in result.message and "retried once" in result.message
+    assert "ignored" not in result.message  # a time limit, not a charge against the learner
+
+
+def test_cells_left_unrun_by_a_time_limit_say_which_limit():
+    result = {"status": "time_limit", "failed_cell": 2, "message": "the notebook ran past its 900 s total time limit"}
+    assert _not_run_reason(result) == "the notebook ran past its 900 s total time limit"
+    assert _not_run_reason({"status": "time_limit"}) == "a time limit was reached"
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -2,7 +2,7 @@
 
 | limit                   | default | enforced by                                                        |
 | ----------------------- | ------- | ------------------------------------------------------------------ |
-| wall time per cell      | 120 s   | nbclient interrupts the kernel; a kernel that ignores it is stopped |
+| wall time per cell      | 120 s   | nbclient interrupts the kernel; if it does not stop, the run ends   |
 | wall time per notebook  | 15 min  | the parent kills the whole sandbox                                  |
 | memory (data segment)   | 4 GB    | RLIMIT_DATA on the kernel (MemoryError); plus a cgroup when root    |
 | CPU time of the kernel  | 10 min  | RLIMIT_CPU (the kernel is killed, later cells count as not run)     |
@@ -10,6 +10,14 @@
 | one file written        | 256 MB  | RLIMIT_FSIZE                                                        |
 | scratch space           | 512 MB  | size of the tmpfs mounted on the sandbox's home and /tmp            |
 | output of one cell      | 2 MB    | the runner drops the rest as it arrives                             |
+
+Why the two wall-time limits stretch: wall time depends on the machine as much as on the submission, and on
+a busy grader an honest cell can take several times its usual time. So before any student code runs, the
+runner times a fixed workload (``measure_load_factor``); its ratio to the time on an idle reference machine,
+clamped to [1, ``max_load_factor``], multiplies both wall-time limits for that run: a limit is only ever
+raised, never lowered below the instructor's value. A run that still hits a time limit is run once more with
+both limits doubled (``RETRY_TIME_SCALE``) before its result counts (autograde.py). CPU time is not scaled:
+load does not change how much CPU a cell needs.
 
 Why a cgroup when the grader runs as root: Linux does not apply RLIMIT_NPROC to processes whose real user is
 root, and inside bubblewrap's user namespace the sandbox still *is* root on the host. A fork bomb would then
@@ -24,10 +32,19 @@ anonymous allocation, where a memory bomb lives — and not read-only library te
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 GB = 1024**3
 MB = 1024**2
+
+# The calibration workload: CALIBRATION_ROUNDS rounds of pure-Python arithmetic, about 0.2 s on an idle
+# reference machine (one core of a 2-core cloud VM, Python 3.11). A faster machine gets factor 1.
+CALIBRATION_ROUNDS = 10
+CALIBRATION_ROUND_SIZE = 200_000
+CALIBRATION_REFERENCE_S = 0.2
+RETRY_TIME_SCALE = 2
 
 
 @dataclass(frozen=True)
@@ -40,6 +57,7 @@ class Limits:
     max_file_bytes: int = 256 * MB
     scratch_bytes: int = 512 * MB
     max_cell_output_bytes: int = 2 * MB
+    max_load_factor: float = 4.0  # how far a busy machine may stretch the wall-time limits; 1 turns it off
 
     def kernel_rlimits(self, *, count_processes: bool) -> dict[str, int]:
         """Resource limits the kernel launcher applies to itself (``resource.RLIMIT_*`` names → values).
@@ -61,3 +79,33 @@ class Limits:
     def cgroup_memory_bytes(self) -> int:
         """Memory for every process of a sandbox together: the kernel, the runner, and the two tmpfs."""
         return self.memory_bytes + 2 * self.scratch_bytes + 512 * MB
+
+
+def scaled_seconds(seconds: float, factor: float) -> int:
+    """A wall-time limit stretched by ``factor``, in whole seconds (nbclient takes an integer timeout)."""
+    return math.ceil(seconds * factor)
+
+
+def load_factor(seconds: float, max_factor: float) -> float:
+    """How much slower than the reference the calibration ran, clamped to [1, max_factor], 2 decimals."""
+    return round(min(max(seconds / CALIBRATION_REFERENCE_S, 1.0), max(max_factor, 1.0)), 2)
+
+
+def _calibration_round() -> int:
+    total = 0
+    for i in range(CALIBRATION_ROUND_SIZE):
+        total = (total + i * i) % 1_000_003
+    return total
+
+
+def measure_load_factor(max_factor: float) -> float:
+    """Time the calibration workload here and now; stops early once it is past the clamp anyway."""
+    if max_factor <= 1:
+        return 1.0
+    budget = CALIBRATION_REFERENCE_S * max_factor
+    started, done, elapsed = time.perf_counter(), 0, 0.0
+    while done < CALIBRATION_ROUNDS and elapsed <= budget:
+        _calibration_round()
+        done += 1
+        elapsed = time.perf_counter() - started
+    return load_factor(elapsed * CALIBRATION_ROUNDS / done, max_factor)

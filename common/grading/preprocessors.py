@@ -76,12 +76,8 @@ def _not_run_reason(result: dict) -> str:
         return "the cell produced no result"
     if status == "kernel_died":
         return f"the kernel died{where} (os._exit, a crash, or the memory or CPU-time limit)"
-    if status == "unresponsive":
-        return (
-            f"cell {cell if isinstance(cell, int) else '?'} ran past the time limit and ignored the interrupt"
-        )
-    if status == "time_limit":
-        return "the notebook ran past its total time limit"
+    if status == "time_limit":  # the message names the limit, and the retry if there was one
+        return result.get("message") or "a time limit was reached"
     return f"the grader could not run the notebook: {result.get('message') or status}"
 
 

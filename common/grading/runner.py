@@ -5,7 +5,11 @@ the submission into its scratch space, starts a kernel and executes the notebook
 cell it writes one JSON line — the cell's outputs — to file descriptor ``N``, a pipe only it holds: its
 standard streams point to /dev/null before any student code runs, the kernel does not inherit the pipe, and
 the runner makes itself non-dumpable so a same-user process cannot reach its file descriptors through /proc.
-A last line says how the run ended: ``completed``, ``kernel_died``, ``unresponsive`` or ``error``.
+A last line says how the run ended: ``completed``, ``time_limit`` (a cell ran past its limit), ``kernel_died``
+or ``error``.
+
+Before the kernel starts, and so before any student code, the runner times a calibration workload and
+stretches the wall-time limits by the factor it finds (limits.py); the first line, ``start``, reports it.
 
 ``python -m common.grading.runner kernel --config JSON -- ARGS`` is how the kernel starts: it applies the
 resource limits (data segment, CPU time, file size, processes, no core dumps) to itself, asks the OOM killer
@@ -23,7 +27,10 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from common.grading.limits import measure_load_factor, scaled_seconds
 
 KERNEL_NAME = "dfa-sandbox"
 TIMEOUT_ENAME = "CellTimeoutError"
@@ -98,12 +105,20 @@ def _streaming_execute_class():
             self._cell_bytes = 0
             self._truncated = False
             self.current_index = None
+            self.timed_out: list[int] = []  # cells interrupted at the time limit, after which the run went on
 
         def preprocess_cell(self, cell, resources, index):
             self.current_index = index
             self._cell_bytes, self._truncated = 0, False
+            started = time.monotonic()
             cell, resources = super().preprocess_cell(cell, resources, index)
             if cell.cell_type == "code":
+                # nbclient marks an interrupted cell with this error; the elapsed time tells it from a learner
+                # who merely raises an exception of that name
+                if time.monotonic() - started >= self.timeout and any(
+                    o.get("output_type") == "error" and o.get("ename") == TIMEOUT_ENAME for o in cell.outputs
+                ):
+                    self.timed_out.append(index)
                 if self._truncated:
                     cell.outputs.append(
                         new_output("stream", name="stdout", text="\n[output truncated by the grader]\n")
@@ -150,16 +165,19 @@ def run(result_fd: int, config: dict) -> int:
         _seed_matplotlib_cache(config)
         os.environ["JUPYTER_PATH"] = _write_kernelspec(config)
         nb = nbformat.read(workdir / config["notebook"], as_version=4)
+        factor = measure_load_factor(config.get("max_load_factor", 1.0))
+        timeout = scaled_seconds(config["cell_timeout"], factor)
         executor = _streaming_execute_class()(
             emit,
             config["max_cell_output_bytes"],
             kernel_name=KERNEL_NAME,
-            timeout=config["cell_timeout"],
-            startup_timeout=config.get("startup_timeout", 60),
-            iopub_timeout=10,
+            timeout=timeout,
+            startup_timeout=scaled_seconds(config.get("startup_timeout", 60), factor),
+            # also how long an interrupted cell has to stop, which a busy machine stretches as well
+            iopub_timeout=scaled_seconds(10, factor),
             coalesce_streams=True,
         )
-        emit(event="start", cells=len(nb.cells))
+        emit(event="start", cells=len(nb.cells), load_factor=factor, cell_timeout=timeout)
         try:
             executor.preprocess(nb, {"metadata": {"path": str(workdir)}})
         except DeadKernelError:
@@ -170,14 +188,27 @@ def run(result_fd: int, config: dict) -> int:
                 message="the kernel died (os._exit, a crash, or a memory or CPU-time limit)",
             )
         except CellTimeoutError:
+            cell = executor.current_index
             emit(
                 event="end",
-                status="unresponsive",
-                cell=executor.current_index,
-                message="the cell ran past the time limit and ignored the interrupt",
+                status="time_limit",
+                cell=cell,
+                message=f"cell {cell} ran past the {timeout} s time limit and did not stop when interrupted, "
+                "so the later cells were not run",
             )
         else:
-            emit(event="end", status="completed")
+            if executor.timed_out:
+                cells = ", ".join(map(str, executor.timed_out))
+                which = f"cells {cells} each" if len(executor.timed_out) > 1 else f"cell {cells}"
+                emit(
+                    event="end",
+                    status="time_limit",
+                    cell=executor.timed_out[0],
+                    message=f"{which} ran past the {timeout} s time limit and stopped when interrupted; "
+                    "the later cells ran",
+                )
+            else:
+                emit(event="end", status="completed")
     except Exception as exc:  # report, never hang: the parent treats unreported cells as not run
         emit(
             event="end",

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from common.errors import DFAError
 from common.grading import cgroups
-from common.grading.limits import Limits
+from common.grading.limits import Limits, scaled_seconds
 from common.grading.runner import copy_regular_files
 
 SANDBOX_HOME = "/home/learner"
@@ -64,10 +64,12 @@ class Execution:
     """What came back from one notebook: the outputs of each cell that finished, and how the run ended."""
 
     cells: dict[int, dict] = field(default_factory=dict)
-    status: str = "error"  # completed | kernel_died | unresponsive | time_limit | error
+    status: str = "error"  # completed | time_limit | kernel_died | error
     message: str = ""
     failed_cell: int | None = None
     seconds: float = 0.0
+    load_factor: float = 1.0  # how much the runner's calibration stretched the wall-time limits
+    retried: bool = False  # this is the second run, at doubled limits, after the first hit a time limit
 
     def to_json(self) -> dict:
         return {
@@ -76,6 +78,8 @@ class Execution:
             "message": self.message,
             "failed_cell": self.failed_cell,
             "seconds": self.seconds,
+            "load_factor": self.load_factor,
+            "retried": self.retried,
         }
 
 
@@ -238,21 +242,27 @@ class Sandbox:
         return [sys.executable, "-m", "common.grading.runner", "run",
                 "--result-fd", str(result_fd), "--config", json.dumps(runner_config)]  # fmt: skip
 
-    def _command(self, staging: Path, notebook: str, result_fd: int) -> tuple[list[str], dict | None]:
+    def _command(
+        self, staging: Path, notebook: str, result_fd: int, time_scale: float = 1.0
+    ) -> tuple[list[str], dict | None]:
         """The command that runs the notebook, and its environment (None: bubblewrap sets it inside)."""
         if self.isolated:
             workdir = f"{SANDBOX_HOME}/{Path(notebook).stem}"
-            config = self._runner_config(SUBMISSION_MOUNT, workdir, notebook, count_processes=True)
+            config = self._runner_config(SUBMISSION_MOUNT, workdir, notebook, count_processes=True,
+                                         time_scale=time_scale)  # fmt: skip
             return self._bwrap_command(staging, config, result_fd), None
         (staging / "tmp").mkdir()
         config = self._runner_config(str(staging / "submission"), str(staging / "work"), notebook,
-                                     count_processes=False)  # fmt: skip
+                                     count_processes=False, time_scale=time_scale)  # fmt: skip
         return self._runner_command(config, result_fd), {**_sandbox_env(str(staging / "tmp")),
                                                           "HOME": str(staging / "tmp")}  # fmt: skip
 
     # ---- running ---
-    def run(self, submission_dir: Path, notebook: str) -> Execution:
-        """Execute ``submission_dir/notebook`` (a folder nbgrader prepared) and collect its cells' outputs."""
+    def run(self, submission_dir: Path, notebook: str, *, time_scale: float = 1.0) -> Execution:
+        """Execute ``submission_dir/notebook`` (a folder nbgrader prepared) and collect its cells' outputs.
+
+        ``time_scale`` multiplies both wall-time limits (a retry doubles them), before the load factor.
+        """
         started = time.monotonic()
         staging = Path(tempfile.mkdtemp(prefix="dfa-sandbox-"))
         group = None
@@ -264,7 +274,7 @@ class Sandbox:
                     raise SandboxUnavailable("could not create a cgroup for the sandbox")
             read_fd, write_fd = os.pipe()
             try:
-                command, env = self._command(staging, notebook, write_fd)
+                command, env = self._command(staging, notebook, write_fd, time_scale)
                 if group is not None:
                     command = group.join_prefix() + command
                 with open(staging / "sandbox.log", "wb") as log:
@@ -277,7 +287,8 @@ class Sandbox:
             finally:
                 os.close(write_fd)  # only the runner holds it now
             try:
-                execution = _read_events(read_fd, started + self.limits.notebook_timeout_s)
+                notebook_s = self.limits.notebook_timeout_s * time_scale
+                execution = _read_events(read_fd, started, notebook_s, self.limits.max_load_factor)
             finally:
                 os.close(read_fd)
                 _kill_group(process)
@@ -291,30 +302,38 @@ class Sandbox:
                 group.destroy()
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _runner_config(self, source: str, workdir: str, notebook: str, *, count_processes: bool) -> dict:
+    def _runner_config(
+        self, source: str, workdir: str, notebook: str, *, count_processes: bool, time_scale: float = 1.0
+    ) -> dict:
         return {
             "source": source,
             "workdir": workdir,
             "notebook": notebook,
-            "cell_timeout": self.limits.cell_timeout_s,
+            "cell_timeout": scaled_seconds(self.limits.cell_timeout_s, time_scale),
+            "max_load_factor": self.limits.max_load_factor,
             "max_cell_output_bytes": self.limits.max_cell_output_bytes,
             "kernel_limits": self.limits.kernel_rlimits(count_processes=count_processes),
             "mpl_cache": matplotlib_cache(),
         }
 
 
-def _read_events(fd: int, deadline: float) -> Execution:
-    """Read the runner's JSON lines until it closes the pipe, the deadline passes, or too much arrives."""
+def _read_events(fd: int, started: float, notebook_s: float, max_factor: float) -> Execution:
+    """Read the runner's JSON lines until it closes the pipe, the notebook's time is up, or too much arrives.
+
+    The time allowed is ``notebook_s`` stretched by the load factor the runner reports when it starts (checked
+    against the clamp here too); its calibration runs before any student code, so that code cannot change it.
+    """
     execution = Execution(status="error", message="")
     buffer, total = b"", 0
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
-            remaining = deadline - time.monotonic()
+            allowed = scaled_seconds(notebook_s, execution.load_factor)
+            remaining = started + allowed - time.monotonic()
             if remaining <= 0:
                 execution.status, execution.message = (
                     "time_limit",
-                    "the notebook ran past its total time limit",
+                    f"the notebook ran past its {allowed} s total time limit",
                 )
                 break
             if not selector.select(timeout=min(remaining, 1.0)):
@@ -329,13 +348,13 @@ def _read_events(fd: int, deadline: float) -> Execution:
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
-                _apply_event(execution, line)
+                _apply_event(execution, line, max_factor)
     if execution.status == "running":
         execution.status, execution.message = "error", "the sandbox stopped without finishing the notebook"
     return execution
 
 
-def _apply_event(execution: Execution, line: bytes) -> None:
+def _apply_event(execution: Execution, line: bytes, max_factor: float) -> None:
     try:
         event = json.loads(line)
     except ValueError:
@@ -343,6 +362,9 @@ def _apply_event(execution: Execution, line: bytes) -> None:
     kind = event.get("event")
     if kind == "start":
         execution.status = "running"
+        factor = event.get("load_factor")
+        if isinstance(factor, (int, float)) and 1.0 <= factor <= max_factor:  # (NaN fails both)
+            execution.load_factor = float(factor)
     elif kind == "cell" and isinstance(event.get("index"), int) and isinstance(event.get("outputs"), list):
         execution.cells[event["index"]] = {
             "outputs": event["outputs"],
