@@ -1,4 +1,4 @@
-"""Fast tests of the grading pieces that need no kernel: standard, builder, Colab, regions, re-matching,
+"""Fast tests of the grading pieces that need no kernel: standard, lab sources, Colab, regions, re-matching,
 stderr, tamper flags, limits (time limits scaled to the load, the retry), cgroups and collect."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from fixtures import build_fixture
 from fixtures.grading_support import (
     FIXTURE_COURSE,
     LAB,
@@ -24,9 +23,8 @@ from fixtures.grading_support import (
 )
 
 from common.errors import DFAError
-from common.grading import cgroups, colab, limits, regions, rematch, standard, tamper
+from common.grading import cgroups, colab, labsource, limits, regions, rematch, standard, tamper
 from common.grading.autograde import run_notebook
-from common.grading.builder import LabBuilder
 from common.grading.collect import collect, safe_student_id
 from common.grading.course import Course, find_course
 from common.grading.limits import Limits
@@ -39,9 +37,9 @@ RELEASE = FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb"
 
 
 # ---- the fixture lab and the lab standard ---
-def test_committed_fixture_lab_is_what_its_builder_writes():
-    built = build_fixture.build().notebook()
-    assert nbformat.writes(built) + "\n" == SOURCE.read_text(encoding="utf-8")
+def test_committed_fixture_lab_is_what_its_source_renders():
+    assert labsource.source_problems(Course(FIXTURE_COURSE), LAB) == []
+    assert labsource.rendered(Course(FIXTURE_COURSE), LAB) == SOURCE.read_text(encoding="utf-8")
 
 
 def test_fixture_lab_follows_the_standard():
@@ -75,23 +73,60 @@ def test_section_problems_are_named(break_it, message):
     assert any(message in p for p in standard.section_problems(nb)), standard.section_problems(nb)
 
 
-def test_builder_refuses_bad_labs():
-    lab = LabBuilder("course9_x", "lab1", "T")
-    with pytest.raises(DFAError, match="no '### BEGIN SOLUTION'"):
-        lab.solution("def f(): pass", grade_id="f")
-    lab.tests("assert True", grade_id="t", points=1)
-    with pytest.raises(DFAError, match="used twice"):
-        lab.tests("assert True", grade_id="t", points=1)
-    with pytest.raises(DFAError, match="points > 0"):
-        lab.tests("assert True", grade_id="t2", points=0)
-    with pytest.raises(DFAError, match="does not follow the lab standard"):
-        lab.notebook()
+def _fixture_copy(tmp_path) -> Course:
+    return copy_course(FIXTURE_COURSE, tmp_path)
 
 
-def test_builder_write_is_reproducible(tmp_path):
-    path = tmp_path / "lab1.ipynb"
-    assert build_fixture.build().write(path) is True
-    assert build_fixture.build().write(path) is False
+def test_lab_source_renders_includes_and_stable_ids(tmp_path):
+    course = _fixture_copy(tmp_path)
+    nb = read(course.source_notebook(LAB))
+    assert [c.id for c in nb.cells] == [f"cell-{i:03d}" for i in range(len(nb.cells))]
+    badge = next(c for c in nb.cells if standard.BADGE_TAG in standard.tags(c))
+    setup = next(c for c in nb.cells if standard.SETUP_TAG in standard.tags(c))
+    assert badge.source == colab.badge_markdown(labsource.repo_path(course.name, LAB))
+    assert setup.source == colab.setup_cell_source().strip("\n")
+    assert standard.nbgrader_meta(setup)["locked"] is True
+    text = labsource.text_path(course, LAB).read_text(encoding="utf-8")
+    assert colab.setup_cell_source().strip("\n") not in text  # shared cells are included, not copied
+
+
+def test_lab_source_refuses_an_unknown_include(tmp_path):
+    course = _fixture_copy(tmp_path)
+    path = labsource.text_path(course, LAB)
+    path.write_text(path.read_text(encoding="utf-8").replace('include="badge"', 'include="bagde"'),
+                    encoding="utf-8")
+    with pytest.raises(DFAError, match="'bagde'; valid: badge, grading, setup"):
+        labsource.rendered(course, LAB)
+    assert "bagde" in labsource.source_problems(course, LAB)[0]
+
+
+def test_an_edited_lab_source_makes_its_notebook_out_of_date(tmp_path):
+    course = _fixture_copy(tmp_path)
+    path = labsource.text_path(course, LAB)
+    path.write_text(path.read_text(encoding="utf-8").replace("write a ReLU", "write a rectifier"),
+                    encoding="utf-8")
+    assert "out of date with lab1.py" in labsource.source_problems(course, LAB)[0]
+    assert labsource.write_source_notebook(course, LAB) is True
+    assert labsource.write_source_notebook(course, LAB) is False  # byte-stable
+    assert labsource.source_problems(course, LAB) == []
+    assert "write a rectifier" in course.source_notebook(LAB).read_text(encoding="utf-8")
+
+
+def test_a_notebook_edited_after_its_source_is_not_overwritten(tmp_path):
+    import os
+
+    course = _fixture_copy(tmp_path)
+    target = course.source_notebook(LAB)
+    nb = read(target)
+    nb.cells[1].source += "\n\nA sentence written in Jupyter, not in the .py."
+    nbformat.write(nb, target)
+    source = labsource.text_path(course, LAB)
+    os.utime(source, (target.stat().st_mtime - 60, target.stat().st_mtime - 60))
+    with pytest.raises(DFAError, match="edited after it.*--force"):
+        labsource.write_source_notebook(course, LAB)
+    assert "written in Jupyter" in target.read_text(encoding="utf-8")
+    assert labsource.write_source_notebook(course, LAB, force=True) is True
+    assert "written in Jupyter" not in target.read_text(encoding="utf-8")
 
 
 # ---- Colab ---

@@ -1,8 +1,9 @@
 """Instructor tooling: how a lab goes from the instructor's notebook to a grade, on top of nbgrader.
 
 ```
-courseN_*/source/<lab>/<lab>.ipynb     solutions + hidden tests          (builder.py writes them)
-  → dfa release   release.py           nbgrader generate_assignment + Colab badge/setup cell (colab.py)
+courseN_*/source/<lab>/<lab>.py        solutions + hidden tests, jupytext text
+  → dfa release   labsource.py         render <lab>.ipynb, shared cells included (badge, setup: colab.py)
+                  release.py           nbgrader generate_assignment
   → dfa check     check.py             metadata, LAB_STANDARD sections (standard.py), no leaks (regions.py)
   → dfa collect   collect.py           LMS zip / folder → courseN_*/submitted/<student>/<lab>/
   → dfa autograde autograde.py         parent: restore cells (rematch.py) + nbgrader sanitize

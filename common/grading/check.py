@@ -1,7 +1,7 @@
 """``dfa check``: is every lab gradable, standard, released and leak-free? One line per problem; CI fails.
 
-For each source notebook: nbgrader metadata valid (schema 3, unique grade ids, points on graded cells), the
-lab-standard sections present and in order, the badge and setup cells canonical. For each release notebook:
+For each lab: its source notebook is what its jupytext source ``<lab>.py`` renders now, nbgrader metadata valid
+(schema 3, unique grade ids, points on graded cells), the lab-standard sections present and in order. For each release notebook:
 identical to what ``dfa release`` would write now, no outputs, no solution, hidden-test or mark-scheme text.
 Last, the README lab tables are current.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import nbformat
 
-from common.grading import regions, standard
+from common.grading import labsource, regions, standard
 from common.grading.course import CONFIG_FILE, Course
-from common.grading.release import readme_updates, refresh_boilerplate
+from common.grading.release import readme_updates
 
 
 def metadata_problems(nb) -> list[str]:
@@ -69,7 +69,7 @@ def _regenerated_releases(course: Course) -> dict[str, dict]:
         api = clone.api()
         out = {}
         for lab in clone.labs():
-            released = release_lab(clone, lab, api, refresh=False)
+            released = release_lab(clone, lab, api, render=False)
             out[lab] = json.loads(released.path.read_text(encoding="utf-8"))
         return out
 
@@ -109,9 +109,7 @@ def check_course(course: Course) -> list[str]:
         except Exception as exc:
             problems.append(f"{where}: cannot read the source notebook: {exc}")
             continue
-        found = metadata_problems(nb) + standard.section_problems(nb)
-        if refresh_boilerplate(nb, course.name, lab):
-            found.append(f"the badge or setup cell is not the canonical one: run `dfa release {course.name}`")
+        found = labsource.source_problems(course, lab) + metadata_problems(nb) + standard.section_problems(nb)
         found += release_problems(course, lab, regenerated.get(lab))
         problems.extend(f"{where}: {p}" for p in found)
     if course.release_dir.is_dir():

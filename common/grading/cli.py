@@ -22,14 +22,14 @@ def _release(args) -> int:
 
     courses = courses_from_args(args.course)
     with quiet_nbgrader():
-        released = release(courses)
+        released = release(courses, force=args.force)
     for item in released:
-        note = " (badge/setup cell refreshed in the source)" if item.source_refreshed else ""
+        note = " (source notebook rewritten from its .py)" if item.source_written else ""
         print(f"released {item.course}/{item.lab} -> {item.path}{note}")
     for readme in readme_updates(courses, write=True):
         print(f"updated the lab table in {readme}")
     if not released:
-        print("no labs to release (add courseN_*/source/<lab>/<lab>.ipynb)")
+        print("no labs to release (add courseN_*/source/<lab>/<lab>.py)")
     return 0
 
 
@@ -130,9 +130,11 @@ def _grades(args) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "release", help="generate the student notebooks (nbgrader generate_assignment) + Colab"
+        "release", help="render source/<lab>/<lab>.py, then generate the student notebooks (nbgrader) + Colab"
     )
     p.add_argument("course", nargs="*", help="course folders (default: every courseN_* folder)")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite a source notebook that was edited after its .py (its edits are lost)")
     p.set_defaults(func=_release)
 
     p = sub.add_parser(

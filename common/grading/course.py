@@ -1,7 +1,7 @@
 """A course folder as nbgrader sees it, and how ``dfa`` finds one and talks to nbgrader about it.
 
 Each ``courseN_*`` folder is one nbgrader course: ``nbgrader_config.py`` (course id, gradebook, limits),
-``source/<lab>/<lab>.ipynb`` (instructor notebooks), ``release/<lab>/<lab>.ipynb`` (student notebooks,
+``source/<lab>/<lab>.py`` (the lab source, jupytext) and the ``<lab>.ipynb`` it renders, ``release/<lab>/<lab>.ipynb`` (student notebooks,
 committed), and — never committed — ``gradebook.db``, ``submitted/``, ``autograded/``, ``feedback/`` and
 ``grades/``.
 """
@@ -89,10 +89,11 @@ class Course:
         return self.root / "feedback"
 
     def labs(self) -> list[str]:
-        """Lab ids: folders of ``source/`` that hold a notebook of the same name."""
+        """Lab ids: folders of ``source/`` that hold a jupytext source or a notebook of the same name."""
         if not self.source_dir.is_dir():
             return []
-        return sorted(p.name for p in self.source_dir.iterdir() if (p / f"{p.name}.ipynb").is_file())
+        return sorted(p.name for p in self.source_dir.iterdir()
+                      if (p / f"{p.name}.py").is_file() or (p / f"{p.name}.ipynb").is_file())
 
     def require_lab(self, lab: str) -> str:
         if lab not in self.labs():

@@ -1,7 +1,7 @@
 """``dfa release``: regenerate the student notebooks that the Colab badges open.
 
-For each lab: make the source's badge and setup cells the canonical ones (colab.py), then let nbgrader's
-``generate_assignment`` write ``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs
+For each lab: render its jupytext source ``source/<lab>/<lab>.py`` into the source notebook ``<lab>.ipynb``
+(shared cells included, stable cell ids: ``labsource``), then let nbgrader's ``generate_assignment`` write ``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs
 removed, the lab recorded in the course gradebook). Last, the lab tables between ``<!-- labs:start -->`` and
 ``<!-- labs:end -->`` in the README files are rewritten; a README without the markers is left alone.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 from common.errors import DFAError
-from common.grading import colab, standard
+from common.grading import labsource
 from common.grading.course import Course, all_courses
 
 
@@ -24,27 +24,10 @@ class Released:
     course: str
     lab: str
     path: Path
-    source_refreshed: bool
+    source_written: bool  # the source notebook was (re)written from the lab's .py
 
 
-def repo_path(course_name: str, lab: str) -> str:
-    """Where a release notebook lives in the repository (course folders sit at its root): Colab opens this."""
-    return f"{course_name}/release/{lab}/{lab}.ipynb"
-
-
-def refresh_boilerplate(nb, course_name: str, lab: str) -> bool:
-    """Make the badge and setup cells of ``nb`` the canonical ones; returns whether anything changed."""
-    wanted = {
-        standard.BADGE_TAG: colab.badge_markdown(repo_path(course_name, lab)),
-        standard.SETUP_TAG: colab.setup_cell_source().strip("\n"),
-    }
-    changed = False
-    for cell in nb.cells:
-        for tag, source in wanted.items():
-            if tag in standard.tags(cell) and cell.source != source:
-                cell.source = source
-                changed = True
-    return changed
+repo_path = labsource.repo_path
 
 
 def lab_title(nb) -> str:
@@ -54,22 +37,16 @@ def lab_title(nb) -> str:
     return "(untitled)"
 
 
-def release_lab(course: Course, lab: str, api=None, *, refresh: bool = True) -> Released:
-    """Release one lab; ``refresh=False`` leaves the source notebook as it is (what ``dfa check`` needs)."""
-    source_path = course.source_notebook(lab)
-    refreshed = False
-    if refresh:
-        nb = nbformat.read(source_path, as_version=4)
-        refreshed = refresh_boilerplate(nb, course.name, lab)
-        if refreshed:
-            nbformat.write(nb, source_path)
+def release_lab(course: Course, lab: str, api=None, *, render: bool = True, force: bool = False) -> Released:
+    """Release one lab; ``render=False`` releases the source notebook as it is (what ``dfa check`` needs)."""
+    written = labsource.write_source_notebook(course, lab, force=force) if render else False
     result = (api or course.api()).generate_assignment(lab, force=True, create=True)
     if not result["success"]:
         raise DFAError(
             f"nbgrader could not release {course.name}/{lab}: "
             f"{_last_error(result.get('log', '') + result.get('error', ''))}"
         )
-    return Released(course.name, lab, course.release_notebook(lab), refreshed)
+    return Released(course.name, lab, course.release_notebook(lab), written)
 
 
 def _last_error(log: str) -> str:
@@ -78,13 +55,13 @@ def _last_error(log: str) -> str:
     return (errors or lines or ["unknown error"])[-1].strip()
 
 
-def release(courses: list[Course]) -> list[Released]:
+def release(courses: list[Course], *, force: bool = False) -> list[Released]:
     released = []
     for course in courses:
         if not course.labs():
             continue
         api = course.api()
-        released.extend(release_lab(course, lab, api) for lab in course.labs())
+        released.extend(release_lab(course, lab, api, force=force) for lab in course.labs())
     return released
 
 

@@ -1,9 +1,9 @@
-"""The shape every lab notebook has (the project's LAB_STANDARD), as code the builder and ``dfa check`` share.
+"""The shape every lab notebook has (the project's LAB_STANDARD), as code ``dfa check`` and the tests share.
 
 A lab is, in order: a Colab badge, a header (title, learning objectives, expected time, runtime), the setup
 cell, a ``parameters`` cell that defines ``FAST``, numbered parts (each with a stub and an autograded test
 cell), an analysis section with manually graded answers, the landscape map, and a wrap-up. Sections are found
-by their markdown headings and by cell tags, so a lab written by hand is checked the same way as a built one.
+by their markdown headings and by cell tags, whatever wrote the notebook.
 """
 
 from __future__ import annotations

@@ -1,41 +1,51 @@
-"""Builds Course 5's core lab: ``python course5_debug/build_lab.py`` rewrites
-``course5_debug/source/lab5_debug/lab5_debug.ipynb``.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-``lab5_debug`` — the eight-layer failure taxonomy (classify real-looking reports), three planted bugs on the
-simulated Spyre stack (reduce, find the first divergence, name the layer, work around), a performance bug
-(timing region, kernel vs transfer, cause, fix), analysis and the landscape map. The Deep Dive
-(``deepdive5_spyre``) has its own build script. Run ``dfa release course5_debug`` afterwards.
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-The planted bugs are seeded from the learner id in the parameters cell and ``INSTRUCTOR_SALT`` below: change
-the salt for a new offering, rebuild and re-release, and every learner gets new bugs.
-"""
+# %% [markdown]
+# # Course 5 · Lab: Debugging across dataflow stacks — three planted bugs
+#
+# On a dataflow accelerator a wrong result or a slowdown shows up far from its cause. This lab gives you a taxonomy to name the layer, tools to localise and reduce, and four bugs planted for *you* (seeded by your learner id) in the simulated IBM Spyre stack (`common.sim`, backend `spyre`). Every time in this lab is *simulated*; hardware numbers come from the catalog.
+#
+# **Learning objectives**
+#
+# - classify failures into an eight-layer taxonomy, from graph capture to numerics, on five stacks
+# - find the first diverging node of a compiled graph against a CPU reference
+# - reduce a failing graph to a 1-minimal reproducer that fails the same way (delta debugging)
+# - work around a stick-boundary copy bug, a hang and an fp16 overflow on the simulated Spyre
+# - bound a timing region, split it into kernel, transfer and host time, compare with the optimum, and remove a CPU fallback
+#
+# **Expected time:** 90–120 minutes  
+# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no accelerator (the Spyre stack is simulated)
 
-from __future__ import annotations
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-INSTRUCTOR_SALT = "dfa-course5-2026"
-
-PARAMETERS = """\
+# %% tags=["parameters"]
 import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
 # passes FAST=True): fewer extra checks, the same bugs.
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
-LEARNER_ID = "demo-learner"   # <- put your course id here: it picks YOUR planted bugs"""
+LEARNER_ID = "demo-learner"   # <- put your course id here: it picks YOUR planted bugs
 
-SETTINGS = f"""\
+# %% deletable=false editable=false nbgrader={"grade": false, "grade_id": "settings", "locked": true, "schema_version": 3, "solution": false, "task": false}
 # Settings (kept out of the parameters cell). The instructor's salt is part of the released notebook.
-INSTRUCTOR_SALT = {INSTRUCTOR_SALT!r}
+INSTRUCTOR_SALT = 'dfa-course5-2026'
 import logging
 import warnings
 
@@ -60,61 +70,62 @@ STICK_ELEMS = int(get_chip("spyre").fact("stick_bytes")) // 2  # fp16 elements p
 # A fixed output must match the CPU within max|diff| <= TOL x max|CPU|: the simulated Spyre's fp16 tolerance
 # (common.sim.spyre.SpyrePolicy.rtol_vs_eager), wider for the sharp large-logit softmax, where rounding the
 # logits to fp16 alone moves the weights by up to ~1 %.
-TOL = {{"stick": 5e-3, "hang": 5e-3, "overflow": 2e-2}}
+TOL = {"stick": 5e-3, "hang": 5e-3, "overflow": 2e-2}
 pd.set_option("display.width", 160)
 pd.set_option("display.max_colwidth", 90)
 if LEARNER_ID == "demo-learner" and not FAST:
     print("NOTE: LEARNER_ID is still 'demo-learner': set your own id in the parameters cell and re-run, "
           "or you will solve (and be graded on) the demo bugs")
-print(f"learner {{LEARNER_ID!r}}: seed {{SEED}}; bugs: "
-      + ", ".join(f"{{k}}" + (f" ({{b.variant}})" if b.variant else "") for k, b in BUGS.items()))"""
+print(f"learner {LEARNER_ID!r}: seed {SEED}; bugs: "
+      + ", ".join(f"{k}" + (f" ({b.variant})" if b.variant else "") for k, b in BUGS.items()))
 
-# --------------------------------------------------------------------------------------------------------------
-P1_TEXT = """\
-**The principle.** A wrong number or a slow step on an accelerator is seen at the *output*, but it is made at
-one layer of a long stack: Python is captured into a graph, lowered and decomposed into the back end's ops,
-each op is covered natively or falls back to the host, tensors are laid out in tiles or sticks, kernels are
-fused and generated, tensors are placed in memory levels and moved by DMA, kernels and transfers are
-scheduled and synchronised, and every value is rounded. Naming the layer first tells you which tool to reach
-for. The eight layers, front end first:
+# %% [markdown]
+# ## Part 1 — The failure taxonomy
+#
+# **The principle.** A wrong number or a slow step on an accelerator is seen at the *output*, but it is made at
+# one layer of a long stack: Python is captured into a graph, lowered and decomposed into the back end's ops,
+# each op is covered natively or falls back to the host, tensors are laid out in tiles or sticks, kernels are
+# fused and generated, tensors are placed in memory levels and moved by DMA, kernels and transfers are
+# scheduled and synchronised, and every value is rounded. Naming the layer first tells you which tool to reach
+# for. The eight layers, front end first:
+#
+# | # | layer key | what fails there | tool that localises it |
+# |---|---|---|---|
+# | 1 | `capture` | Dynamo graph capture | `torch._dynamo.explain`, graph-break logs |
+# | 2 | `lowering` | AOTAutograd, decompositions, lowering | `make_fx`, `aot_eager` bisection |
+# | 3 | `coverage` | op coverage and CPU fallback | fallback counters, strict mode |
+# | 4 | `layout` | sticks, tiles, padding, transposes | layout dumps, restickify counters |
+# | 5 | `codegen` | fusion and generated kernels | first-divergence finder, kernel text |
+# | 6 | `memory` | placement, scratchpad, DMA | transfer logs, spill counters |
+# | 7 | `schedule` | order, waits, deadlocks, timeouts | timeline, watchdog, dependency cycle check |
+# | 8 | `numerics` | precision, overflow, accumulation | NaN/inf per node, fp32 reference |
+#
+# **The vendors.** The same layer looks different on each stack: a missing op is an extern kernel under
+# Inductor, a CPU round trip on XLA and on torch-spyre, and a *compile error* on the Cerebras wafer and the
+# Groq LPU, which have no host to fall back to. `common.debug.taxonomy` holds the table with one example per
+# layer and system, each with its public source (an issue or a document) or marked *illustrative*.
+#
+# **Spec.** Below are ten failure reports drawn for you (error messages, timelines, wrong outputs). Fill
+# `MY_LAYERS` with one layer key per report id. Ask: *where was the information first wrong?* — a correct
+# transfer log with wrong values is not a DMA problem; a NaN that appears at a softmax on fp16 is numerics even
+# if it crashes a later layer.
 
-| # | layer key | what fails there | tool that localises it |
-|---|---|---|---|
-| 1 | `capture` | Dynamo graph capture | `torch._dynamo.explain`, graph-break logs |
-| 2 | `lowering` | AOTAutograd, decompositions, lowering | `make_fx`, `aot_eager` bisection |
-| 3 | `coverage` | op coverage and CPU fallback | fallback counters, strict mode |
-| 4 | `layout` | sticks, tiles, padding, transposes | layout dumps, restickify counters |
-| 5 | `codegen` | fusion and generated kernels | first-divergence finder, kernel text |
-| 6 | `memory` | placement, scratchpad, DMA | transfer logs, spill counters |
-| 7 | `schedule` | order, waits, deadlocks, timeouts | timeline, watchdog, dependency cycle check |
-| 8 | `numerics` | precision, overflow, accumulation | NaN/inf per node, fp32 reference |
-
-**The vendors.** The same layer looks different on each stack: a missing op is an extern kernel under
-Inductor, a CPU round trip on XLA and on torch-spyre, and a *compile error* on the Cerebras wafer and the
-Groq LPU, which have no host to fall back to. `common.debug.taxonomy` holds the table with one example per
-layer and system, each with its public source (an issue or a document) or marked *illustrative*.
-
-**Spec.** Below are ten failure reports drawn for you (error messages, timelines, wrong outputs). Fill
-`MY_LAYERS` with one layer key per report id. Ask: *where was the information first wrong?* — a correct
-transfer log with wrong values is not a DMA problem; a NaN that appears at a softmax on fp16 is numerics even
-if it crashes a later layer."""
-
-P1_SHOW = """\
+# %%
 print(taxonomy.frame(examples=False).to_string())
 print()
 print(taxonomy.render("Spyre"))
 REPORTS = taxonomy.draw_reports(SEED, 10)
 for r in REPORTS:
-    print(f"\\n[{r.id}] ({r.system}) {r.text}")"""
+    print(f"\n[{r.id}] ({r.system}) {r.text}")
 
-P1_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "classify", "locked": false, "schema_version": 3, "solution": true, "task": false}
 # One layer key (taxonomy.LAYER_KEYS) per report id shown above, e.g. MY_LAYERS["cap1"] = "capture".
 MY_LAYERS = {}
 ### BEGIN SOLUTION
 MY_LAYERS = {r.id: r.layer for r in REPORTS}
-### END SOLUTION'''
+### END SOLUTION
 
-P1_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "classify_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 check_type("MY_LAYERS", MY_LAYERS, dict)
@@ -128,28 +139,29 @@ from common.debug import taxonomy as _tx
 _key = {r.id: r.layer for r in _tx.REPORTS}
 _right = sum(1 for _id in sorted(MY_LAYERS) if _id in _key and MY_LAYERS[_id] == _key[_id])
 grader.assert_in_range(_right, 8, 10, name="reports classified correctly (at least 8 of 10)")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# --------------------------------------------------------------------------------------------------------------
-P2_TEXT = """\
-**The method.** (1) *Reproduce* the failure and write down how it fails: the exception type, or the op of
-the first node whose value is wrong. (2) *Localise*: run the compiled graph on the simulated Spyre and on the
-CPU reference **node by node** and find the first node whose output differs beyond the backend's tolerance
-(`first_divergence`: two `torch.fx.Interpreter`s over the same aten graph, results kept in `node.meta`).
-(3) *Reduce* to a minimal reproducer that still fails **the same way** (`reduce`: delta debugging over the
-graph's nodes, then over every input dimension; the result is 1-minimal). (4) *Name the layer* from what you
-learnt. (5) *Work around*: change the model or the way you call it, not the compiler, and check the output
-against the CPU.
+# %% [markdown]
+# ## Part 2 — Three planted bugs
+#
+# **The method.** (1) *Reproduce* the failure and write down how it fails: the exception type, or the op of
+# the first node whose value is wrong. (2) *Localise*: run the compiled graph on the simulated Spyre and on the
+# CPU reference **node by node** and find the first node whose output differs beyond the backend's tolerance
+# (`first_divergence`: two `torch.fx.Interpreter`s over the same aten graph, results kept in `node.meta`).
+# (3) *Reduce* to a minimal reproducer that still fails **the same way** (`reduce`: delta debugging over the
+# graph's nodes, then over every input dimension; the result is 1-minimal). (4) *Name the layer* from what you
+# learnt. (5) *Work around*: change the model or the way you call it, not the compiler, and check the output
+# against the CPU.
+#
+# Each of your three bugs (`BUGS["stick"]`, `BUGS["hang"]`, `BUGS["overflow"]`) is a model `bug.model`, its
+# inputs `bug.args`, and a buggy simulated compiler: `bug.run(model=None, *args)` compiles and runs on the
+# simulated Spyre (default: the bug's own model and inputs), `bug.reference()` is the CPU fp32 answer,
+# `bug.compile(model, args)` returns the `CompiledGraph` (its `.aten` graph, `.program`, `.report`), and
+# `bug.compile_fn` is what `reduce` needs to recompile candidates exactly like the failing run.
+#
+# A worked example on a graph that is not yours: a 65-element fp16 copy, followed by two pointwise ops.
 
-Each of your three bugs (`BUGS["stick"]`, `BUGS["hang"]`, `BUGS["overflow"]`) is a model `bug.model`, its
-inputs `bug.args`, and a buggy simulated compiler: `bug.run(model=None, *args)` compiles and runs on the
-simulated Spyre (default: the bug's own model and inputs), `bug.reference()` is the CPU fp32 answer,
-`bug.compile(model, args)` returns the `CompiledGraph` (its `.aten` graph, `.program`, `.report`), and
-`bug.compile_fn` is what `reduce` needs to recompile candidates exactly like the failing run.
-
-A worked example on a graph that is not yours: a 65-element fp16 copy, followed by two pointwise ops."""
-
-P2_DEMO = """\
+# %%
 class CopyThenScale(torch.nn.Module):
     def forward(self, x):
         return x.clone() * 2 + 1
@@ -162,30 +174,30 @@ print(d)
 print(d.table.to_string(index=False))
 r = reduce(demo_compiled, (x65,), demo.compile_fn)
 print("reproducer:", r)
-print(r.gm.code)"""
+print(r.gm.code)
 
-STICK_TEXT = """\
-### Bug 1 — a wrong value
+# %% [markdown]
+# ### Bug 1 — a wrong value
+#
+# Run it: the output differs from the CPU, with no error. Then localise, reduce, name the layer, and fix it.
+#
+# **Spec.** Set `STICK_NODE` (the name of the first diverging node in the compiled aten graph, a `str`),
+# `STICK_REPRO` (the `Reproducer` returned by `reduce`), `STICK_LAYER` (a layer key). Write
+# `fix_stick(bug)`: it must return the output of **the simulated Spyre** (`bug.run(...)`) on a rewritten model
+# that computes the same function and is correct — for example an FX pass over `bugs.trace(bug.model)` that
+# pads each copy's input to whole sticks (`STICK_ELEMS` elements, from the catalog) and cuts the result back.
+# It must work for any variant of this bug (the hidden test gives it another learner's), so read shapes from the
+# graph (`torch.fx.passes.shape_prop.ShapeProp`), do not hard-code yours.
 
-Run it: the output differs from the CPU, with no error. Then localise, reduce, name the layer, and fix it.
-
-**Spec.** Set `STICK_NODE` (the name of the first diverging node in the compiled aten graph, a `str`),
-`STICK_REPRO` (the `Reproducer` returned by `reduce`), `STICK_LAYER` (a layer key). Write
-`fix_stick(bug)`: it must return the output of **the simulated Spyre** (`bug.run(...)`) on a rewritten model
-that computes the same function and is correct — for example an FX pass over `bugs.trace(bug.model)` that
-pads each copy's input to whole sticks (`STICK_ELEMS` elements, from the catalog) and cuts the result back.
-It must work for any variant of this bug (the hidden test gives it another learner's), so read shapes from the
-graph (`torch.fx.passes.shape_prop.ShapeProp`), do not hard-code yours."""
-
-RUN_STICK = """\
+# %%
 bug = BUGS["stick"]
 out, ref = bug.run(), bug.reference()
 bad = ((out.float() - ref.float()).abs() > 1e-2).nonzero()
 print(f"SIMULATED Spyre vs CPU: {len(bad)} wrong elements of {out.numel()}; first few at {bad[:4].tolist()}")
 print("transfer counters of the compile (LPDDR5 bytes):", {k: v for k, v in bug.report().counters.items()
-                                                         if "lpddr" in k})"""
+                                                         if "lpddr" in k})
 
-STICK_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "stick", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from torch.fx.passes.shape_prop import ShapeProp
 
 STICK_NODE = STICK_REPRO = STICK_LAYER = None  # set these three: a node name, a Reproducer, a layer key
@@ -216,9 +228,10 @@ def fix_stick(bug):
             node.replace_all_uses_with(cut, delete_user_cb=lambda u, cut=cut: u is not cut)
     gm.recompile()
     return bug.run(gm)
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-STICK_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "stick_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor, check_type
 from common.debug import bugs as _b
 
@@ -251,30 +264,30 @@ _oref = _other.reference().float()
 grader.assert_tensor(_out.float(), _oref, rtol=0.0, atol={"stick": 5e-3, "hang": 5e-3, "overflow": 2e-2}[
                          _other.key] * _oref.abs().max().item(),
                      name="fix, other variant")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-HANG_TEXT = """\
-### Bug 2 — a hang
+# %% [markdown]
+# ### Bug 2 — a hang
+#
+# On real hardware this one never returns; the simulated runtime's watchdog turns the hang into an error
+# report instead. Read the message: it names the kernel, and it tells you which layer reported it.
+#
+# **Spec.** Set `HANG_ERROR` (the exception *type* the run raises, e.g. `faults.SimTimeoutError` or
+# `faults.DeadlockError`), `HANG_REPRO` (from `reduce`), `HANG_LAYER` (a layer key) and write
+# `fix_hang(bug)`: the simulated Spyre's output for all of `bug.args[0]`, obtained with calls that do not hang
+# (hint: what does the minimal reproducer's shape tell you about the size a single call may have?). It must
+# work for another learner's variant too.
 
-On real hardware this one never returns; the simulated runtime's watchdog turns the hang into an error
-report instead. Read the message: it names the kernel, and it tells you which layer reported it.
-
-**Spec.** Set `HANG_ERROR` (the exception *type* the run raises, e.g. `faults.SimTimeoutError` or
-`faults.DeadlockError`), `HANG_REPRO` (from `reduce`), `HANG_LAYER` (a layer key) and write
-`fix_hang(bug)`: the simulated Spyre's output for all of `bug.args[0]`, obtained with calls that do not hang
-(hint: what does the minimal reproducer's shape tell you about the size a single call may have?). It must
-work for another learner's variant too."""
-
-RUN_HANG = """\
+# %%
 bug = BUGS["hang"]
 try:
     bug.run()
     print("no error?!")
 except (faults.SimTimeoutError, faults.DeadlockError) as exc:
     print(f"{type(exc).__name__}: {exc}")
-print(bug.compile(bug.model, bug.args).program.summary())"""
+print(bug.compile(bug.model, bug.args).program.summary())
 
-HANG_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "hang", "locked": false, "schema_version": 3, "solution": true, "task": false}
 HANG_ERROR = HANG_REPRO = HANG_LAYER = None  # set these three: an exception type, a Reproducer, a layer key
 ### BEGIN SOLUTION
 _bug = BUGS["hang"]
@@ -300,9 +313,10 @@ def fix_hang(bug):
         except (faults.SimTimeoutError, faults.DeadlockError):
             rows //= 2
     raise RuntimeError("even one row hangs")
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-HANG_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "hang_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor
 from common.debug import bugs as _b
 
@@ -330,23 +344,23 @@ grader.assert_tensor(_out.float(), _oref, rtol=0.0, atol={"stick": 5e-3, "hang":
                          _other.key] * _oref.abs().max().item(),
                      name="fix, other variant")
 grader.assert_equal(_b2.ran_on_device(_out), True, name="fix runs on the device (other variant)")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-OVERFLOW_TEXT = """\
-### Bug 3 — NaN
+# %% [markdown]
+# ### Bug 3 — NaN
+#
+# **Spec.** Set `OVERFLOW_NODE` (first diverging node), `OVERFLOW_REPRO`, `OVERFLOW_LAYER`, and write
+# `fix_overflow(bug)`: the simulated Spyre's output of a rewritten model that is finite and matches the CPU. The
+# compiler's softmax is what it is — change what it is given (a softmax is unchanged when a constant is
+# subtracted from each row). Again it must work for any variant.
 
-**Spec.** Set `OVERFLOW_NODE` (first diverging node), `OVERFLOW_REPRO`, `OVERFLOW_LAYER`, and write
-`fix_overflow(bug)`: the simulated Spyre's output of a rewritten model that is finite and matches the CPU. The
-compiler's softmax is what it is — change what it is given (a softmax is unchanged when a constant is
-subtracted from each row). Again it must work for any variant."""
-
-RUN_OVERFLOW = """\
+# %%
 bug = BUGS["overflow"]
 out = bug.run()
 print(f"SIMULATED Spyre: {torch.isnan(out).sum().item()} NaN of {out.numel()}; CPU reference finite: "
-      f"{torch.isfinite(bug.reference()).all().item()}")"""
+      f"{torch.isfinite(bug.reference()).all().item()}")
 
-OVERFLOW_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "overflow", "locked": false, "schema_version": 3, "solution": true, "task": false}
 OVERFLOW_NODE = OVERFLOW_REPRO = OVERFLOW_LAYER = None  # set these three: a node name, a Reproducer, a layer key
 ### BEGIN SOLUTION
 _bug = BUGS["overflow"]
@@ -372,9 +386,10 @@ def fix_overflow(bug):
             node.args = (shifted, *node.args[1:])
     gm.recompile()
     return bug.run(gm)
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-OVERFLOW_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "overflow_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor
 from common.debug import bugs as _b
 
@@ -402,31 +417,32 @@ _oref = _other.reference().float()
 grader.assert_tensor(_out.float(), _oref, rtol=0.0, atol={"stick": 5e-3, "hang": 5e-3, "overflow": 2e-2}[
                          _other.key] * _oref.abs().max().item(),
                      name="fix, other variant")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# --------------------------------------------------------------------------------------------------------------
-P3_TEXT = """\
-**The principle.** "It is slow" is a statement about a *region* of a timeline. Bound the region first (from
-the first event you care about to the last), then split its wall time by what ran: **kernel** (device
-compute), **communication** (between chips), **transfer** (DMA between memory levels, host↔device copies),
-**host** (an op running on the CPU), **overhead** (launches, syncs) and **idle**. Overlapping events are
-charged once, to the highest of these priorities, so the parts add up to the wall time and *transfer* is the
-transfer time no kernel hides. Then compare with the **optimum**: the sum of the roofline floors of the
-region's work (every kernel at max(FLOPs/peak, bytes/bandwidth), a fallback op as if it ran on the device).
-A region far above its optimum has a cause you can name.
+# %% [markdown]
+# ## Part 3 — A performance bug
+#
+# **The principle.** "It is slow" is a statement about a *region* of a timeline. Bound the region first (from
+# the first event you care about to the last), then split its wall time by what ran: **kernel** (device
+# compute), **communication** (between chips), **transfer** (DMA between memory levels, host↔device copies),
+# **host** (an op running on the CPU), **overhead** (launches, syncs) and **idle**. Overlapping events are
+# charged once, to the highest of these priorities, so the parts add up to the wall time and *transfer* is the
+# transfer time no kernel hides. Then compare with the **optimum**: the sum of the roofline floors of the
+# region's work (every kernel at max(FLOPs/peak, bytes/bandwidth), a fallback op as if it ran on the device).
+# A region far above its optimum has a cause you can name.
+#
+# **The vendor.** On torch-spyre an op without a device kernel runs on the host: the device is synchronised,
+# inputs are copied over PCIe, the op runs on the CPU, outputs are copied back, and the next bundle pays a new
+# launch — torch-spyre tracks this as a performance issue of its own ("Reduce use of CPU fallbacks in model
+# forward passes", torch-spyre#1532).
+#
+# **Spec.** (a) Write `split_time(events, t0, t1)`: a dict with the six categories above (keys `kernel`,
+# `communication`, `transfer`, `host`, `overhead`, `idle`) → seconds of `[t0, t1]`, exclusive, summing to
+# `t1 - t0`. An event's category comes from `event.kind`: compute → kernel, comm → communication, dma →
+# transfer, host → host, launch/sync → overhead. Worked example: a compute event over [0, 2] and a dma event
+# over [1, 3] in the window [0, 4] → kernel 2, transfer 1, idle 1.
 
-**The vendor.** On torch-spyre an op without a device kernel runs on the host: the device is synchronised,
-inputs are copied over PCIe, the op runs on the CPU, outputs are copied back, and the next bundle pays a new
-launch — torch-spyre tracks this as a performance issue of its own ("Reduce use of CPU fallbacks in model
-forward passes", torch-spyre#1532).
-
-**Spec.** (a) Write `split_time(events, t0, t1)`: a dict with the six categories above (keys `kernel`,
-`communication`, `transfer`, `host`, `overhead`, `idle`) → seconds of `[t0, t1]`, exclusive, summing to
-`t1 - t0`. An event's category comes from `event.kind`: compute → kernel, comm → communication, dma →
-transfer, host → host, launch/sync → overhead. Worked example: a compute event over [0, 2] and a dma event
-over [1, 3] in the window [0, 4] → kernel 2, transfer 1, idle 1."""
-
-P3_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "split_time", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def split_time(events, t0, t1):
     """Exclusive seconds of [t0, t1] per category: kernel > communication > transfer > host > overhead > idle."""
     order = ("kernel", "communication", "transfer", "host", "overhead", "idle")
@@ -441,9 +457,10 @@ def split_time(events, t0, t1):
         active = [p for s, e, p in spans if s <= a and e >= b]
         out[order[min(active)] if active else "idle"] += b - a
     return out
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "split_time_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar, check_type
 from common.sim.program import Event
 
@@ -468,9 +485,9 @@ for _rep in (_mk("perf", SEED + 3).report(), _sim("test", "tpu", phase="decode",
         _mine, _ref = split_time(_rep.events, _a, _b), _split(_rep.events, _a, _b)
         for _k in _ref:
             grader.assert_scalar(_mine.get(_k), _ref[_k], rel=1e-9, abs_tol=1e-15, name=f"split {_k}")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_LOOK = """\
+# %%
 bug = BUGS["perf"]
 slow = bug.report()
 print(f"SIMULATED output check: max rel. error vs CPU "
@@ -479,18 +496,18 @@ print(slow.frame()[["name", "kind", "engine", "start_s", "duration_s", "bound", 
 fig, ax = plt.subplots(figsize=(11, 2.6), layout="constrained")
 slow.gantt(ax=ax, title=f"SIMULATED Spyre timeline of your perf bug ({type(bug.model).__name__}, "
                         f"input {tuple(bug.args[0].shape)}, fp16)")
-plt.show()"""
+plt.show()
 
-P3B_TEXT = """\
-**Spec.** (b) Delimit the region of the slow part: `PERF_REGION = (t0, t1)`, the start of the first and the
-end of the last event of the kernel that holds the host op (`timing_region(report, "kN", "kN")` does this
-for kernel `kN`). (c) `PERF_CAUSE`: the cause as `timing_region(...).causes()` names it, e.g.
-`"fallback:aten.xyz"`. (d) `fix_perf(bug)`: a model (an `nn.Module`) computing the same function with
-native ops only, so that the simulated step is at least 1.3× faster and the answer still matches the CPU
-(see `common.sim.spyre.NEAREST_NATIVE` for what torch-spyre suggests instead of each fallback). It must work
-for another seed of the same model class."""
+# %% [markdown]
+# **Spec.** (b) Delimit the region of the slow part: `PERF_REGION = (t0, t1)`, the start of the first and the
+# end of the last event of the kernel that holds the host op (`timing_region(report, "kN", "kN")` does this
+# for kernel `kN`). (c) `PERF_CAUSE`: the cause as `timing_region(...).causes()` names it, e.g.
+# `"fallback:aten.xyz"`. (d) `fix_perf(bug)`: a model (an `nn.Module`) computing the same function with
+# native ops only, so that the simulated step is at least 1.3× faster and the answer still matches the CPU
+# (see `common.sim.spyre.NEAREST_NATIVE` for what torch-spyre suggests instead of each fallback). It must work
+# for another seed of the same model class.
 
-P3B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "perf", "locked": false, "schema_version": 3, "solution": true, "task": false}
 PERF_REGION, PERF_CAUSE = None, None  # set: (t0, t1) in seconds, and the cause string
 ### BEGIN SOLUTION
 _r = BUGS["perf"].report()
@@ -526,9 +543,10 @@ def fix_perf(bug):
             b, t, d = k.shape
             return self.m.out(k.unsqueeze(2).expand(b, t, self.m.groups, d).reshape(b, t, self.m.groups * d))
     return Native()
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3B_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "perf_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_in_range, check_scalar, check_tensor
 
 _bug = BUGS["perf"]
@@ -558,9 +576,9 @@ grader.assert_in_range(_other.report().time_s / _other.report(_f2).time_s, 1.3, 
 _oref = _other.reference().float()
 grader.assert_tensor(_other.run(_f2).float(), _oref, rtol=0.0, atol=5e-3 * _oref.abs().max().item(),
                      name="other seed: output")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_PLOT = """\
+# %%
 bug = BUGS["perf"]
 try:
     fixed_report = bug.report(fix_perf(bug))
@@ -585,40 +603,45 @@ ax.invert_yaxis()
 ax.set_xlabel("SIMULATED time (µs), exclusive split")
 ax.set_title(f"SIMULATED Spyre: where the time of your perf bug goes ({bug.variant} fallback), before and after")
 ax.legend(ncol=7, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3))
-plt.show()"""
+plt.show()
 
-# --------------------------------------------------------------------------------------------------------------
-ANALYSIS_TEXT = """\
-**Part 4 — the five stacks.** What each failure layer looks like elsewhere. Answer in the cells below (a few
-sentences each; numbers from your own runs make an answer convincing)."""
+# %% [markdown]
+# ## Analysis
+#
+# **Part 4 — the five stacks.** What each failure layer looks like elsewhere. Answer in the cells below (a few
+# sentences each; numbers from your own runs make an answer convincing).
 
-Q1 = """\
-**Q1 (Bug 1).** The transfer counters of the failing copy were right and its output was wrong. Which layer
-does that rule out, which does it point to, and what experiment on shapes (63, 64, 65, 128 elements) would
-convince a torch-spyre developer? Why did your reducer stop at the width it reported rather than at 65?"""
+# %% [markdown]
+# **Q1 (Bug 1).** The transfer counters of the failing copy were right and its output was wrong. Which layer
+# does that rule out, which does it point to, and what experiment on shapes (63, 64, 65, 128 elements) would
+# convince a torch-spyre developer? Why did your reducer stop at the width it reported rather than at 65?
 
-A1 = """\
-Correct DMA traffic rules out memory placement/DMA: every byte reached LX and came back. The values past the
-first whole stick are wrong, so the kernel's loop range is wrong: code generation (the stick layout itself is
-right — the tensor occupies two sticks with 126 B of padding). 63 and 64 elements (one stick) and 128 (two full
-sticks) are right, 65 loses element 64: the range is computed as whole sticks, at least one. The reducer is
-1-minimal, not minimal: it cuts from the front, and it keeps a width when one element less passes — e.g. 129
-(128 passes) or 66 (element 64 of that row happened to be within tolerance)."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_stick", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Correct DMA traffic rules out memory placement/DMA: every byte reached LX and came back. The values past the
+# first whole stick are wrong, so the kernel's loop range is wrong: code generation (the stick layout itself is
+# right — the tensor occupies two sticks with 126 B of padding). 63 and 64 elements (one stick) and 128 (two full
+# sticks) are right, 65 loses element 64: the range is computed as whole sticks, at least one. The reducer is
+# 1-minimal, not minimal: it cuts from the front, and it keeps a width when one element less passes — e.g. 129
+# (128 passes) or 66 (element 64 of that row happened to be within tolerance).
+# === END MARK SCHEME ===
 
-Q2 = """\
-**Q2 (comparative prediction).** *Before* running the next cell, predict for GPU (Inductor), TPU (XLA), the
-Groq LPU and the Cerebras WSE how your **performance bug's** op would show up: a host round trip, nothing at
-all, or a compile error — and which layer of the taxonomy each belongs to. Then run the cell (the simulators
-of all five) and explain the differences, including what the simulator does *not* model."""
+# %% [markdown]
+# **Q2 (comparative prediction).** *Before* running the next cell, predict for GPU (Inductor), TPU (XLA), the
+# Groq LPU and the Cerebras WSE how your **performance bug's** op would show up: a host round trip, nothing at
+# all, or a compile error — and which layer of the taxonomy each belongs to. Then run the cell (the simulators
+# of all five) and explain the differences, including what the simulator does *not* model.
 
-A2 = """\
-GPU: the op has a CUDA kernel (or Inductor's extern fallback) — no host round trip. TPU/XLA: cumsum, tril and
-repeat lower to HLO — native, nothing visible. LPU and WSE: no host to fall back to — an op without a kernel is
-a compile error (coverage layer), and these ops are supported, so nothing. Only Spyre pays the sync + PCIe +
-host + relaunch. The simulators agree (fallback_ops > 0 only on Spyre); they do not model compile errors for
-uncovered ops on WSE/LPU, nor Inductor's extern kernels breaking fusion on the GPU."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# GPU: the op has a CUDA kernel (or Inductor's extern fallback) — no host round trip. TPU/XLA: cumsum, tril and
+# repeat lower to HLO — native, nothing visible. LPU and WSE: no host to fall back to — an op without a kernel is
+# a compile error (coverage layer), and these ops are supported, so nothing. Only Spyre pays the sync + PCIe +
+# host + relaunch. The simulators agree (fallback_ops > 0 only on Spyre); they do not model compile errors for
+# uncovered ops on WSE/LPU, nor Inductor's extern kernels breaking fusion on the GPU.
+# === END MARK SCHEME ===
 
-Q2_CHECK = """\
+# %%
 from common.debug.divergence import compile_graph
 
 bug = BUGS["perf"]
@@ -628,25 +651,29 @@ for backend in ("gpu", "tpu", "wse", "lpu", "spyre"):
     rows.append({"system": backend, "fallback ops": c.report.counters.get("fallback_ops", 0),
                  "SIMULATED time (us)": round(c.report.time_s * 1e6, 2), "bottleneck": c.report.bottleneck})
 print(f"your perf model ({type(bug.model).__name__}, {bug.variant}) on the five simulated systems:")
-print(pd.DataFrame(rows).to_string(index=False))"""
+print(pd.DataFrame(rows).to_string(index=False))
 
-Q3 = """\
-**Q3 (method).** Your hang was reported by the runtime as a *{timeout or deadlock}*. On which systems can a
-run-time deadlock not happen at all, and why? How would the same oversized transfer surface there?"""
+# %% [markdown]
+# **Q3 (method).** Your hang was reported by the runtime as a *{timeout or deadlock}*. On which systems can a
+# run-time deadlock not happen at all, and why? How would the same oversized transfer surface there?
 
-A3 = """\
-On the Groq LPU the compiler schedules every instruction and transfer statically: there are no run-time waits
-to form a cycle, so a conflict is a compile-time scheduling failure; the Cerebras WSE also fixes its routes at
-compile time (a cyclic routing plan is rejected). An oversized transfer there does not fit the compiler's SRAM
-plan: the compile fails or asks for more chips (memory layer) instead of hanging. On GPU/TPU/Spyre waits are
-resolved at run time, so the same mistake becomes a watchdog timeout or a deadlock report."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_hang", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# On the Groq LPU the compiler schedules every instruction and transfer statically: there are no run-time waits
+# to form a cycle, so a conflict is a compile-time scheduling failure; the Cerebras WSE also fixes its routes at
+# compile time (a cyclic routing plan is rejected). An oversized transfer there does not fit the compiler's SRAM
+# plan: the compile fails or asks for more chips (memory layer) instead of hanging. On GPU/TPU/Spyre waits are
+# resolved at run time, so the same mistake becomes a watchdog timeout or a deadlock report.
+# === END MARK SCHEME ===
 
-LANDSCAPE_TEXT = """\
-Add this course's rows to the accelerator landscape map — for each system how an unsupported op and a hang
-surface (from the taxonomy: documented behaviour, tagged *catalog*), and the simulated cost of your
-performance bug — then render the map so far."""
+# %% [markdown]
+# ## Landscape map
+#
+# Add this course's rows to the accelerator landscape map — for each system how an unsupported op and a hang
+# surface (from the taxonomy: documented behaviour, tagged *catalog*), and the simulated cost of your
+# performance bug — then render the map so far.
 
-LANDSCAPE_CODE = """\
+# %%
 import tempfile
 from common.landscape import SYSTEMS, LandscapeMap
 
@@ -676,80 +703,22 @@ lm.save()
 print(lm.frame().to_string())
 fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
 lm.render(ax=ax, title="Accelerator landscape after Course 5 (catalog, learner and SIMULATED rows labelled)")
-plt.show()"""
+plt.show()
 
-WRAP_UP = """\
-- **Name the layer first**: eight layers from capture to numerics; the symptom is seen at the output, the
-  cause sits where the information was first wrong.
-- **Localise node by node**: the first node that differs from a CPU reference is where the error enters;
-  everything after it only inherits it.
-- **Reduce until it is 1-minimal and still fails the same way** — same exception, same diverging op — or you
-  will fix a different bug.
-- **Bound the region, then split its time**: kernel, transfer, communication, host, overhead; compare with the
-  sum of the floors, and name the cause (here a CPU fallback).
-- **Work around in the model, report to the compiler**: padding to whole sticks, a max-shifted softmax,
-  smaller calls and native rewrites are workarounds; the minimal reproducer is the bug report.
-
-Next: the **Dataflow Deep Dive** (`deepdive5_spyre`) reads the compiled kernel descriptions of the failing
-`clone` and shows the copy range stopping at one stick, next to the correct 63-, 64-, 65- and 128-element
-cases."""
-
-
-def build_core() -> LabBuilder:
-    lab = LabBuilder(COURSE, "lab5_debug", "Course 5 · Lab: Debugging across dataflow stacks — three planted bugs")
-    lab.header(
-        objectives=[
-            "classify failures into an eight-layer taxonomy, from graph capture to numerics, on five stacks",
-            "find the first diverging node of a compiled graph against a CPU reference",
-            "reduce a failing graph to a 1-minimal reproducer that fails the same way (delta debugging)",
-            "work around a stick-boundary copy bug, a hang and an fp16 overflow on the simulated Spyre",
-            "bound a timing region, split it into kernel, transfer and host time, compare with the optimum, "
-            "and remove a CPU fallback",
-        ],
-        expected_time="90–120 minutes",
-        runtime="Colab CPU runtime (2 vCPUs) or any laptop; no accelerator (the Spyre stack is simulated)",
-        intro="On a dataflow accelerator a wrong result or a slowdown shows up far from its cause. This lab gives "
-              "you a taxonomy to name the layer, tools to localise and reduce, and four bugs planted for *you* "
-              "(seeded by your learner id) in the simulated IBM Spyre stack (`common.sim`, backend `spyre`). "
-              "Every time in this lab is *simulated*; hardware numbers come from the catalog.",
-    )
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS, locked_id="settings")
-    lab.part("The failure taxonomy", P1_TEXT)
-    lab.code(P1_SHOW)
-    lab.solution(P1_SOLUTION, grade_id="classify")
-    lab.tests(P1_TESTS, grade_id="classify_tests", points=4)
-    lab.part("Three planted bugs", P2_TEXT)
-    lab.code(P2_DEMO)
-    lab.markdown(STICK_TEXT)
-    lab.code(RUN_STICK)
-    lab.solution(STICK_SOLUTION, grade_id="stick")
-    lab.tests(STICK_TESTS, grade_id="stick_tests", points=5)
-    lab.markdown(HANG_TEXT)
-    lab.code(RUN_HANG)
-    lab.solution(HANG_SOLUTION, grade_id="hang")
-    lab.tests(HANG_TESTS, grade_id="hang_tests", points=5)
-    lab.markdown(OVERFLOW_TEXT)
-    lab.code(RUN_OVERFLOW)
-    lab.solution(OVERFLOW_SOLUTION, grade_id="overflow")
-    lab.tests(OVERFLOW_TESTS, grade_id="overflow_tests", points=5)
-    lab.part("A performance bug", P3_TEXT)
-    lab.solution(P3_SOLUTION, grade_id="split_time")
-    lab.tests(P3_TESTS, grade_id="split_time_tests", points=3)
-    lab.code(P3_LOOK)
-    lab.markdown(P3B_TEXT)
-    lab.solution(P3B_SOLUTION, grade_id="perf")
-    lab.tests(P3B_TESTS, grade_id="perf_tests", points=4)
-    lab.code(P3_PLOT)
-    lab.analysis(ANALYSIS_TEXT)
-    lab.answer(Q1, grade_id="q_stick", points=3, model_answer=A1)
-    lab.answer(Q2, grade_id="q_compare", points=3, model_answer=A2)
-    lab.code(Q2_CHECK)
-    lab.answer(Q3, grade_id="q_hang", points=2, model_answer=A3)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
-    lab.wrap_up(WRAP_UP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build_core))
+# %% [markdown]
+# ## Wrap-up
+#
+# - **Name the layer first**: eight layers from capture to numerics; the symptom is seen at the output, the
+#   cause sits where the information was first wrong.
+# - **Localise node by node**: the first node that differs from a CPU reference is where the error enters;
+#   everything after it only inherits it.
+# - **Reduce until it is 1-minimal and still fails the same way** — same exception, same diverging op — or you
+#   will fix a different bug.
+# - **Bound the region, then split its time**: kernel, transfer, communication, host, overhead; compare with the
+#   sum of the floors, and name the cause (here a CPU fallback).
+# - **Work around in the model, report to the compiler**: padding to whole sticks, a max-shifted softmax,
+#   smaller calls and native rewrites are workarounds; the minimal reproducer is the bug report.
+#
+# Next: the **Dataflow Deep Dive** (`deepdive5_spyre`) reads the compiled kernel descriptions of the failing
+# `clone` and shows the copy range stopping at one stick, next to the correct 63-, 64-, 65- and 128-element
+# cases.

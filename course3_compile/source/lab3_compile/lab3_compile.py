@@ -1,37 +1,50 @@
-"""Builds Course 3's core lab notebook: ``python course3_compile/build_lab.py`` rewrites
-``course3_compile/source/lab3_compile/lab3_compile.ipynb``.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-``lab3_compile`` — "From nn.Module to a dataflow program": Dynamo graph capture and graph breaks, AOTAutograd's
-forward/backward aten graphs through your own backend, eager vs aot_eager vs Inductor (compile time apart from
-steady state) and one generated kernel read, a pointwise-fusion pass of your own, MXU tiles and Spyre sticks,
-static vs launched schedules, and the landscape rows of the compilers of all five systems.
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-The Deep Dive (``deepdive3_spyre``) has its own build script. Run ``dfa release course3_compile`` afterwards.
-"""
+# %% [markdown]
+# # Course 3 · Lab: From nn.Module to a dataflow program
+#
+# `torch.compile` turns a Python `nn.Module` into a program: Dynamo captures a graph, AOTAutograd lowers it to aten and derives the backward, a backend fuses, tiles, lays out and schedules it. You follow that path on the reference decoder, write two of the passes yourself and compare what the compilers of five architectures decide. *Measured* numbers come from this machine; *simulated* ones from `common.sim`; hardware numbers from the catalog.
+#
+# **Learning objectives**
+#
+# - read TorchDynamo's graph breaks and rewrite a model into one graph
+# - write a backend that captures AOTAutograd's forward and backward aten graphs; see decompositions and functionalization in the op counts
+# - measure eager vs aot_eager vs Inductor (compile time apart from steady state) and read one generated fused kernel
+# - write a legal pointwise-fusion pass and see, in the simulators, where fusion saves bytes and time and where it does not
+# - compute MXU tiles, (8,128) and stick padding and check them against the simulated TPU and Spyre
+# - compare a static schedule with a launched kernel stream
+#
+# **Expected time:** 90–120 minutes  
+# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop with a C++ compiler (Inductor generates C++ on CPU)
 
-from __future__ import annotations
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-
-PARAMETERS = """\
+# %% tags=["parameters"]
 import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
 # passes FAST=True): Part 3 then compiles one decoder sub-block instead of the whole decoder, timing is shorter.
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
-MODEL = "test"   # the reference decoder (common.models): 2 layers, d_model 32 - small enough to compile on 2 CPUs"""
+MODEL = "test"   # the reference decoder (common.models): 2 layers, d_model 32 - small enough to compile on 2 CPUs
 
-SETTINGS = """\
+# %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
 BATCH, SEQ = 1, (8 if FAST else 32)        # prompt of the timed prefill step
 MIN_RUN_TIME = 0.05 if FAST else 0.5       # seconds of steady-state timing per backend (common.bench)
@@ -62,26 +75,28 @@ SYSTEM_BACKENDS = {"GPU": "gpu", "TPU": "tpu", "WSE": "wse", "LPU": "lpu", "Spyr
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 14)
 info = bench.machine_info()
-print(f"this machine: {info['cpu']} ({info['cores']} cores, {info['num_threads']} torch threads); FAST={FAST}")"""
+print(f"this machine: {info['cpu']} ({info['cores']} cores, {info['num_threads']} torch threads); FAST={FAST}")
 
-# ---- Part 1 -----------------------------------------------------------------------------------------------------
-P1_TEXT = """\
-**The principle.** A dataflow compiler needs the *whole* computation as a graph before it can fuse, tile and
-schedule it. Python is not a graph: it has `if` statements on tensor values, `.item()` calls that pull a number
-out to the host, prints. **TorchDynamo** (the front end of `torch.compile`) reads the Python bytecode of your
-`forward`, records the tensor operations into an FX graph, and where it meets something it cannot put in a graph
-it stops — a **graph break** — runs that piece in Python, and starts a new graph after it. Every break is a
-place where no fusion can cross and where (on an accelerator) the device waits for the host.
 
-**The vendors.** The same capture problem exists for every backend: XLA on TPUs needs one static program,
-Groq's and Cerebras's compilers place a whole graph on chips, torch-spyre compiles each Dynamo graph into
-SuperDSC bundles — a break means two programs and a host round trip between them.
+# %% [markdown]
+# ## Part 1 — Dynamo: capture and graph breaks
+#
+# **The principle.** A dataflow compiler needs the *whole* computation as a graph before it can fuse, tile and
+# schedule it. Python is not a graph: it has `if` statements on tensor values, `.item()` calls that pull a number
+# out to the host, prints. **TorchDynamo** (the front end of `torch.compile`) reads the Python bytecode of your
+# `forward`, records the tensor operations into an FX graph, and where it meets something it cannot put in a graph
+# it stops — a **graph break** — runs that piece in Python, and starts a new graph after it. Every break is a
+# place where no fusion can cross and where (on an accelerator) the device waits for the host.
+#
+# **The vendors.** The same capture problem exists for every backend: XLA on TPUs needs one static program,
+# Groq's and Cerebras's compilers place a whole graph on chips, torch-spyre compiles each Dynamo graph into
+# SuperDSC bundles — a break means two programs and a host round trip between them.
+#
+# The model below has a `.item()` (a host sync: the value is needed *in Python*), a `print` of it and an `if` on
+# a tensor value. `explain_dynamo` (wrapping `torch._dynamo.explain`) tells you how many graphs Dynamo made and
+# why it broke.
 
-The model below has a `.item()` (a host sync: the value is needed *in Python*), a `print` of it and an `if` on
-a tensor value. `explain_dynamo` (wrapping `torch._dynamo.explain`) tells you how many graphs Dynamo made and
-why it broke."""
-
-P1_MODEL = '''\
+# %%
 class Gate(nn.Module):
     """up -> data-dependent activation -> scale by the mean |activation| -> down."""
 
@@ -103,15 +118,16 @@ class Gate(nn.Module):
 
 x_gate = torch.randn(4, 32)
 report = explain_dynamo(Gate(), x_gate)
-print(report)'''
+print(report)
 
-P1_SPEC = """\
-**Spec.** Write `GateFixed`, a subclass of `Gate` with the same parameters, whose `forward` computes the same
-function **without any graph break**: keep the scale as a tensor (no `.item()`), drop the print, and choose
-between the two activations with `torch.where(condition, a, b)` instead of an `if`. The check runs
-`explain_dynamo` on it (one graph, zero breaks) and compares outputs with `Gate` on inputs that take each branch."""
 
-P1_SOLUTION = '''\
+# %% [markdown]
+# **Spec.** Write `GateFixed`, a subclass of `Gate` with the same parameters, whose `forward` computes the same
+# function **without any graph break**: keep the scale as a tensor (no `.item()`), drop the print, and choose
+# between the two activations with `torch.where(condition, a, b)` instead of an `if`. The check runs
+# `explain_dynamo` on it (one graph, zero breaks) and compares outputs with `Gate` on inputs that take each branch.
+
+# %% nbgrader={"grade": false, "grade_id": "gate_fixed", "locked": false, "schema_version": 3, "solution": true, "task": false}
 class GateFixed(Gate):
     def forward(self, x):
         ### BEGIN SOLUTION
@@ -119,9 +135,10 @@ class GateFixed(Gate):
         scale = h.abs().mean()                                   # stays a 0-d tensor on the device
         h = torch.where(h.sum() > 0, torch.relu(h), torch.tanh(h))  # both branches computed, one selected
         return self.down(h / (scale + 1e-3))
-        ### END SOLUTION'''
+        ### END SOLUTION
 
-P1_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "gate_fixed_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor
 
 fixed = explain_dynamo(GateFixed(), x_gate)
@@ -141,31 +158,32 @@ for _d, _seed in ((16, 3), (48, 7)):
     _r = explain_dynamo(GateFixed(_d, seed=_seed), _x)
     grader.assert_equal(_r.graph_count, 1, name="one graph")
     grader.assert_equal(_r.graph_break_count, 0, name="no breaks")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# ---- Part 2 -----------------------------------------------------------------------------------------------------
-P2_TEXT = """\
-**The principle.** Dynamo's graph is still *torch-level* (`torch.nn.functional.layer_norm`, a `Linear`). A
-backend wants a small, fixed op set with no mutation. **AOTAutograd** traces the Dynamo graph again at the
-dispatcher level (with `make_fx`): every op becomes an **aten** op, in-place ops are **functionalized** (`add_`
-becomes `add`, plus a copy back where an input is mutated), composite ops are optionally **decomposed** with a
-table (Inductor's table turns `layer_norm` into `var_mean`, `sub`, `rsqrt`, `mul`, `add`), and — for training —
-the **backward graph** is derived ahead of time and partitioned from the forward. Your backend receives those
-graphs: it is any function `(gm, example_inputs) -> callable`.
+# %% [markdown]
+# ## Part 2 — AOTAutograd through your own backend
+#
+# **The principle.** Dynamo's graph is still *torch-level* (`torch.nn.functional.layer_norm`, a `Linear`). A
+# backend wants a small, fixed op set with no mutation. **AOTAutograd** traces the Dynamo graph again at the
+# dispatcher level (with `make_fx`): every op becomes an **aten** op, in-place ops are **functionalized** (`add_`
+# becomes `add`, plus a copy back where an input is mutated), composite ops are optionally **decomposed** with a
+# table (Inductor's table turns `layer_norm` into `var_mean`, `sub`, `rsqrt`, `mul`, `add`), and — for training —
+# the **backward graph** is derived ahead of time and partitioned from the forward. Your backend receives those
+# graphs: it is any function `(gm, example_inputs) -> callable`.
+#
+# **The vendors.** Inductor, torch-xla (for TPUs) and torch-spyre all sit behind AOTAutograd and see these aten
+# graphs; their decomposition tables differ (what is native on the target stays whole: Spyre keeps `layer_norm`
+# and `gelu` as native ops; Inductor decomposes them into pointwise ops it can fuse).
+#
+# **Spec.** (a) `my_count_ops(gm)`: a `dict` {op name: count} over the graph's `call_function`, `call_module` and
+# `call_method` nodes, skipping the `getitem` nodes that unpack multi-output ops; name an aten op `"aten.<packet>"`
+# (`node.target.overloadpacket.__name__`, e.g. `"aten.add"` for `aten.add.Tensor`) and anything else with
+# `common.compile_tools.op_name(node)`. (b) `inspecting_backend(gm, example_inputs)`: append
+# `{"graph": gm, "ops": my_count_ops(gm), "n_inputs": len(example_inputs)}` to the list `SEEN` and return a
+# callable that runs the graph unchanged (`gm.forward`). `capture_with(inspecting_backend, model, x)` then compiles
+# `model` with AOTAutograd around your backend and runs forward *and* backward.
 
-**The vendors.** Inductor, torch-xla (for TPUs) and torch-spyre all sit behind AOTAutograd and see these aten
-graphs; their decomposition tables differ (what is native on the target stays whole: Spyre keeps `layer_norm`
-and `gelu` as native ops; Inductor decomposes them into pointwise ops it can fuse).
-
-**Spec.** (a) `my_count_ops(gm)`: a `dict` {op name: count} over the graph's `call_function`, `call_module` and
-`call_method` nodes, skipping the `getitem` nodes that unpack multi-output ops; name an aten op `"aten.<packet>"`
-(`node.target.overloadpacket.__name__`, e.g. `"aten.add"` for `aten.add.Tensor`) and anything else with
-`common.compile_tools.op_name(node)`. (b) `inspecting_backend(gm, example_inputs)`: append
-`{"graph": gm, "ops": my_count_ops(gm), "n_inputs": len(example_inputs)}` to the list `SEEN` and return a
-callable that runs the graph unchanged (`gm.forward`). `capture_with(inspecting_backend, model, x)` then compiles
-`model` with AOTAutograd around your backend and runs forward *and* backward."""
-
-P2_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "inspecting_backend", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from common.compile_tools import op_name
 
 SEEN = []
@@ -192,9 +210,10 @@ def inspecting_backend(gm, example_inputs):
     ### BEGIN SOLUTION
     SEEN.append({"graph": gm, "ops": my_count_ops(gm), "n_inputs": len(example_inputs)})
     return gm.forward
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "inspecting_backend_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 
@@ -231,17 +250,17 @@ for _dec in ("none", "inductor"):
 grader.assert_equal(dict(my_count_ops(captured.dynamo[0])), dict(count_ops(captured.dynamo[0])),
                     name="torch-level graph counts")
 SEEN.clear()
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_DECOMP_TEXT = """\
-### What decomposes into what
+# %% [markdown]
+# ### What decomposes into what
+#
+# Below, four ops of a transformer traced the way AOTAutograd traces them (`make_fx` after functionalization), with
+# no decomposition table, with the **Core ATen** table (the stable op set export and most vendor backends target)
+# and with **Inductor's** table. Then the forward and backward graphs of `Tiny` with Inductor's table, through
+# your backend, and a function with in-place ops, functionalized.
 
-Below, four ops of a transformer traced the way AOTAutograd traces them (`make_fx` after functionalization), with
-no decomposition table, with the **Core ATen** table (the stable op set export and most vendor backends target)
-and with **Inductor's** table. Then the forward and backward graphs of `Tiny` with Inductor's table, through
-your backend, and a function with in-place ops, functionalized."""
-
-P2_DECOMP = """\
+# %%
 q = torch.randn(1, 2, 8, 4)
 OPS = {"layer_norm": (lambda t: F.layer_norm(t, (16,)), (torch.randn(4, 16),)),
        "gelu": (lambda t: F.gelu(t), (torch.randn(4, 16),)),
@@ -261,7 +280,7 @@ if plain is None:  # your backend is not written yet
     plain = capture_with(backend, Tiny(), torch.randn(4, 16))
 with_inductor = capture_with(backend, Tiny(), torch.randn(4, 16), decompositions="inductor")
 counts = pd.DataFrame({"no table": plain.table().sum(), "Inductor table": with_inductor.table().sum()})
-print("\\nops per captured graph of Tiny (torch-level Dynamo graph, aten forward, aten backward):")
+print("\nops per captured graph of Tiny (torch-level Dynamo graph, aten forward, aten backward):")
 print(counts.to_string())
 
 
@@ -271,24 +290,25 @@ def inplace(t):
     return torch.relu_(y)   # in place
 
 
-print("\\nfunctionalized:", dict(decomposition_counts(inplace, (torch.randn(4),), tables=("none",))["none"]))"""
+print("\nfunctionalized:", dict(decomposition_counts(inplace, (torch.randn(4),), tables=("none",))["none"]))
 
-# ---- Part 3 -----------------------------------------------------------------------------------------------------
-P3_TEXT = """\
-**The principle.** Compiling costs time once and (maybe) saves time on every call. We time three backends on
-this machine: `eager` (no compile), `aot_eager` (Dynamo + AOTAutograd, then the aten graph runs op by op: the
-capture overhead without any optimisation) and `inductor` (the default: fusion + generated C++/OpenMP on CPU,
-Triton on GPUs). The first call includes Dynamo's trace and the compile; we time it once, then measure the
-steady state with `common.bench` (median of repeated blocks, after warm-up), and report
-compile time = first call − steady-state median. Both are **measured** on this machine.
+# %% [markdown]
+# ## Part 3 — Eager vs aot_eager vs Inductor
+#
+# **The principle.** Compiling costs time once and (maybe) saves time on every call. We time three backends on
+# this machine: `eager` (no compile), `aot_eager` (Dynamo + AOTAutograd, then the aten graph runs op by op: the
+# capture overhead without any optimisation) and `inductor` (the default: fusion + generated C++/OpenMP on CPU,
+# Triton on GPUs). The first call includes Dynamo's trace and the compile; we time it once, then measure the
+# steady state with `common.bench` (median of repeated blocks, after warm-up), and report
+# compile time = first call − steady-state median. Both are **measured** on this machine.
+#
+# In `FAST` mode (CI) we compile one sub-block of the reference decoder — RMSNorm followed by the SwiGLU MLP of
+# layer 0, `DecoderFFN` — because a cold Inductor compile of the whole decoder takes about a minute on 2 vCPUs; with
+# the learner defaults the whole decoder prefill is compiled. Run the cell twice: the second compile is much
+# shorter, because Inductor keeps compiled graphs and kernels in an on-disk cache (`/tmp/torchinductor_<user>`);
+# CI and the autograder always start cold.
 
-In `FAST` mode (CI) we compile one sub-block of the reference decoder — RMSNorm followed by the SwiGLU MLP of
-layer 0, `DecoderFFN` — because a cold Inductor compile of the whole decoder takes about a minute on 2 vCPUs; with
-the learner defaults the whole decoder prefill is compiled. Run the cell twice: the second compile is much
-shorter, because Inductor keeps compiled graphs and kernels in an on-disk cache (`/tmp/torchinductor_<user>`);
-CI and the autograder always start cold."""
-
-P3_RUN = """\
+# %%
 model = build_model(MODEL).eval()
 if FAST:  # one sub-block, compiled in this process: a worker pool pays its start-up for nothing on 2 cores
     import torch._inductor.config
@@ -314,25 +334,25 @@ a2.set_ylabel("steady-state time per call (µs, log)")
 a2.set_title(f"median of repeated calls (MEASURED, {info['cores']} cores)", fontsize=9)
 fig.suptitle(f"MEASURED on {info['cpu']}: eager vs aot_eager vs inductor, {MODEL} decoder, {what}, fp32",
              fontsize=10)
-plt.show()"""
+plt.show()
 
-P3_SPEC = """\
-### Read one generated kernel
+# %% [markdown]
+# ### Read one generated kernel
+#
+# Inductor's output (captured above in `CODE`, the same text `TORCH_COMPILE_DEBUG=1` or
+# `torch._logging.set_logs(output_code=True)` shows) is a Python wrapper that allocates buffers, calls library
+# GEMMs (`extern_kernels.mm`) and defines one generated kernel per fusion:
+# `cpp_fused_<ops>_<n> = async_compile.cpp_pybinding(...)` on CPU, `triton_<kind>_fused_<ops>_<n> =
+# async_compile.triton(...)` on GPUs. The `<ops>` part of the name lists the aten ops the kernel fused (sorted).
+#
+# **Spec.** (a) `kernel_names(code)`: the names of the fused kernels *defined* in `code`, in order, each once
+# (a line `NAME = async_compile.<something>(`, NAME containing `fused`). (b) Print the source of the kernel that
+# computes the RMSNorm (`common.compile_tools.kernel_source`) and set `RMSNORM_KERNEL` to its name and
+# `RMSNORM_OPS` to the `set` of aten ops it fused, e.g. `{"aten.mul", ...}` — read them from the name and check
+# them against the loops in the source (with the whole decoder, the first norm kernel also holds the embedding
+# lookup; `common.compile_tools.ops_in_kernel_name` splits a name into aten op names if you want to check).
 
-Inductor's output (captured above in `CODE`, the same text `TORCH_COMPILE_DEBUG=1` or
-`torch._logging.set_logs(output_code=True)` shows) is a Python wrapper that allocates buffers, calls library
-GEMMs (`extern_kernels.mm`) and defines one generated kernel per fusion:
-`cpp_fused_<ops>_<n> = async_compile.cpp_pybinding(...)` on CPU, `triton_<kind>_fused_<ops>_<n> =
-async_compile.triton(...)` on GPUs. The `<ops>` part of the name lists the aten ops the kernel fused (sorted).
-
-**Spec.** (a) `kernel_names(code)`: the names of the fused kernels *defined* in `code`, in order, each once
-(a line `NAME = async_compile.<something>(`, NAME containing `fused`). (b) Print the source of the kernel that
-computes the RMSNorm (`common.compile_tools.kernel_source`) and set `RMSNORM_KERNEL` to its name and
-`RMSNORM_OPS` to the `set` of aten ops it fused, e.g. `{"aten.mul", ...}` — read them from the name and check
-them against the loops in the source (with the whole decoder, the first norm kernel also holds the embedding
-lookup; `common.compile_tools.ops_in_kernel_name` splits a name into aten op names if you want to check)."""
-
-P3_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "kernel_names", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import re
 
 from common.compile_tools import kernel_source, ops_in_kernel_name
@@ -341,7 +361,7 @@ from common.compile_tools import kernel_source, ops_in_kernel_name
 def kernel_names(code):
     """Fused kernels defined in Inductor's output code, in order of definition, without repeats."""
     ### BEGIN SOLUTION
-    names = re.findall(r"^(\\w*fused\\w*?)\\s*=\\s*async_compile\\.\\w+\\(", code, flags=re.M)
+    names = re.findall(r"^(\w*fused\w*?)\s*=\s*async_compile\.\w+\(", code, flags=re.M)
     return list(dict.fromkeys(names))
     ### END SOLUTION
 
@@ -354,9 +374,9 @@ RMSNORM_KERNEL = next(k for k in kernel_names(CODE) if "rsqrt" in k)  # rsqrt(me
 # common.compile_tools.ops_in_kernel_name does, e.g. "_unsafe_view" is one op
 RMSNORM_OPS = set(ops_in_kernel_name(RMSNORM_KERNEL))
 ### END SOLUTION
-print(kernel_source(CODE, RMSNORM_KERNEL)[:1500])'''
+print(kernel_source(CODE, RMSNORM_KERNEL)[:1500])
 
-P3_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kernel_names_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal
 from common.compile_tools import fused_kernels
 
@@ -370,7 +390,7 @@ check_equal("ops it fused", sorted(RMSNORM_OPS), sorted(reference[RMSNORM_KERNEL
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 
-_code = "\\n".join([
+_code = "\n".join([
     "cpp_fused_gelu_native_layer_norm_0 = async_compile.cpp_pybinding(['float*'], r'x')",
     "triton_poi_fused_add_mul_1 = async_compile.triton('triton_', 'x')",
     "extern_kernels.mm(buf0, buf1, out=buf2)",
@@ -382,33 +402,34 @@ grader.assert_equal(kernel_names(_code), ["cpp_fused_gelu_native_layer_norm_0", 
                                           "cpp_fused__softmax_2"], name="kernel names")
 grader.assert_equal(kernel_names("no kernels here"), [], name="no kernels")
 grader.assert_equal(sorted(RMSNORM_OPS), sorted(fused_kernels(CODE)[RMSNORM_KERNEL]), name="RMSNorm ops")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# ---- Part 4 -----------------------------------------------------------------------------------------------------
-P4_TEXT = """\
-**The principle.** An unfused program writes every intermediate tensor to memory and reads it back in the next
-op. *Fusion* keeps it on chip (registers, shared memory, VMEM, LX): a chain of pointwise ops becomes one loop
-over the data, and a pointwise **epilogue** (bias, activation, residual) runs on a matmul's output tile before
-it is stored. Saved traffic per fused intermediate: one write + one read of its bytes.
-**Legality**: a value that is also read *outside* the group must be written anyway, so the group cannot
-swallow it (unless the consumer outside recomputes it — a trade of FLOPs for bytes this pass does not make); a
-reduction (`mean`, `sum`) is a barrier for a pointwise fusion; two GEMMs do not share a kernel.
+# %% [markdown]
+# ## Part 4 — A pointwise-fusion pass
+#
+# **The principle.** An unfused program writes every intermediate tensor to memory and reads it back in the next
+# op. *Fusion* keeps it on chip (registers, shared memory, VMEM, LX): a chain of pointwise ops becomes one loop
+# over the data, and a pointwise **epilogue** (bias, activation, residual) runs on a matmul's output tile before
+# it is stored. Saved traffic per fused intermediate: one write + one read of its bytes.
+# **Legality**: a value that is also read *outside* the group must be written anyway, so the group cannot
+# swallow it (unless the consumer outside recomputes it — a trade of FLOPs for bytes this pass does not make); a
+# reduction (`mean`, `sum`) is a barrier for a pointwise fusion; two GEMMs do not share a kernel.
+#
+# **The vendors.** Inductor fuses pointwise and reduction loops (and, with `max-autotune` GEMM templates on GPUs,
+# matmul epilogues); XLA makes loop / input / output fusions; torch-spyre puts whole runs of device ops in one
+# SuperDSC bundle; Groq and Cerebras chain vector work onto the matmul it feeds.
+#
+# **Spec.** Write `my_find_groups(gm)` over an aten graph: a list of groups, each a list of node names, such that
+# an edge `p -> n` fuses exactly when `n` is pointwise or a view, `p` is pointwise, a view or a matmul, and **every
+# user of `p` is `n`**; groups are the connected sets of such edges; keep a group only if it holds at least two
+# compute ops (pointwise or matmul) and at most one matmul. Classify with `common.fusion.classify(node)`
+# ("pointwise" from `torch.Tag.pointwise`, "matmul" for mm/addmm/bmm, "view", "other"). Then `fuse_groups(gm,
+# groups)` (given: it checks legality and rewrites each group into one `call_module`) must give the same numbers.
+#
+# Worked example: in `mm -> relu -> mul -> {sum, add}; add(mul, sum) -> exp -> sub`, `mul` has two users, so the
+# groups are `[mm, relu, mul]` and `[add, exp, sub]`: `sum` reads `mul` from memory.
 
-**The vendors.** Inductor fuses pointwise and reduction loops (and, with `max-autotune` GEMM templates on GPUs,
-matmul epilogues); XLA makes loop / input / output fusions; torch-spyre puts whole runs of device ops in one
-SuperDSC bundle; Groq and Cerebras chain vector work onto the matmul it feeds.
-
-**Spec.** Write `my_find_groups(gm)` over an aten graph: a list of groups, each a list of node names, such that
-an edge `p -> n` fuses exactly when `n` is pointwise or a view, `p` is pointwise, a view or a matmul, and **every
-user of `p` is `n`**; groups are the connected sets of such edges; keep a group only if it holds at least two
-compute ops (pointwise or matmul) and at most one matmul. Classify with `common.fusion.classify(node)`
-("pointwise" from `torch.Tag.pointwise`, "matmul" for mm/addmm/bmm, "view", "other"). Then `fuse_groups(gm,
-groups)` (given: it checks legality and rewrites each group into one `call_module`) must give the same numbers.
-
-Worked example: in `mm -> relu -> mul -> {sum, add}; add(mul, sum) -> exp -> sub`, `mul` has two users, so the
-groups are `[mm, relu, mul]` and `[add, exp, sub]`: `sum` reads `mul` from memory."""
-
-P4_GRAPH = """\
+# %%
 def block(x, w, b, r):
     h = torch.addmm(b, x, w)                    # (T, C) = x @ w + b: the matmul
     g = F.gelu(h, approximate="tanh")           # its epilogue
@@ -422,9 +443,9 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 block_args = (torch.randn(64, 128), torch.randn(128, 256) / 11, torch.randn(256), torch.randn(64, 256))
 block_gm = make_fx(block)(*block_args)
-print(block_gm.code)"""
+print(block_gm.code)
 
-P4_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "fusion_groups", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from common.fusion import classify
 
 
@@ -452,9 +473,10 @@ def my_find_groups(gm):
         if sum(classify(m) in ("pointwise", "matmul") for m in s) >= 2:
             out.append([m.name for m in gm.graph.nodes if m in s])
     return out
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "fusion_groups_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor
 
 
@@ -501,17 +523,17 @@ _m = build_model("test")
 _args, _kw = step_inputs(_m, "prefill", 1, 4)
 _gm = capture_aten(_m, _args, _kw, fake=True)
 grader.assert_equal(canon(my_find_groups(_gm)), canon(g.nodes for g in _fg(_gm)), name="decoder groups")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4B_TEXT = """\
-### Bytes saved, and where they go
+# %% [markdown]
+# ### Bytes saved, and where they go
+#
+# **Spec.** `bytes_saved(gm, names)`: for one group (node names), the main-memory traffic fusion removes: every
+# compute node of the group *except the one whose value leaves it* is no longer written once and read once, so
+# `2 x sum(numel x element size)` over those interior compute nodes (views move nothing). Read sizes from
+# `node.meta["val"]`. Worked example: a chain of 5 pointwise ops on a (16, 32) fp32 tensor saves 2 x 4 x 2048 B.
 
-**Spec.** `bytes_saved(gm, names)`: for one group (node names), the main-memory traffic fusion removes: every
-compute node of the group *except the one whose value leaves it* is no longer written once and read once, so
-`2 x sum(numel x element size)` over those interior compute nodes (views move nothing). Read sizes from
-`node.meta["val"]`. Worked example: a chain of 5 pointwise ops on a (16, 32) fp32 tensor saves 2 x 4 x 2048 B."""
-
-P4B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "bytes_saved", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def bytes_saved(gm, names):
     """2 x bytes of the group's interior compute values (all but the value that leaves the group)."""
     ### BEGIN SOLUTION
@@ -523,9 +545,10 @@ def bytes_saved(gm, names):
         if not leaves and classify(n) in ("pointwise", "matmul"):
             total += n.meta["val"].numel() * n.meta["val"].element_size()
     return 2 * total
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4B_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "bytes_saved_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 for g in reference:
@@ -543,17 +566,17 @@ for _shape, _dt in (((8, 100), torch.float16), ((3, 5, 7), torch.float64)):
     _gm = _mf(lambda t: torch.tanh(t * 3 - 1) * t)(torch.randn(*_shape, dtype=_dt))
     for _g in _fg(_gm):
         grader.assert_equal(bytes_saved(_gm, _g.nodes), _g.bytes_saved, name=f"bytes saved {_shape} {_dt}")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4C_TEXT = """\
-### The simulator: op by op vs fused, per memory level
+# %% [markdown]
+# ### The simulator: op by op vs fused, per memory level
+#
+# `fusion_savings(gm)` simulates the same aten graph twice on each of the five machines: **op by op** (every op
+# its own kernel, every intermediate through the main memory, like eager mode) and **fused** (the backend's own
+# fusion rules, `common.sim`). The table gives bytes per memory level, kernels and SIMULATED time. The block is a
+# prefill-sized activation chain in bf16 (fake tensors: nothing is computed).
 
-`fusion_savings(gm)` simulates the same aten graph twice on each of the five machines: **op by op** (every op
-its own kernel, every intermediate through the main memory, like eager mode) and **fused** (the backend's own
-fusion rules, `common.sim`). The table gives bytes per memory level, kernels and SIMULATED time. The block is a
-prefill-sized activation chain in bf16 (fake tensors: nothing is computed)."""
-
-P4C_RUN = """\
+# %%
 class FFNChain(nn.Module):  # RMSNorm-free epilogue chain of a transformer MLP: gelu(x*a+b) * sigmoid(x)
     def forward(self, x):
         return F.gelu(x * 1.5 + 0.5) * torch.sigmoid(x)
@@ -576,22 +599,23 @@ mb.pivot(index="backend", columns="program", values="main_bytes")[["op by op", "
     ax=axes[1], rot=0, color=["#bab0ac", "#4e79a7"])
 axes[1].set_ylabel("bytes at the main memory level")
 axes[1].set_title("SIMULATED main-memory bytes (HBM / LPDDR5 / SRAM for LPU, WSE)", fontsize=9)
-plt.show()"""
+plt.show()
 
-P4D_TEXT = """\
-### When fusion does not pay
 
-Fusion saves time only when the intermediate's trip through memory was on the critical path. Find, in the table
-above, the **backend whose simulated time does not change** when the chain is fused (within 1 %): its
-intermediates already lived in on-chip SRAM, and the chain is bound by something else. Then find a **Spyre LX
-budget** (`lx_budget_bytes`, bytes of scratchpad per core the planner may use, 32768 to 2e6) under which the
-fused bundle **spills** its intermediates back to LPDDR5 (`spill_bytes > 0`) — fusion raised scratchpad pressure
-past what fits, and the LPDDR5 traffic is no lower than op by op.
+# %% [markdown]
+# ### When fusion does not pay
+#
+# Fusion saves time only when the intermediate's trip through memory was on the critical path. Find, in the table
+# above, the **backend whose simulated time does not change** when the chain is fused (within 1 %): its
+# intermediates already lived in on-chip SRAM, and the chain is bound by something else. Then find a **Spyre LX
+# budget** (`lx_budget_bytes`, bytes of scratchpad per core the planner may use, 32768 to 2e6) under which the
+# fused bundle **spills** its intermediates back to LPDDR5 (`spill_bytes > 0`) — fusion raised scratchpad pressure
+# past what fits, and the LPDDR5 traffic is no lower than op by op.
+#
+# **Spec.** `no_gain_backend(savings)`: the backend name (a `str`) whose fused time is within 1 % of its op-by-op
+# time (the first one if several). Set `SPILL_LX_BUDGET` to an `int` budget that makes the fused chain spill.
 
-**Spec.** `no_gain_backend(savings)`: the backend name (a `str`) whose fused time is within 1 % of its op-by-op
-time (the first one if several). Set `SPILL_LX_BUDGET` to an `int` budget that makes the fused chain spill."""
-
-P4D_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "no_gain", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def no_gain_backend(savings):
     """The backend whose fused simulated time is within 1 % of its op-by-op time."""
     ### BEGIN SOLUTION
@@ -606,9 +630,9 @@ def no_gain_backend(savings):
 SPILL_LX_BUDGET = 32768
 ### END SOLUTION
 spill = fusion_savings(chain_gm, ("spyre",), lx_budget_bytes=SPILL_LX_BUDGET)
-print(spill[["program", "time_s", "bytes_LPDDR5", "bytes_LX", "spill_bytes"]].to_string(index=False))'''
+print(spill[["program", "time_s", "bytes_LPDDR5", "bytes_LX", "spill_bytes"]].to_string(index=False))
 
-P4D_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "no_gain_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 t = savings.pivot(index="backend", columns="program", values="time_s")
@@ -628,29 +652,30 @@ _fake = _pd.DataFrame({"backend": ["a", "a", "b", "b", "c", "c"], "program": ["o
 grader.assert_equal(no_gain_backend(_fake), "b", name="no-gain backend on other numbers")
 grader.assert_type(SPILL_LX_BUDGET, int, name="SPILL_LX_BUDGET is an int")
 grader.assert_in_range(SPILL_LX_BUDGET, 32768, 2_000_000, name="budget in range")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# ---- Part 5 -----------------------------------------------------------------------------------------------------
-P5_TEXT = """\
-**The principle.** A matrix engine works on fixed-size blocks, and memory stores tensors in fixed-size tiles;
-a dimension that is not a multiple pads — the padded part is fetched, stored and multiplied for nothing.
+# %% [markdown]
+# ## Part 5 — Tiling and layout: MXU tiles and sticks
+#
+# **The principle.** A matrix engine works on fixed-size blocks, and memory stores tensors in fixed-size tiles;
+# a dimension that is not a multiple pads — the padded part is fetched, stored and multiplied for nothing.
+#
+# **The vendors.** A **TPU** MXU is a `mxu x mxu` systolic array (v5e: 128; v6e: 256 — catalog fact `mxu_dim`);
+# it holds a `mxu x mxu` block of weights while rows of the LHS stream through in groups of one sublane tile, so
+# K and N pad to the MXU edge and M to the `sublanes` (8) of XLA's **(8,128) layout**, which stores the two minor
+# dims in 8 x 128 tiles. **Spyre** stores tensors in **sticks** of `stick_bytes` (128 B = 64 fp16) along the
+# innermost dimension; a matmul's A (M, K) has sticks along K, B (K, N) and the output along N, and only the
+# innermost dimension pads.
+#
+# **Spec.** (a) `mxu_tiling(M, K, N, mxu, sublanes)` → dict with `M_padded` (to `sublanes`), `K_padded`,
+# `N_padded` (to `mxu`), `mxu_passes` = ceil(K/mxu) x ceil(N/mxu) and `efficiency` = MKN / (M'K'N'). (b)
+# `sticks(shape, elem_bytes, stick_bytes)` → dict with `sticks` (rows x ceil(last / per_stick), rows = product of
+# the other dims), `device_shape` = (sticks per row, *other dims, elements per stick) as a tuple, and
+# `padding_bytes` = sticks x stick_bytes − numel x elem_bytes. Worked example: (100, 150) fp16 → 300 sticks,
+# device shape (3, 100, 64), padding 300 x 128 − 30000 = 8400 B. Take `mxu`, `sublanes`, `stick_bytes` from the
+# catalog (`get_chip(...).fact(...)`).
 
-**The vendors.** A **TPU** MXU is a `mxu x mxu` systolic array (v5e: 128; v6e: 256 — catalog fact `mxu_dim`);
-it holds a `mxu x mxu` block of weights while rows of the LHS stream through in groups of one sublane tile, so
-K and N pad to the MXU edge and M to the `sublanes` (8) of XLA's **(8,128) layout**, which stores the two minor
-dims in 8 x 128 tiles. **Spyre** stores tensors in **sticks** of `stick_bytes` (128 B = 64 fp16) along the
-innermost dimension; a matmul's A (M, K) has sticks along K, B (K, N) and the output along N, and only the
-innermost dimension pads.
-
-**Spec.** (a) `mxu_tiling(M, K, N, mxu, sublanes)` → dict with `M_padded` (to `sublanes`), `K_padded`,
-`N_padded` (to `mxu`), `mxu_passes` = ceil(K/mxu) x ceil(N/mxu) and `efficiency` = MKN / (M'K'N'). (b)
-`sticks(shape, elem_bytes, stick_bytes)` → dict with `sticks` (rows x ceil(last / per_stick), rows = product of
-the other dims), `device_shape` = (sticks per row, *other dims, elements per stick) as a tuple, and
-`padding_bytes` = sticks x stick_bytes − numel x elem_bytes. Worked example: (100, 150) fp16 → 300 sticks,
-device shape (3, 100, 64), padding 300 x 128 − 30000 = 8400 B. Take `mxu`, `sublanes`, `stick_bytes` from the
-catalog (`get_chip(...).fact(...)`)."""
-
-P5_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "tiling", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
@@ -673,9 +698,10 @@ def sticks(shape, elem_bytes, stick_bytes):
     n = rows * per_row
     return {"sticks": n, "device_shape": (per_row, *shape[:-1], per),
             "padding_bytes": n * stick_bytes - math.prod(shape) * elem_bytes}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P5_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "tiling_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar
 
 TPU, SPYRE = get_chip("tpu-v5e"), get_chip("spyre")
@@ -711,16 +737,16 @@ for _shape, _dt, _eb in (((3, 7, 65), "fp16", 2), ((10, 33), "fp32", 4), ((64,),
     grader.assert_equal(_got["sticks"], _ref["sticks"], name=f"sticks {_shape}")
     grader.assert_equal(tuple(_got["device_shape"]), tuple(_ref["device_shape"]), name=f"device shape {_shape}")
     grader.assert_equal(_got["padding_bytes"], _ref["padding_bytes"], name=f"padding {_shape}")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P5B_TEXT = """\
-### One dimension, two verdicts
+# %% [markdown]
+# ### One dimension, two verdicts
+#
+# Find a hidden size `D` (between 64 and 4096) such that the square-ish matmul `(128, D) @ (D, D)` maps **cleanly
+# onto Spyre's sticks** (no padding in any operand) but **needs padding on the TPU's 128 x 128 MXU** (efficiency
+# below 1). Set `CLEAN_ON_SPYRE_PADDED_ON_TPU = D`; the check asks both simulators.
 
-Find a hidden size `D` (between 64 and 4096) such that the square-ish matmul `(128, D) @ (D, D)` maps **cleanly
-onto Spyre's sticks** (no padding in any operand) but **needs padding on the TPU's 128 x 128 MXU** (efficiency
-below 1). Set `CLEAN_ON_SPYRE_PADDED_ON_TPU = D`; the check asks both simulators."""
-
-P5B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "clean_dim", "locked": false, "schema_version": 3, "solution": true, "task": false}
 # Set CLEAN_ON_SPYRE_PADDED_ON_TPU to your D (an int).
 ### BEGIN SOLUTION
 CLEAN_ON_SPYRE_PADDED_ON_TPU = 192
@@ -731,9 +757,9 @@ spyre_p = simulate_op("matmul", (128, D, D), "spyre").programs[0].kernels[0].til
 print(f"TPU: {tpu_t['bmkn']}, MXU efficiency {tpu_t['efficiency']:.1%}, (8,128) layout efficiency "
       f"{tpu_t['layout_efficiency']:.1%} (SIMULATED)")
 pads = {name: t["padding_bytes"] for name, t in spyre_p["tensors"].items()}
-print(f"Spyre: padding bytes per tensor {pads} (SIMULATED)")'''
+print(f"Spyre: padding bytes per tensor {pads} (SIMULATED)")
 
-P5B_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "clean_dim_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_in_range
 
 check_in_range("D", CLEAN_ON_SPYRE_PADDED_ON_TPU, 64, 4096)
@@ -746,24 +772,25 @@ from common.checks import grader
 grader.assert_type(CLEAN_ON_SPYRE_PADDED_ON_TPU, int, name="D is an int")
 grader.assert_equal(CLEAN_ON_SPYRE_PADDED_ON_TPU % 64, 0, name="D fills whole fp16 sticks")
 grader.assert_equal(bool(CLEAN_ON_SPYRE_PADDED_ON_TPU % 128 != 0), True, name="D is not a multiple of 128")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# ---- Part 6 -----------------------------------------------------------------------------------------------------
-P6_TEXT = """\
-**The principle.** After fusion and tiling the compiler orders the kernels in time. A **static** schedule (XLA
-on a TPU, Groq, Cerebras, a Spyre bundle's ops) is fixed at compile time: kernels run back to back, and what is
-left is the fill/drain of the systolic array between matmuls. A **dynamic** schedule (a GPU stream) is built at
-run time: the host launches each kernel, and a kernel that is shorter than a launch leaves the GPU idle —
-*launch-bound*. Where the time that is neither compute nor memory shows up depends on who schedules.
+# %% [markdown]
+# ## Part 6 — Scheduling: static program vs launched kernels
+#
+# **The principle.** After fusion and tiling the compiler orders the kernels in time. A **static** schedule (XLA
+# on a TPU, Groq, Cerebras, a Spyre bundle's ops) is fixed at compile time: kernels run back to back, and what is
+# left is the fill/drain of the systolic array between matmuls. A **dynamic** schedule (a GPU stream) is built at
+# run time: the host launches each kernel, and a kernel that is shorter than a launch leaves the GPU idle —
+# *launch-bound*. Where the time that is neither compute nor memory shows up depends on who schedules.
+#
+# **Spec.** `schedule_overhead(report)`: on the report's critical engine (`report.critical_engine`: `"stream"` on
+# the GPU, `"tensorcore"` on the TPU, `"cores"` on Spyre), a dict with `busy_s` (summed duration of its
+# `compute` events), `named_s` (summed duration of its other events: fill/drain syncs, launches on that engine),
+# `idle_s` (`report.time_s` minus the union of all its events' intervals: gaps where it waits, e.g. for a launch)
+# and `overhead_share` = (named_s + idle_s) / time_s. Events: `report.events`, each with `.engine`, `.kind`,
+# `.start`, `.end`, `.duration`.
 
-**Spec.** `schedule_overhead(report)`: on the report's critical engine (`report.critical_engine`: `"stream"` on
-the GPU, `"tensorcore"` on the TPU, `"cores"` on Spyre), a dict with `busy_s` (summed duration of its
-`compute` events), `named_s` (summed duration of its other events: fill/drain syncs, launches on that engine),
-`idle_s` (`report.time_s` minus the union of all its events' intervals: gaps where it waits, e.g. for a launch)
-and `overhead_share` = (named_s + idle_s) / time_s. Events: `report.events`, each with `.engine`, `.kind`,
-`.start`, `.end`, `.duration`."""
-
-P6_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "schedule_overhead", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def schedule_overhead(report):
     """Busy, named-overhead and idle seconds of the critical engine, and the overhead share of the step."""
     ### BEGIN SOLUTION
@@ -776,9 +803,10 @@ def schedule_overhead(report):
         end = max(end, e.end)
     idle = report.time_s - covered
     return {"busy_s": busy, "named_s": named, "idle_s": idle, "overhead_share": (named + idle) / report.time_s}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P6_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "schedule_overhead_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar, check_type
 
 steps = {b: simulate_llm(MODEL, b, phase="decode", batch=1, seq=SIM_SEQ) for b in ("gpu", "tpu")}
@@ -806,38 +834,41 @@ for _b, _kw in (("spyre", {}), ("gpu", {"graphs": True}), ("tpu", {})):
     grader.assert_scalar(_o["busy_s"] + _o["named_s"] + _o["idle_s"], _r.time_s, rel=1e-6, name=f"{_b} total")
     grader.assert_scalar(_o["overhead_share"], _r.attribution["scheduling"] / _r.time_s, rel=1e-6, abs_tol=1e-9,
                          name=f"{_b} overhead share")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P6_PLOT = """\
+# %%
 fig, axes = plt.subplots(2, 1, figsize=(12, 5.6), layout="constrained")
 for ax, (b, r) in zip(axes, steps.items()):
     r.gantt(ax=ax, title=f"SIMULATED {b.upper()} ({r.chip}, {r.dtype}): one decode step of {MODEL}, batch 1, KV "
                          f"{SIM_SEQ}: {len(r.programs[1].kernels)} kernels per layer, {r.time_s * 1e6:.1f} µs, "
                          f"{r.attribution['scheduling'] / r.time_s:.0%} scheduling")
-plt.show()"""
+plt.show()
 
-# ---- Analysis, landscape, wrap-up ---------------------------------------------------------------------------------
-ANALYSIS_TEXT = """\
-Answer in the cells below (markdown). Two to six sentences each; quote numbers from your runs."""
+# %% [markdown]
+# ## Analysis
+#
+# Answer in the cells below (markdown). Two to six sentences each; quote numbers from your runs.
 
-Q1 = """\
-**Q1 (comparative prediction).** *Before* running the next cell: the SwiGLU block of the reference decoder at
-8B scale (d_model 4096, FFN 14336) in prefill of 512 tokens, bf16: `down(silu(gate(x)) * up(x))`. Predict, for
-the **GPU**, **TPU** and **Spyre** compilers (Part 4's rules: `common/sim/gpu.py`, `tpu.py`, `spyre.py`), how
-many kernels the block becomes and whether fusion cuts its main-memory bytes much, a little or not at all
-(which values are intermediates, which are weights, what order the ops come in). Then run the cell and explain
-what you got wrong."""
+# %% [markdown]
+# **Q1 (comparative prediction).** *Before* running the next cell: the SwiGLU block of the reference decoder at
+# 8B scale (d_model 4096, FFN 14336) in prefill of 512 tokens, bf16: `down(silu(gate(x)) * up(x))`. Predict, for
+# the **GPU**, **TPU** and **Spyre** compilers (Part 4's rules: `common/sim/gpu.py`, `tpu.py`, `spyre.py`), how
+# many kernels the block becomes and whether fusion cuts its main-memory bytes much, a little or not at all
+# (which values are intermediates, which are weights, what order the ops come in). Then run the cell and explain
+# what you got wrong.
 
-A1 = """\
-In program order the block is mm(gate), silu, mm(up), mul, mm(down). GPU: GEMMs take no epilogue and silu and
-mul are separated by the up GEMM, so nothing fuses: 5 kernels, bytes unchanged (a real Inductor would reorder
-and fuse silu*mul). TPU: output fusion puts silu into the gate matmul and mul into the up matmul: 3 fusions,
-~12 % fewer HBM bytes (the two (512, 14336) intermediates' round trips). Spyre: device ops become bundles planned
-over LX; the intermediates that fit stay in LX, ~6 % fewer LPDDR5 bytes. The three weight matrices (352 MB)
-dominate the traffic everywhere, so fusion helps little at this size; it matters when activations dominate
-(long prompts, pointwise-heavy blocks)."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_predict", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# In program order the block is mm(gate), silu, mm(up), mul, mm(down). GPU: GEMMs take no epilogue and silu and
+# mul are separated by the up GEMM, so nothing fuses: 5 kernels, bytes unchanged (a real Inductor would reorder
+# and fuse silu*mul). TPU: output fusion puts silu into the gate matmul and mul into the up matmul: 3 fusions,
+# ~12 % fewer HBM bytes (the two (512, 14336) intermediates' round trips). Spyre: device ops become bundles planned
+# over LX; the intermediates that fit stay in LX, ~6 % fewer LPDDR5 bytes. The three weight matrices (352 MB)
+# dominate the traffic everywhere, so fusion helps little at this size; it matters when activations dominate
+# (long prompts, pointwise-heavy blocks).
+# === END MARK SCHEME ===
 
-Q1_CHECK = """\
+# %%
 import dataclasses
 
 from common.models import get_config
@@ -848,40 +879,46 @@ ffn_gm = capture_aten(big.layers[0].mlp, (torch.empty(1, 512, 4096, dtype=torch.
 res = fusion_savings(ffn_gm, ("gpu", "tpu", "spyre"))
 res["main_bytes"] = [row[f"bytes_{get_chip(row['chip']).main_memory.name}"] for _, row in res.iterrows()]
 print("SIMULATED SwiGLU of llama-3.1-8b, prefill 512 tokens, bf16:")
-print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(index=False))"""
+print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(index=False))
 
-Q2 = """\
-**Q2 (Part 4).** Which backend's time did not change with fusion, and why — where did its intermediates live
-before fusion, and what bounds the chain there? Under which LX budget did Spyre's fused bundle spill, and what
-happened to its LPDDR5 bytes and its time? When would a compiler rather *not* fuse?"""
+# %% [markdown]
+# **Q2 (Part 4).** Which backend's time did not change with fusion, and why — where did its intermediates live
+# before fusion, and what bounds the chain there? Under which LX budget did Spyre's fused bundle spill, and what
+# happened to its LPDDR5 bytes and its time? When would a compiler rather *not* fuse?
 
-A2 = """\
-The LPU: op by op its intermediates already went to on-chip SRAM (80 TB/s), which is not the bound; the
-pointwise chain is bound by the vector units' throughput (VXM), so removing SRAM traffic changes nothing. On
-Spyre with a 32 KB LX budget the fused bundle's intermediates do not fit per core and spill: LPDDR5 bytes climb
-back to the op-by-op level; time still drops a little because one bundle launch replaces five. Don't fuse when
-the fused working set exceeds the scratchpad (spills, or tiles so small that the matmul loses reuse), when a
-value is needed by another consumer anyway (recompute would cost more), or when fusion blocks a better library
-kernel."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_no_gain", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# The LPU: op by op its intermediates already went to on-chip SRAM (80 TB/s), which is not the bound; the
+# pointwise chain is bound by the vector units' throughput (VXM), so removing SRAM traffic changes nothing. On
+# Spyre with a 32 KB LX budget the fused bundle's intermediates do not fit per core and spill: LPDDR5 bytes climb
+# back to the op-by-op level; time still drops a little because one bundle launch replaces five. Don't fuse when
+# the fused working set exceeds the scratchpad (spills, or tiles so small that the matmul loses reuse), when a
+# value is needed by another consumer anyway (recompute would cost more), or when fusion blocks a better library
+# kernel.
+# === END MARK SCHEME ===
 
-Q3 = """\
-**Q3 (Part 6).** In the two Gantt charts, where does the time that is neither compute nor memory show up on the
-GPU and on the TPU, and why is it a different kind of overhead? What would CUDA graphs (`graphs=True`) or a
-bigger batch change on each?"""
+# %% [markdown]
+# **Q3 (Part 6).** In the two Gantt charts, where does the time that is neither compute nor memory show up on the
+# GPU and on the TPU, and why is it a different kind of overhead? What would CUDA graphs (`graphs=True`) or a
+# bigger batch change on each?
 
-A3 = """\
-GPU: the stream is idle between tiny decode kernels because every kernel waits for its host launch (launch
-bound, idle gaps, ~all of the step at this size). TPU: one compiled program, no launches; the overhead is the
-MXU fill/drain bubble before each matmul fusion (named sync events on the tensorcore). CUDA graphs replace N
-launches by one plus a small device-side gap: the GPU overhead shrinks by ~launch/gap. A bigger batch makes each
-kernel longer, so the fixed launch (GPU) or fill/drain (TPU) cost becomes a smaller share on both."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_schedule", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# GPU: the stream is idle between tiny decode kernels because every kernel waits for its host launch (launch
+# bound, idle gaps, ~all of the step at this size). TPU: one compiled program, no launches; the overhead is the
+# MXU fill/drain bubble before each matmul fusion (named sync events on the tensorcore). CUDA graphs replace N
+# launches by one plus a small device-side gap: the GPU overhead shrinks by ~launch/gap. A bigger batch makes each
+# kernel longer, so the fixed launch (GPU) or fill/drain (TPU) cost becomes a smaller share on both.
+# === END MARK SCHEME ===
 
-LANDSCAPE_TEXT = """\
-Add Course 3's rows for all five systems: the compiler's IR stages, its fusion strategy, how it tiles, and how
-layouts propagate (edit the texts if your reading of the parts above differs — they are *your* rows), plus the
-kernels per decoder layer from the simulator. Then render the map so far."""
+# %% [markdown]
+# ## Landscape map
+#
+# Add Course 3's rows for all five systems: the compiler's IR stages, its fusion strategy, how it tiles, and how
+# layouts propagate (edit the texts if your reading of the parts above differs — they are *your* rows), plus the
+# kernels per decoder layer from the simulator. Then render the map so far.
 
-LANDSCAPE_CODE = """\
+# %%
 import tempfile
 
 from common.landscape import SYSTEMS, LandscapeMap
@@ -928,93 +965,20 @@ for system in SYSTEMS:
 lm.save()
 fig, ax = plt.subplots(figsize=(16, 1.2 + 0.6 * len(lm.frame())), layout="constrained")
 lm.render(ax=ax, title="Accelerator landscape after Course 3 (learner rows [L], SIMULATED rows [S])")
-plt.show()"""
+plt.show()
 
-WRAP_UP = """\
-- **Capture first**: a graph break (`.item()`, `print`, a Python `if` on a tensor) splits the program; nothing
-  fuses across it and the device waits for the host. Express data-dependent choices as tensor ops.
-- **AOTAutograd** hands backends functional aten graphs, forward and backward; the decomposition table decides
-  which ops a backend sees whole.
-- **Compile time is paid once**; measure it apart from the steady state.
-- **Fusion removes a write and a read per intermediate** — only where that trip was on the critical path, and
-  only while the fused working set fits the scratchpad.
-- **Tiles and layouts pad** differently per target: the same dimension can be clean on one and wasteful on
-  another.
-- **Who schedules** decides where overhead shows up: host launches (GPU) or fill/drain in a static program (TPU).
-
-Next: the **Dataflow Deep Dive** (`deepdive3_spyre`) walks a Spyre-like lowering pipeline stage by stage."""
-
-
-def build() -> LabBuilder:
-    lab = LabBuilder(COURSE, "lab3_compile", "Course 3 · Lab: From nn.Module to a dataflow program")
-    lab.header(
-        objectives=[
-            "read TorchDynamo's graph breaks and rewrite a model into one graph",
-            "write a backend that captures AOTAutograd's forward and backward aten graphs; see decompositions "
-            "and functionalization in the op counts",
-            "measure eager vs aot_eager vs Inductor (compile time apart from steady state) and read one "
-            "generated fused kernel",
-            "write a legal pointwise-fusion pass and see, in the simulators, where fusion saves bytes and time "
-            "and where it does not",
-            "compute MXU tiles, (8,128) and stick padding and check them against the simulated TPU and Spyre",
-            "compare a static schedule with a launched kernel stream",
-        ],
-        expected_time="90–120 minutes",
-        runtime="Colab CPU runtime (2 vCPUs) or any laptop with a C++ compiler (Inductor generates C++ on CPU)",
-        intro="`torch.compile` turns a Python `nn.Module` into a program: Dynamo captures a graph, AOTAutograd "
-              "lowers it to aten and derives the backward, a backend fuses, tiles, lays out and schedules it. You "
-              "follow that path on the reference decoder, write two of the passes yourself and compare what the "
-              "compilers of five architectures decide. *Measured* numbers come from this machine; *simulated* "
-              "ones from `common.sim`; hardware numbers from the catalog.",
-    )
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS)
-    lab.part("Dynamo: capture and graph breaks", P1_TEXT)
-    lab.code(P1_MODEL)
-    lab.markdown(P1_SPEC)
-    lab.solution(P1_SOLUTION, grade_id="gate_fixed")
-    lab.tests(P1_TESTS, grade_id="gate_fixed_tests", points=3)
-    lab.part("AOTAutograd through your own backend", P2_TEXT)
-    lab.solution(P2_SOLUTION, grade_id="inspecting_backend")
-    lab.tests(P2_TESTS, grade_id="inspecting_backend_tests", points=3)
-    lab.markdown(P2_DECOMP_TEXT)
-    lab.code(P2_DECOMP)
-    lab.part("Eager vs aot_eager vs Inductor", P3_TEXT)
-    lab.code(P3_RUN)
-    lab.markdown(P3_SPEC)
-    lab.solution(P3_SOLUTION, grade_id="kernel_names")
-    lab.tests(P3_TESTS, grade_id="kernel_names_tests", points=3)
-    lab.part("A pointwise-fusion pass", P4_TEXT)
-    lab.code(P4_GRAPH)
-    lab.solution(P4_SOLUTION, grade_id="fusion_groups")
-    lab.tests(P4_TESTS, grade_id="fusion_groups_tests", points=4)
-    lab.markdown(P4B_TEXT)
-    lab.solution(P4B_SOLUTION, grade_id="bytes_saved")
-    lab.tests(P4B_TESTS, grade_id="bytes_saved_tests", points=2)
-    lab.markdown(P4C_TEXT)
-    lab.code(P4C_RUN)
-    lab.markdown(P4D_TEXT)
-    lab.solution(P4D_SOLUTION, grade_id="no_gain")
-    lab.tests(P4D_TESTS, grade_id="no_gain_tests", points=2)
-    lab.part("Tiling and layout: MXU tiles and sticks", P5_TEXT)
-    lab.solution(P5_SOLUTION, grade_id="tiling")
-    lab.tests(P5_TESTS, grade_id="tiling_tests", points=3)
-    lab.markdown(P5B_TEXT)
-    lab.solution(P5B_SOLUTION, grade_id="clean_dim")
-    lab.tests(P5B_TESTS, grade_id="clean_dim_tests", points=1)
-    lab.part("Scheduling: static program vs launched kernels", P6_TEXT)
-    lab.solution(P6_SOLUTION, grade_id="schedule_overhead")
-    lab.tests(P6_TESTS, grade_id="schedule_overhead_tests", points=3)
-    lab.code(P6_PLOT)
-    lab.analysis(ANALYSIS_TEXT)
-    lab.answer(Q1, grade_id="q_predict", points=3, model_answer=A1)
-    lab.code(Q1_CHECK)
-    lab.answer(Q2, grade_id="q_no_gain", points=3, model_answer=A2)
-    lab.answer(Q3, grade_id="q_schedule", points=2, model_answer=A3)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
-    lab.wrap_up(WRAP_UP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build))
+# %% [markdown]
+# ## Wrap-up
+#
+# - **Capture first**: a graph break (`.item()`, `print`, a Python `if` on a tensor) splits the program; nothing
+#   fuses across it and the device waits for the host. Express data-dependent choices as tensor ops.
+# - **AOTAutograd** hands backends functional aten graphs, forward and backward; the decomposition table decides
+#   which ops a backend sees whole.
+# - **Compile time is paid once**; measure it apart from the steady state.
+# - **Fusion removes a write and a read per intermediate** — only where that trip was on the critical path, and
+#   only while the fused working set fits the scratchpad.
+# - **Tiles and layouts pad** differently per target: the same dimension can be clean on one and wasteful on
+#   another.
+# - **Who schedules** decides where overhead shows up: host launches (GPU) or fill/drain in a static program (TPU).
+#
+# Next: the **Dataflow Deep Dive** (`deepdive3_spyre`) walks a Spyre-like lowering pipeline stage by stage.

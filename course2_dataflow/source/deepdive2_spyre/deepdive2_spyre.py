@@ -1,46 +1,47 @@
-"""Builds Course 2's Dataflow Deep Dive: ``python course2_dataflow/build_deepdive.py`` rewrites
-``course2_dataflow/source/deepdive2_spyre/deepdive2_spyre.ipynb``.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-The attention half of the course's transformer block, compiled by the simulated IBM Spyre compiler, read as a
-dataflow graph (``common.sim.graphview``): the bundle the compiler fused, the edges that stay in the LX
-scratchpads and the ones that became LPDDR5 DMA, the stick layout of a tensor on its way through, the work
-split over the 32 cores, and the restickify copy the compiler inserted. Run ``dfa release course2_dataflow``
-afterwards to regenerate ``release/``.
-"""
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-from __future__ import annotations
+# %% [markdown]
+# # Course 2 · Dataflow Deep Dive — The attention block as Spyre's dataflow graph
+#
+# In the original specialization this module runs on IBM Spyre cards. Here it runs on the **simulated Spyre** of
+# `common.sim` (a model of torch-spyre's compiler passes with costs from public specifications): every number that
+# is not from the hardware catalog is **simulated**. In the core lab you built and scheduled a dataflow graph by
+# hand. Here you read the one a dataflow *compiler* built for the attention half of the same block,
+# `x + attention(ln1(x))`: which ops it fused into one device program, which edges of the graph stay in the
+# cores' scratchpads and which became DMA transfers to LPDDR5, how one tensor is cut into 128-byte sticks on its
+# way, how the work is split over the 32 cores, and where the compiler had to insert a layout copy.
+#
+# **Learning objectives**
+#
+# - read a dataflow compiler's program as a graph: the fused bundle, the on-chip (LX) edges and the DMA edges
+# - count the LPDDR5<->LX transfers and their bytes, and check them against the hardware counters
+# - follow one tensor from LPDDR5 through its stick layout into the scratchpads and back
+# - measure how evenly the work is spread over the cores, and why the shape decides it
+# - predict from the graph which op needs a restickify copy, and explain why
+#
+# **Expected time:** 45–60 minutes  
+# **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated)
 
-import sys
-from pathlib import Path
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-LAB = "deepdive2_spyre"
-
-INTRO = """\
-In the original specialization this module runs on IBM Spyre cards. Here it runs on the **simulated Spyre** of
-`common.sim` (a model of torch-spyre's compiler passes with costs from public specifications): every number that
-is not from the hardware catalog is **simulated**. In the core lab you built and scheduled a dataflow graph by
-hand. Here you read the one a dataflow *compiler* built for the attention half of the same block,
-`x + attention(ln1(x))`: which ops it fused into one device program, which edges of the graph stay in the
-cores' scratchpads and which became DMA transfers to LPDDR5, how one tensor is cut into 128-byte sticks on its
-way, how the work is split over the 32 cores, and where the compiler had to insert a layout copy."""
-
-OBJECTIVES = [
-    "read a dataflow compiler's program as a graph: the fused bundle, the on-chip (LX) edges and the DMA edges",
-    "count the LPDDR5<->LX transfers and their bytes, and check them against the hardware counters",
-    "follow one tensor from LPDDR5 through its stick layout into the scratchpads and back",
-    "measure how evenly the work is spread over the cores, and why the shape decides it",
-    "predict from the graph which op needs a restickify copy, and explain why",
-]
-
-ENV = """\
+# %%
 import json
 
 import matplotlib.pyplot as plt
@@ -57,17 +58,17 @@ STICK = int(SPYRE.fact("stick_bytes"))  # catalog: torch-spyre's BYTES_IN_STICK
 CORES = SPYRE.compute_units  # catalog: cores per card
 print(f"catalog: {SPYRE.name}, {SPYRE.compute_units} {SPYRE.compute_unit_name}, "
       + "; ".join(f"{lv.name} {lv.total_capacity / 1e6:g} MB" for lv in SPYRE.memory_levels)
-      + f"; stick = {STICK} bytes")"""
+      + f"; stick = {STICK} bytes")
 
-PARAMETERS = """\
+# %% tags=["parameters"]
 import os
 
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # the autograder and CI set this
 CONFIG = "tiny-block"  # d_model 64, 4 heads of 16 (common.models)
 BATCH, SEQ = 2, 40     # 80 query rows: not a multiple of the 32 cores, on purpose
-LANDSCAPE_PATH = None  # None: ./landscape_map.json (the map of your other labs), or $DFA_LANDSCAPE"""
+LANDSCAPE_PATH = None  # None: ./landscape_map.json (the map of your other labs), or $DFA_LANDSCAPE
 
-SETTINGS = """\
+# %%
 import tempfile
 
 if FAST:
@@ -75,9 +76,9 @@ if FAST:
     LANDSCAPE_PATH = LANDSCAPE_PATH or os.path.join(tempfile.mkdtemp(prefix="dfa_"), "landscape_map.json")
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 14)
-print(f"FAST={FAST}: {CONFIG} attention half, batch {BATCH}, seq {SEQ}")"""
+print(f"FAST={FAST}: {CONFIG} attention half, batch {BATCH}, seq {SEQ}")
 
-COMPILE = """\
+# %%
 # Compile x + attention(ln1(x)) for one simulated Spyre card (fp16; shapes only, on fake tensors).
 REPORT = gv.attention_report(CONFIG, BATCH, SEQ)
 PROGRAM = REPORT.programs[0]
@@ -88,31 +89,34 @@ FUSION = gv.fusion_table(PROGRAM)
 print(FUSION[["op", "aten", "kernel", "kernel_kind", "inserted", "pattern", "lowering", "split"]].to_string())
 ax = gv.draw_program(PROGRAM, title=f"SIMULATED Spyre program: {CONFIG} x + attention(ln1(x)), batch {BATCH}, "
                                     f"seq {SEQ}, fp16 — ops in program order, one shaded box per bundle")
-plt.show()"""
+plt.show()
 
-P1_TEXT = """\
-**Principle.** A dataflow graph has nodes (ops) and edges (tensors). A compiler for a machine with
-software-managed scratchpads decides, edge by edge, where each tensor travels: an edge inside one device
-program (a *bundle*) whose tensor fits the scratchpad stays **on chip** — the consumer reads what the producer
-left in its core's scratchpad; any other edge goes through main memory: the producer's bundle writes it out,
-the consumer's DMA reads it back. Fusion is therefore not only "fewer launches": it is the choice of which
-edges never touch DRAM.
 
-**Vendor.** torch-spyre bundles device ops into SuperDSC programs; inside one, each op's tensors are split over
-the cores' **LX** scratchpads (2 MB each, catalog). The simulated compiler records, per op, where every input
-comes from: `kernel.tiling["sdsc"][i]["inputs_from"]` maps producer name → `"LX"` or `"LPDDR5"`
-(`kernel.ops[i]` is the op of plan `i`; `op.name`, `op.in_bytes` = {producer: bytes}). A host fallback
-(`kernel.kind == "fallback"`, here the mask's `arange`) has no plans. The figure above draws these edges.
+# %% [markdown]
+# ## Part 1 — Which edges stay on chip: the fused bundle
+#
+# **Principle.** A dataflow graph has nodes (ops) and edges (tensors). A compiler for a machine with
+# software-managed scratchpads decides, edge by edge, where each tensor travels: an edge inside one device
+# program (a *bundle*) whose tensor fits the scratchpad stays **on chip** — the consumer reads what the producer
+# left in its core's scratchpad; any other edge goes through main memory: the producer's bundle writes it out,
+# the consumer's DMA reads it back. Fusion is therefore not only "fewer launches": it is the choice of which
+# edges never touch DRAM.
+#
+# **Vendor.** torch-spyre bundles device ops into SuperDSC programs; inside one, each op's tensors are split over
+# the cores' **LX** scratchpads (2 MB each, catalog). The simulated compiler records, per op, where every input
+# comes from: `kernel.tiling["sdsc"][i]["inputs_from"]` maps producer name → `"LX"` or `"LPDDR5"`
+# (`kernel.ops[i]` is the op of plan `i`; `op.name`, `op.in_bytes` = {producer: bytes}). A host fallback
+# (`kernel.kind == "fallback"`, here the mask's `arange`) has no plans. The figure above draws these edges.
+#
+# **Spec.** `edge_table(program)` → a `DataFrame` with one row per edge **between two ops of the program**
+# (producers that are graph inputs or weights are not ops: leave them out), in program order (kernels in
+# `program.kernels` order, ops in `kernel.ops` order, producers in `op.in_bytes` order), columns
+# `producer` (str), `consumer` (str), `same_kernel` (bool: both ops in the same kernel) and `via` (str): the
+# consumer plan's `inputs_from[producer]`, or `"host"` when the consumer is a fallback.
+# Example: `("native_layer_norm", "addmm", True, "LX")` — the layer norm's output stays in LX for the Q
+# projection.
 
-**Spec.** `edge_table(program)` → a `DataFrame` with one row per edge **between two ops of the program**
-(producers that are graph inputs or weights are not ops: leave them out), in program order (kernels in
-`program.kernels` order, ops in `kernel.ops` order, producers in `op.in_bytes` order), columns
-`producer` (str), `consumer` (str), `same_kernel` (bool: both ops in the same kernel) and `via` (str): the
-consumer plan's `inputs_from[producer]`, or `"host"` when the consumer is a fallback.
-Example: `("native_layer_norm", "addmm", True, "LX")` — the layer norm's output stays in LX for the Q
-projection."""
-
-P1_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "edge_table", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def edge_table(program):
     """One row per op -> op edge of the compiled program: producer, consumer, same_kernel, via."""
     ### BEGIN SOLUTION
@@ -127,9 +131,10 @@ def edge_table(program):
                 via = "host" if plans is None else plans[i]["inputs_from"][p]
                 rows.append({"producer": p, "consumer": op.name, "same_kernel": kernel_of[p] == k.name, "via": via})
     return pd.DataFrame(rows, columns=["producer", "consumer", "same_kernel", "via"])
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "edge_table_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 EDGES = edge_table(PROGRAM)
@@ -186,9 +191,9 @@ for _p in _progs:
              zip(_e["producer"], _e["consumer"], _e["same_kernel"], _e["via"])]
     grader.assert_equal(_mine, _ref_edges(_p), name="edges, in program order")
 grader.assert_equal(sorted(set(_e["via"])), ["LPDDR5"], name="a spilled edge inside a kernel goes via LPDDR5")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1_AFTER = """\
+# %%
 try:
     EDGES = edge_table(PROGRAM)
 except NotImplementedError:  # not written yet: the same table from the plans, so the rest of the notebook runs
@@ -200,26 +205,29 @@ except NotImplementedError:  # not written yet: the same table from the plans, s
          for k in PROGRAM.kernels for i, op in enumerate(k.ops) for p in op.in_bytes if p in _kernel_of])
 ON_CHIP = float((EDGES["via"] == "LX").mean())
 print(f"SIMULATED: {len(EDGES)} op->op edges, {ON_CHIP:.0%} stay in LX; crossing LPDDR5:")
-print(EDGES[EDGES["via"] != "LX"].to_string(index=False))"""
+print(EDGES[EDGES["via"] != "LX"].to_string(index=False))
 
-P2_TEXT = """\
-**Principle.** The edges that leave the chip are the program's *data-movement* edges: each is a DMA transfer
-between main memory and a core's scratchpad, and its bytes are what the memory system has to deliver. On a
-machine whose scratchpads the compiler manages, these transfers are known before the program runs — the
-hardware's traffic counters then simply add them up.
 
-**Vendor.** `gv.dma_edges(program)` lists every transfer the simulated Spyre program makes: `kernel`, `op`,
-`tensor`, `direction` (`"LPDDR5->LX"`, `"LX->LPDDR5"`, or over PCIe for the host fallback:
-`"host->LPDDR5"`, `"LPDDR5->host"`), `kind` (`input`, `output`, `spill`, `pcie`), `bytes` (device bytes, whole
-sticks, × the passes a matmul operand is re-read) and `sticks`. `report.counters` has the card's totals
-`lpddr_to_lx_bytes` and `lx_to_lpddr_bytes`.
+# %% [markdown]
+# ## Part 2 — Data-movement edges and the traffic counters
+#
+# **Principle.** The edges that leave the chip are the program's *data-movement* edges: each is a DMA transfer
+# between main memory and a core's scratchpad, and its bytes are what the memory system has to deliver. On a
+# machine whose scratchpads the compiler manages, these transfers are known before the program runs — the
+# hardware's traffic counters then simply add them up.
+#
+# **Vendor.** `gv.dma_edges(program)` lists every transfer the simulated Spyre program makes: `kernel`, `op`,
+# `tensor`, `direction` (`"LPDDR5->LX"`, `"LX->LPDDR5"`, or over PCIe for the host fallback:
+# `"host->LPDDR5"`, `"LPDDR5->host"`), `kind` (`input`, `output`, `spill`, `pcie`), `bytes` (device bytes, whole
+# sticks, × the passes a matmul operand is re-read) and `sticks`. `report.counters` has the card's totals
+# `lpddr_to_lx_bytes` and `lx_to_lpddr_bytes`.
+#
+# **Spec.** `dma_summary(edges)` takes such a table and returns a `DataFrame` **indexed by kernel** (only rows
+# whose direction is `LPDDR5->LX` or `LX->LPDDR5`; kernels in order of first appearance) with columns `reads`
+# (int: number of LPDDR5→LX edges), `read_bytes` (float), `writes` (int: LX→LPDDR5 edges) and `write_bytes`
+# (float). A kernel with edges in only one direction has 0 / 0.0 in the other.
 
-**Spec.** `dma_summary(edges)` takes such a table and returns a `DataFrame` **indexed by kernel** (only rows
-whose direction is `LPDDR5->LX` or `LX->LPDDR5`; kernels in order of first appearance) with columns `reads`
-(int: number of LPDDR5→LX edges), `read_bytes` (float), `writes` (int: LX→LPDDR5 edges) and `write_bytes`
-(float). A kernel with edges in only one direction has 0 / 0.0 in the other."""
-
-P2_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "dma_summary", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def dma_summary(edges):
     """Per kernel: number and bytes of LPDDR5->LX reads and LX->LPDDR5 writes."""
     ### BEGIN SOLUTION
@@ -232,9 +240,10 @@ def dma_summary(edges):
         r[key + "s"] += 1
         r[key + "_bytes"] += float(b)
     return pd.DataFrame.from_dict(rows, orient="index", columns=["reads", "read_bytes", "writes", "write_bytes"])
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "dma_summary_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar, check_type
 
 DMA = gv.dma_edges(PROGRAM)
@@ -286,9 +295,9 @@ for _r in (_simulate(_gw(_Chain(), (_x,), dtype="fp16"), "spyre", lx_budget_byte
                              name="write bytes")
     grader.assert_scalar(float(_s["write_bytes"].sum()), float(_r.counters["lx_to_lpddr_bytes"]), rel=1e-9,
                          name="writes = counter (spills included)")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_PLOT = """\
+# %%
 DMA = gv.dma_edges(PROGRAM)
 moved = DMA[DMA["kind"] != "pcie"].copy()
 moved["label"] = [f"{NAMES.get(t, t)} -> {o}" if d == "LPDDR5->LX" else f"{o} -> LPDDR5"
@@ -307,52 +316,35 @@ ax.set_title(f"SIMULATED Spyre: every LPDDR5<->LX transfer of the attention half
              fontsize=10)
 plt.show()
 share = moved.groupby("what")["bytes"].sum() / moved["bytes"].sum()
-print("share of LPDDR5 bytes:", share.round(3).to_dict())"""
+print("share of LPDDR5 bytes:", share.round(3).to_dict())
 
-def _stick_case(shape, cores, dtype):
-    """Hidden-test references, computed here from the catalog (stick size) and DTYPE_BYTES at build time."""
-    import math
+# %% [markdown]
+# ## Part 3 — One tensor through sticks, scratchpad and LPDDR5
+#
+# **Principle.** A dataflow core does not read bytes, it reads **sticks**: fixed-size units laid along the
+# innermost dimension of a tensor. A tensor of shape `(..., n)` with `e`-byte elements and `S`-byte sticks
+# occupies
+#
+# $$\text{sticks} = \text{rows} \times \lceil n\,e / S \rceil,\qquad \text{rows} = \prod \text{outer dims},$$
+#
+# and a row that does not fill its last stick is padded: the padding is stored, moved and computed on. When an
+# op is split over `k` cores, each core gets an equal share of the sticks (the busiest core ⌈sticks / k⌉) in its
+# LX scratchpad.
+#
+# **Vendor.** Spyre's stick is `SPYRE.fact("stick_bytes")` = 128 bytes (catalog, from torch-spyre): 64 fp16
+# values. `gv.trace_tensor(program, name)` follows one tensor through the program step by step (produced in
+# LX, DMA'd out or in, read where it stayed, restickified), with `device_shape` = (sticks per row, *outer dims,
+# elements per stick), `sticks`, `bytes`, the `cores` of that op and `bytes_per_core`; LPDDR5 steps carry the
+# tensor's offset in a stick-aligned LPDDR5 layout (`gv.lpddr_arena`: ours — the simulator counts bytes, it does
+# not place tensors).
+#
+# **Spec.** `stick_plan(shape, cores, dtype="fp16")` → `{"sticks": int, "device_bytes": int, "padding_bytes":
+# int, "sticks_per_core": int, "bytes_per_core": int}` with the stick size from the catalog (`STICK`) and the
+# element size from `DTYPE_BYTES[dtype]`; `sticks_per_core = ceil(sticks / cores)` and `bytes_per_core =
+# sticks_per_core × STICK`. Example: `(2, 4, 16, 40)` fp16 on 32 cores → 128 sticks (40 values in a 64-slot
+# stick), 16,384 device bytes, 6,144 of them padding, 4 sticks = 512 bytes per core.
 
-    from common.chips import DTYPE_BYTES, get_chip
-    stick = int(get_chip("spyre").fact("stick_bytes"))
-    sticks = math.prod(shape[:-1]) * math.ceil(shape[-1] * DTYPE_BYTES[dtype] / stick)
-    return (shape, cores, dtype, sticks, sticks * stick - math.prod(shape) * DTYPE_BYTES[dtype], -(-sticks // cores))
-
-
-def _stick_bytes():
-    from common.chips import get_chip
-    return int(get_chip("spyre").fact("stick_bytes"))
-
-
-_STICK = _stick_bytes()
-_STICK_CASES = [_stick_case(*c) for c in [((7,), 1, "fp32"), ((5, 65), 3, "fp16"), ((2, 3, 129), 32, "int8"),
-                                          ((64, 64), 32, "bf16"), ((1, 1, 33), 2, "fp16"), ((10, 200), 4, "fp32")]]
-
-P3_TEXT = """\
-**Principle.** A dataflow core does not read bytes, it reads **sticks**: fixed-size units laid along the
-innermost dimension of a tensor. A tensor of shape `(..., n)` with `e`-byte elements and `S`-byte sticks
-occupies
-
-$$\\text{sticks} = \\text{rows} \\times \\lceil n\\,e / S \\rceil,\\qquad \\text{rows} = \\prod \\text{outer dims},$$
-
-and a row that does not fill its last stick is padded: the padding is stored, moved and computed on. When an
-op is split over `k` cores, each core gets an equal share of the sticks (the busiest core ⌈sticks / k⌉) in its
-LX scratchpad.
-
-**Vendor.** Spyre's stick is `SPYRE.fact("stick_bytes")` = 128 bytes (catalog, from torch-spyre): 64 fp16
-values. `gv.trace_tensor(program, name)` follows one tensor through the program step by step (produced in
-LX, DMA'd out or in, read where it stayed, restickified), with `device_shape` = (sticks per row, *outer dims,
-elements per stick), `sticks`, `bytes`, the `cores` of that op and `bytes_per_core`; LPDDR5 steps carry the
-tensor's offset in a stick-aligned LPDDR5 layout (`gv.lpddr_arena`: ours — the simulator counts bytes, it does
-not place tensors).
-
-**Spec.** `stick_plan(shape, cores, dtype="fp16")` → `{"sticks": int, "device_bytes": int, "padding_bytes":
-int, "sticks_per_core": int, "bytes_per_core": int}` with the stick size from the catalog (`STICK`) and the
-element size from `DTYPE_BYTES[dtype]`; `sticks_per_core = ceil(sticks / cores)` and `bytes_per_core =
-sticks_per_core × STICK`. Example: `(2, 4, 16, 40)` fp16 on 32 cores → 128 sticks (40 values in a 64-slot
-stick), 16,384 device bytes, 6,144 of them padding, 4 sticks = 512 bytes per core."""
-
-P3_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "stick_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
@@ -366,37 +358,38 @@ def stick_plan(shape, cores, dtype="fp16"):
     per_core = math.ceil(sticks / cores)
     return {"sticks": sticks, "device_bytes": sticks * STICK, "padding_bytes": sticks * STICK - math.prod(shape) * elem,
             "sticks_per_core": per_core, "bytes_per_core": per_core * STICK}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3_TESTS = f"""\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "stick_plan_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 from common.sim.spyre import stick_layout
 
 for shape, dtype in [((2, 4, 16, 40), "fp16"), ((80, 64), "fp16"), ((3, 100), "fp32"), ((40, 40), "fp16")]:  # on CORES
     mine, ref = stick_plan(shape, CORES, dtype), stick_layout(shape, dtype)
-    check_type(f"stick_plan{{shape}}", mine, dict)
-    check_equal(f"sticks of {{shape}} {{dtype}}", mine["sticks"], ref["sticks"],
+    check_type(f"stick_plan{shape}", mine, dict)
+    check_equal(f"sticks of {shape} {dtype}", mine["sticks"], ref["sticks"],
                 hint="rows x ceil(last dim x element bytes / stick bytes)")
-    check_equal(f"padding of {{shape}} {{dtype}}", mine["padding_bytes"], ref["padding_bytes"])
-    check_equal(f"sticks per core of {{shape}}", mine["sticks_per_core"], -(-ref["sticks"] // CORES))
+    check_equal(f"padding of {shape} {dtype}", mine["padding_bytes"], ref["padding_bytes"])
+    check_equal(f"sticks per core of {shape}", mine["sticks_per_core"], -(-ref["sticks"] // CORES))
 RESTICK = gv.restickify_edges(PROGRAM)
 for row in RESTICK.itertuples():  # the compiler's own count for the restickified tensor
-    check_equal(f"sticks of {{row.restickify}} {{row.view_shape}}", stick_plan(row.view_shape, CORES)["sticks"],
+    check_equal(f"sticks of {row.restickify} {row.view_shape}", stick_plan(row.view_shape, CORES)["sticks"],
                 int(row.sticks_out))
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 
-for _shape, _cores, _dtype, _sticks, _pad, _per in {_STICK_CASES!r}:
+for _shape, _cores, _dtype, _sticks, _pad, _per in [((7,), 1, 'fp32', 1, 100, 1), ((5, 65), 3, 'fp16', 10, 630, 4), ((2, 3, 129), 32, 'int8', 12, 762, 1), ((64, 64), 32, 'bf16', 64, 0, 2), ((1, 1, 33), 2, 'fp16', 1, 62, 1), ((10, 200), 4, 'fp32', 70, 960, 18)]:
     _m = stick_plan(_shape, _cores, _dtype)
     grader.assert_type(_m, dict, name="a dict")
     grader.assert_equal(_m["sticks"], _sticks, name="sticks")
     grader.assert_equal(_m["padding_bytes"], _pad, name="padding bytes")
-    grader.assert_equal(_m["device_bytes"], _sticks * {_STICK}, name="device bytes")
+    grader.assert_equal(_m["device_bytes"], _sticks * 128, name="device bytes")
     grader.assert_equal(_m["sticks_per_core"], _per, name="sticks per core (the busiest core)")
-    grader.assert_equal(_m["bytes_per_core"], _per * {_STICK}, name="bytes per core")
-### END HIDDEN TESTS"""
+    grader.assert_equal(_m["bytes_per_core"], _per * 128, name="bytes per core")
+### END HIDDEN TESTS
 
-P3_TRACE = """\
+# %%
 RESTICK = gv.restickify_edges(PROGRAM)  # the compiler's restickify copies (source, layouts, sticks, consumers)
 # 1) A tensor that makes the full round trip: written LX -> LPDDR5 by one bundle, DMA'd back by another.
 dma = gv.dma_edges(PROGRAM)
@@ -408,19 +401,20 @@ print(f"SIMULATED trace of '{ROUND_TRIP}' (produced by {FUSION.set_index('op').l
 print(gv.trace_tensor(PROGRAM, ROUND_TRIP)[cols].to_string(index=False))
 # 2) The tensor the compiler restickified, and the restickified copy
 K = RESTICK["source"].iloc[0]
-print(f"\\nSIMULATED trace of '{K}', the K projection, and of its restickified copy:")
+print(f"\nSIMULATED trace of '{K}', the K projection, and of its restickified copy:")
 print(pd.concat([gv.trace_tensor(PROGRAM, K), gv.trace_tensor(PROGRAM, RESTICK["restickify"].iloc[0])])[cols]
       .to_string(index=False))
 try:
     for row in RESTICK.itertuples():
         before, after = stick_plan(row.stored_shape, CORES), stick_plan(row.view_shape, CORES)
-        print(f"\\n{row.restickify}: {row.source} stored as {row.stored_shape}, read as {row.read_as} transposed to "
+        print(f"\n{row.restickify}: {row.source} stored as {row.stored_shape}, read as {row.read_as} transposed to "
               f"{row.view_shape}: {before['sticks']} -> {after['sticks']} sticks, padding {before['padding_bytes']} "
               f"-> {after['padding_bytes']} bytes (the compiler: {row.sticks_in} -> {row.sticks_out} sticks)")
 except NotImplementedError:
-    print("stick_plan is not written yet")"""
+    print("stick_plan is not written yet")
 
-P3_PLOT = """\
+
+# %%
 # Stick maps of K before and after the restickify: one row per stick, one column per fp16 slot of the stick.
 def stick_map(shape, cores, ax, title):
     per = STICK // DTYPE_BYTES["fp16"]
@@ -450,24 +444,27 @@ im = stick_map(row["view_shape"], restick_cores, axes[1],
 fig.colorbar(im, ax=axes, label="core holding the stick (grey: padding)", shrink=0.9)
 fig.suptitle("Spyre stick layout of K before and after the restickify (catalog stick size; SIMULATED core split)",
              fontsize=10)
-plt.show()"""
+plt.show()
 
-P4_TEXT = """\
-**Principle.** A dataflow machine with many processing elements is only as fast as its busiest element. How
-evenly the work spreads depends on how the compiler can cut each op: if the pieces must be equal, the number of
-pieces must divide the shape, and the elements left over sit idle for that op.
 
-**Vendor.** torch-spyre's work division gives every core used by an op the same number of sticks: each
-dimension takes the largest divisor of its size that fits the cores left (so 80 rows use 20 of the 32 cores,
-96 rows use 32). In the simulated program each compute event on the `"cores"` engine has
-`event.detail["cores_used"]` = k and `event.duration`; cores 0..k-1 work in parallel for that long, the others
-wait. `gv.core_work(report)` gives the same per core as a table — use it to check yourself, not in the answer.
+# %% [markdown]
+# ## Part 4 — Work division over the cores
+#
+# **Principle.** A dataflow machine with many processing elements is only as fast as its busiest element. How
+# evenly the work spreads depends on how the compiler can cut each op: if the pieces must be equal, the number of
+# pieces must divide the shape, and the elements left over sit idle for that op.
+#
+# **Vendor.** torch-spyre's work division gives every core used by an op the same number of sticks: each
+# dimension takes the largest divisor of its size that fits the cores left (so 80 rows use 20 of the 32 cores,
+# 96 rows use 32). In the simulated program each compute event on the `"cores"` engine has
+# `event.detail["cores_used"]` = k and `event.duration`; cores 0..k-1 work in parallel for that long, the others
+# wait. `gv.core_work(report)` gives the same per core as a table — use it to check yourself, not in the answer.
+#
+# **Spec.** `core_busy(report)` → a `torch.float64` tensor of shape `(SPYRE.compute_units,)`: entry `c` is the
+# sum of `event.duration` over every event with `kind == "compute"` and `engine == "cores"` whose
+# `detail["cores_used"] > c`.
 
-**Spec.** `core_busy(report)` → a `torch.float64` tensor of shape `(SPYRE.compute_units,)`: entry `c` is the
-sum of `event.duration` over every event with `kind == "compute"` and `engine == "cores"` whose
-`detail["cores_used"] > c`."""
-
-P4_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "core_busy", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def core_busy(report):
     """Busy seconds per core of the card (cores 0..k-1 run an op that uses k cores)."""
     ### BEGIN SOLUTION
@@ -476,9 +473,10 @@ def core_busy(report):
         if e.kind == "compute" and e.engine == "cores":
             busy[: int(e.detail["cores_used"])] += e.duration
     return busy
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "core_busy_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_in_range, check_tensor
 
 BUSY = core_busy(REPORT)
@@ -504,9 +502,9 @@ for _r in (_gv.attention_report("test", 1, 24), _gv.attention_report("tiny-block
     grader.assert_tensor(_b, _torch.tensor(_ref, dtype=_torch.float64), rtol=1e-9, atol=0.0, dtype=_torch.float64,
                          name="busy seconds per core")
 grader.assert_equal(float(_b[8:].abs().sum()), 0.0, name="cores beyond the cores option stay idle")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4_PLOT = """\
+# %%
 try:
     BUSY = core_busy(REPORT)
 except NotImplementedError:
@@ -530,32 +528,36 @@ ax2.set_xlabel(f"cores used (of {SPYRE.compute_units}; red: some cores idle)")
 ax2.set_title("how each op was split (dimension/pieces)", fontsize=10)
 fig.suptitle(f"SIMULATED Spyre work division: {CONFIG} attention half, batch {BATCH}, seq {SEQ} "
              f"({BATCH * SEQ} rows), fp16", fontsize=11)
-plt.show()"""
+plt.show()
 
-P5_TEXT = """\
-**Principle.** A layout is part of a tensor's type on a dataflow machine: a consumer that wants the sticks along
-a different dimension than the producer wrote them cannot just read with a different stride, as a GPU would —
-the data must be **re-laid out** by a copy on the way. Where that happens is visible in the graph before
-compiling: wherever an op reads an activation through a *transposed view* (innermost stride ≠ 1).
 
-**Vendor.** torch-spyre inserts a `spyre.restickify` before such a consumer. Weights are laid out for their
-matmul when the model is loaded, so `nn.Linear`'s `W.t()` never needs one at run time. The decompose stage of
-the simulated compiler records, per `Op`: `name`, `transposed_inputs` (producers read through a view whose
-innermost stride ≠ 1) and `param_inputs` (producers that are parameters). Run it yourself on the captured graph:
-`decompose(gm, make_policy("spyre"))`.
+# %% [markdown]
+# ## Part 5 — Predict the restickify from the graph
+#
+# **Principle.** A layout is part of a tensor's type on a dataflow machine: a consumer that wants the sticks along
+# a different dimension than the producer wrote them cannot just read with a different stride, as a GPU would —
+# the data must be **re-laid out** by a copy on the way. Where that happens is visible in the graph before
+# compiling: wherever an op reads an activation through a *transposed view* (innermost stride ≠ 1).
+#
+# **Vendor.** torch-spyre inserts a `spyre.restickify` before such a consumer. Weights are laid out for their
+# matmul when the model is loaded, so `nn.Linear`'s `W.t()` never needs one at run time. The decompose stage of
+# the simulated compiler records, per `Op`: `name`, `transposed_inputs` (producers read through a view whose
+# innermost stride ≠ 1) and `param_inputs` (producers that are parameters). Run it yourself on the captured graph:
+# `decompose(gm, make_policy("spyre"))`.
+#
+# **Spec.** `predict_restickify(ops)` → a `set` of `(producer, consumer)` string pairs: every producer an op reads
+# through a transposed view that is not a parameter. Then compare your prediction with the compiler's
+# `gv.restickify_edges(PROGRAM)` (`source`, `consumers`).
 
-**Spec.** `predict_restickify(ops)` → a `set` of `(producer, consumer)` string pairs: every producer an op reads
-through a transposed view that is not a parameter. Then compare your prediction with the compiler's
-`gv.restickify_edges(PROGRAM)` (`source`, `consumers`)."""
-
-P5_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "predict_restickify", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def predict_restickify(ops):
     """(producer, consumer) pairs where an activation is read through a transposed view."""
     ### BEGIN SOLUTION
     return {(p, o.name) for o in ops for p in o.transposed_inputs if p not in o.param_inputs}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P5_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "predict_restickify_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 from common.sim.pipeline import decompose
 from common.sim.run import make_policy
@@ -584,30 +586,37 @@ for _w in (_opw("sdpa", (1, 2, 64, 32), "fp16"), _opw("matmul", (16, 32, 8), "fp
     _ref = {(next(iter(_o.in_bytes)), _c.name) for _k in _prog.kernels for _o in _k.ops
             if _o.op == "spyre.restickify" for _c in _k.ops if _o.name in _c.in_bytes}
     grader.assert_equal(sorted((str(a), str(b)) for a, b in _mine), sorted(_ref), name="restickify edges")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-Q1 = """\
-**Question 1 (comparative prediction).** Before running the cell below, predict for this same attention half:
-how many device programs (kernels / fusions / bundles) would the simulated **GPU**, **TPU**, **Cerebras WSE**,
-**Groq LPU** and **Spyre** compilers produce, and which of them keeps the attention scores `(B, H, T, T)` out of
-main memory?
-Explain each from its execution model (kernels on a stream, XLA fusions on one TensorCore, kernels laid out
-in space over the wafer's SRAM, a compile-time schedule over on-chip SRAM, SuperDSC bundles over LX
-scratchpads). Then run the cell and explain any
-difference from your prediction, using your `edge_table` (what fraction of edges stayed in LX on Spyre)."""
+# %% [markdown]
+# ## Analysis
+#
+# Answer in the cells below (a few sentences each, with numbers from your runs; graded by hand).
 
-A1 = """\
-Spyre: the layer norm feeds Q, K and V, so the greedy fusion puts the whole chain (LN, three projections, the
-Q·Kᵀ-softmax-·V chain, the output projection and the residual) into **one** bundle; only the causal mask's
-`arange` (a CPU fallback = a graph break) and its comparison sit outside: 2 device bundles + 1 host op; most edges
-(~90 %) stay in LX — only the mask crosses LPDDR5. GPU: one kernel per op or small fusion (~12), with a
-flash-attention kernel keeping scores in SMEM but every other intermediate in HBM. TPU: XLA fusions (~11), the
-attention fusion keeps scores in VMEM. WSE and LPU: ~6-9 kernels placed in space / scheduled at compile time,
-everything in on-chip SRAM (no DRAM traffic at all for a model this small).
-Full marks: counts within a few, the reason for Spyre's single bundle (fusion follows producer->consumer edges;
-a fallback breaks it), and where the scores live on each."""
+# %% [markdown]
+# **Question 1 (comparative prediction).** Before running the cell below, predict for this same attention half:
+# how many device programs (kernels / fusions / bundles) would the simulated **GPU**, **TPU**, **Cerebras WSE**,
+# **Groq LPU** and **Spyre** compilers produce, and which of them keeps the attention scores `(B, H, T, T)` out of
+# main memory?
+# Explain each from its execution model (kernels on a stream, XLA fusions on one TensorCore, kernels laid out
+# in space over the wafer's SRAM, a compile-time schedule over on-chip SRAM, SuperDSC bundles over LX
+# scratchpads). Then run the cell and explain any
+# difference from your prediction, using your `edge_table` (what fraction of edges stayed in LX on Spyre).
 
-Q1_CHECK = """\
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd2_q_machines", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Spyre: the layer norm feeds Q, K and V, so the greedy fusion puts the whole chain (LN, three projections, the
+# Q·Kᵀ-softmax-·V chain, the output projection and the residual) into **one** bundle; only the causal mask's
+# `arange` (a CPU fallback = a graph break) and its comparison sit outside: 2 device bundles + 1 host op; most edges
+# (~90 %) stay in LX — only the mask crosses LPDDR5. GPU: one kernel per op or small fusion (~12), with a
+# flash-attention kernel keeping scores in SMEM but every other intermediate in HBM. TPU: XLA fusions (~11), the
+# attention fusion keeps scores in VMEM. WSE and LPU: ~6-9 kernels placed in space / scheduled at compile time,
+# everything in on-chip SRAM (no DRAM traffic at all for a model this small).
+# Full marks: counts within a few, the reason for Spyre's single bundle (fusion follows producer->consumer edges;
+# a fallback breaks it), and where the scores live on each.
+# === END MARK SCHEME ===
+
+# %%
 from common.sim import simulate
 from common.sim.run import make_policy
 
@@ -625,35 +634,39 @@ for backend in ("gpu", "tpu", "wse", "lpu", "spyre"):
 COMPARE = pd.DataFrame(rows).set_index("backend")
 print(f"SIMULATED: {CONFIG} x + attention(ln1(x)), batch {BATCH}, seq {SEQ}, each backend's native 16-bit type")
 print(COMPARE.to_string())
-print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX")"""
+print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX")
 
-Q2 = """\
-**Question 2 (layout and work division).** (a) Which op needed the restickify, what layout did its input have
-and which did it need, and what did the copy cost in sticks and padding (your Part 3 numbers)? Why do `Q`, `V`
-and the projection weights not need one? Suggest one change to the model or the compiler that removes it.
-(b) With `SEQ = 40`, how many cores did the projections use and what was the imbalance? Which sequence lengths
-(with `BATCH = 2`) keep all 32 cores busy for the projections, and why is that a property of the shape rather
-than of the hardware?"""
+# %% [markdown]
+# **Question 2 (layout and work division).** (a) Which op needed the restickify, what layout did its input have
+# and which did it need, and what did the copy cost in sticks and padding (your Part 3 numbers)? Why do `Q`, `V`
+# and the projection weights not need one? Suggest one change to the model or the compiler that removes it.
+# (b) With `SEQ = 40`, how many cores did the projections use and what was the imbalance? Which sequence lengths
+# (with `BATCH = 2`) keep all 32 cores busy for the projections, and why is that a property of the shape rather
+# than of the hardware?
 
-A2 = """\
-(a) The op that reads Kᵀ for the Q·Kᵀ `bmm` (the `clone` that makes it contiguous, or the bmm itself at batch
-1) reads the K projection through a transposed view: K is stored as (B·T, C) = (80, 64) with its sticks along C
-(the 4 heads × 16), 80 full sticks; the bmm wants each head's Kᵀ (2, 4, 16, 40) with sticks along the sequence,
-40 of 64 slots used. The copy turns 80 sticks into 128 (2·4·16 rows × 1 stick), 6,144 bytes of padding (37.5 %
-of its 16 kB). Q and V are read in their stored orientation; the weights' transposes are laid out
-at load time. Fixes: emit K already transposed from the K projection (the compiler chooses the output layout of
-the matmul: Kᵀ = W_k·xᵀ), keep the KV cache in K-transposed layout, or pick T a multiple of 64.
-(b) 80 rows → the largest divisor ≤ 32 is 20, so 12 cores idle in every row-split op (LN, projections, output
-projection, residual); imbalance ≈ 1.3-1.6. All 32 are used when B·T is a multiple of 32 (T = 16, 32, 48, …) —
-equal-stick division needs a divisor of the shape, whatever the hardware's speed. Full marks: the op, both
-layouts, sticks and padding, why not the others, a fix; 20 cores, the divisor rule, T with 2T ≡ 0 mod 32."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd2_q_layout", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# (a) The op that reads Kᵀ for the Q·Kᵀ `bmm` (the `clone` that makes it contiguous, or the bmm itself at batch
+# 1) reads the K projection through a transposed view: K is stored as (B·T, C) = (80, 64) with its sticks along C
+# (the 4 heads × 16), 80 full sticks; the bmm wants each head's Kᵀ (2, 4, 16, 40) with sticks along the sequence,
+# 40 of 64 slots used. The copy turns 80 sticks into 128 (2·4·16 rows × 1 stick), 6,144 bytes of padding (37.5 %
+# of its 16 kB). Q and V are read in their stored orientation; the weights' transposes are laid out
+# at load time. Fixes: emit K already transposed from the K projection (the compiler chooses the output layout of
+# the matmul: Kᵀ = W_k·xᵀ), keep the KV cache in K-transposed layout, or pick T a multiple of 64.
+# (b) 80 rows → the largest divisor ≤ 32 is 20, so 12 cores idle in every row-split op (LN, projections, output
+# projection, residual); imbalance ≈ 1.3-1.6. All 32 are used when B·T is a multiple of 32 (T = 16, 32, 48, …) —
+# equal-stick division needs a divisor of the shape, whatever the hardware's speed. Full marks: the op, both
+# layouts, sticks and padding, why not the others, a fix; 20 cores, the divisor rule, T with 2T ≡ 0 mod 32.
+# === END MARK SCHEME ===
 
-LANDSCAPE_TEXT = """\
-Add what this Deep Dive measured in the simulator to Spyre's column of the map (Course 2 rows), with the device
-program counts of the other backends from Question 1's cell. Values from the compiled programs are
-**simulated**; the ones your own code computed are **learner**."""
+# %% [markdown]
+# ## Landscape map
+#
+# Add what this Deep Dive measured in the simulator to Spyre's column of the map (Course 2 rows), with the device
+# program counts of the other backends from Question 1's cell. Values from the compiled programs are
+# **simulated**; the ones your own code computed are **learner**.
 
-LANDSCAPE = """\
+# %%
 from common.landscape import LandscapeMap
 
 LM = LandscapeMap.load(LANDSCAPE_PATH)
@@ -669,57 +682,18 @@ LM.add("Spyre", "core imbalance (busiest / mean) of the attention half", f"{IMBA
        course=2, source="learner", overwrite=True)
 print(f"saved {LM.save()}")
 ax = LM.render(title=f"Accelerator landscape map after the Course 2 Deep Dive ({len(LM)} cells)")
-plt.show()"""
+plt.show()
 
-WRAP = """\
-- A dataflow compiler's program **is** a dataflow graph with every edge assigned a place: edges inside a bundle
-  stay in the cores' scratchpads, the others are DMA transfers whose bytes the counters add up — known before
-  anything runs.
-- Fusion follows producer→consumer edges and stops at a graph break (a host fallback); one op the device
-  cannot run (here the mask's `arange`) costs a bundle boundary and a round trip.
-- A tensor on Spyre is `rows × ⌈n·e/128⌉` sticks; reading it along another dimension costs a **restickify**
-  copy and its padding — predictable from the graph (transposed views of activations).
-- Equal-stick work division makes the **shape** decide how many cores work: 80 rows use 20 of 32.
-
-Back to the core lab (`lab2_dataflow`) for static vs dynamic scheduling of the same block."""
-
-
-def build() -> LabBuilder:
-    lab = LabBuilder(COURSE, LAB, "Course 2 · Dataflow Deep Dive — The attention block as Spyre's dataflow graph")
-    lab.header(objectives=OBJECTIVES, expected_time="45–60 minutes",
-               runtime="a free Colab CPU runtime or any laptop (the Spyre is simulated)", intro=INTRO)
-    lab.code(ENV)
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS)
-    lab.code(COMPILE)
-    lab.part("Which edges stay on chip: the fused bundle", P1_TEXT)
-    lab.solution(P1_SOLUTION, grade_id="edge_table")
-    lab.tests(P1_TESTS, grade_id="edge_table_tests", points=3)
-    lab.code(P1_AFTER)
-    lab.part("Data-movement edges and the traffic counters", P2_TEXT)
-    lab.solution(P2_SOLUTION, grade_id="dma_summary")
-    lab.tests(P2_TESTS, grade_id="dma_summary_tests", points=3)
-    lab.code(P2_PLOT)
-    lab.part("One tensor through sticks, scratchpad and LPDDR5", P3_TEXT)
-    lab.solution(P3_SOLUTION, grade_id="stick_plan")
-    lab.tests(P3_TESTS, grade_id="stick_plan_tests", points=3)
-    lab.code(P3_TRACE)
-    lab.code(P3_PLOT)
-    lab.part("Work division over the cores", P4_TEXT)
-    lab.solution(P4_SOLUTION, grade_id="core_busy")
-    lab.tests(P4_TESTS, grade_id="core_busy_tests", points=3)
-    lab.code(P4_PLOT)
-    lab.part("Predict the restickify from the graph", P5_TEXT)
-    lab.solution(P5_SOLUTION, grade_id="predict_restickify")
-    lab.tests(P5_TESTS, grade_id="predict_restickify_tests", points=3)
-    lab.analysis("Answer in the cells below (a few sentences each, with numbers from your runs; graded by hand).")
-    lab.answer(Q1, grade_id="dd2_q_machines", points=3, model_answer=A1)
-    lab.code(Q1_CHECK)
-    lab.answer(Q2, grade_id="dd2_q_layout", points=3, model_answer=A2)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE)
-    lab.wrap_up(WRAP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build))
+# %% [markdown]
+# ## Wrap-up
+#
+# - A dataflow compiler's program **is** a dataflow graph with every edge assigned a place: edges inside a bundle
+#   stay in the cores' scratchpads, the others are DMA transfers whose bytes the counters add up — known before
+#   anything runs.
+# - Fusion follows producer→consumer edges and stops at a graph break (a host fallback); one op the device
+#   cannot run (here the mask's `arange`) costs a bundle boundary and a round trip.
+# - A tensor on Spyre is `rows × ⌈n·e/128⌉` sticks; reading it along another dimension costs a **restickify**
+#   copy and its padding — predictable from the graph (transposed views of activations).
+# - Equal-stick work division makes the **shape** decide how many cores work: 80 rows use 20 of 32.
+#
+# Back to the core lab (`lab2_dataflow`) for static vs dynamic scheduling of the same block.

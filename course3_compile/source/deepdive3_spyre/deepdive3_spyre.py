@@ -1,48 +1,47 @@
-"""Builds Course 3's Dataflow Deep Dive: ``python course3_compile/build_deepdive.py`` rewrites its source notebook.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-* ``deepdive3_spyre`` — the simulated IBM Spyre compiler lowers one transformer block; the learner walks its stages
-  (decompose, fuse, layout into sticks, restickify, span and work division across cores, LX scratchpad planning),
-  computes what each stage decided from its artefacts, then changes one compiler option and explains the effect
-  on the timeline and the traffic counters.
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-Run ``dfa release course3_compile`` afterwards to regenerate ``release/``.
-"""
+# %% [markdown]
+# # Course 3 · Dataflow Deep Dive — Lowering a transformer block for a simulated IBM Spyre
+#
+# The core lab followed PyTorch's compile stack down to a backend. This Deep Dive opens a backend for a dataflow
+# accelerator: the **simulated IBM Spyre** compiler of `common.sim` (a model of torch-spyre's Inductor passes, with
+# costs from public specifications and labelled catalog estimates) lowers one transformer block, and you read what
+# each stage decided — how every tensor is laid out in 128-byte **sticks**, where a **restickify** copy is inserted
+# and why, how each op's work is **divided across the 32 cores** (and what that does to each core's address
+# **span**), and what the **scratchpad (LX) planner** keeps on chip. Then you change one compiler option and explain
+# what happened to the timeline and to the LPDDR5↔LX traffic counters. In the original specialization this module
+# runs on Spyre hardware; here every number that is not from the hardware catalog is **SIMULATED**.
+#
+# **Learning objectives**
+#
+# - read a dataflow compiler's lowering stage by stage: decompose, fuse, layout, restickify, work division, scratchpad planning
+# - compute a tensor's stick layout and decide which graph edges need a restickify, from shapes and strides
+# - reproduce the compiler's work division across cores and explain what it does to each core's address span
+# - check a matmul tile against a scratchpad budget, then change a compiler option and explain its effect on the timeline and the traffic counters
+#
+# **Expected time:** 45–60 minutes  
+# **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated; no accelerator needed)
 
-from __future__ import annotations
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-LAB = "deepdive3_spyre"
-
-INTRO = """\
-The core lab followed PyTorch's compile stack down to a backend. This Deep Dive opens a backend for a dataflow
-accelerator: the **simulated IBM Spyre** compiler of `common.sim` (a model of torch-spyre's Inductor passes, with
-costs from public specifications and labelled catalog estimates) lowers one transformer block, and you read what
-each stage decided — how every tensor is laid out in 128-byte **sticks**, where a **restickify** copy is inserted
-and why, how each op's work is **divided across the 32 cores** (and what that does to each core's address
-**span**), and what the **scratchpad (LX) planner** keeps on chip. Then you change one compiler option and explain
-what happened to the timeline and to the LPDDR5↔LX traffic counters. In the original specialization this module
-runs on Spyre hardware; here every number that is not from the hardware catalog is **SIMULATED**."""
-
-OBJECTIVES = [
-    "read a dataflow compiler's lowering stage by stage: decompose, fuse, layout, restickify, work division, "
-    "scratchpad planning",
-    "compute a tensor's stick layout and decide which graph edges need a restickify, from shapes and strides",
-    "reproduce the compiler's work division across cores and explain what it does to each core's address span",
-    "check a matmul tile against a scratchpad budget, then change a compiler option and explain its effect on the "
-    "timeline and the traffic counters",
-]
-
-PARAMETERS = """\
+# %% tags=["parameters"]
 import os
 
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # CI and the autograder set this
@@ -52,9 +51,9 @@ FFN = 2048  # and MLP width
 BATCH = 4  # one forward pass over BATCH sequences
 SEQ = 256  # of SEQ tokens
 OPTION = {"cores": 8}  # Part 6: the compiler option you change, e.g. {"cores": 8} or {"lx_budget_bytes": 131072}
-LANDSCAPE_PATH = None  # None: ./landscape_map.json next to this notebook (your map so far), or $DFA_LANDSCAPE"""
+LANDSCAPE_PATH = None  # None: ./landscape_map.json next to this notebook (your map so far), or $DFA_LANDSCAPE
 
-SETTINGS = """\
+# %%
 import tempfile
 import warnings
 
@@ -94,40 +93,42 @@ PROGRAM = REPORT.programs[0]
 STAGE = lowering.stage_tables(PROGRAM)  # one table per stage, in pipeline order
 print(PROGRAM.summary(), f"-> SIMULATED {REPORT.time_s * 1e6:.1f} µs")
 for note in PROGRAM.notes:
-    print(" -", note)"""
+    print(" -", note)
 
-# ---- Part 1 ----------------------------------------------------------------------------------------------------
-P1_TEXT = """\
-**Principle.** A compiler for a dataflow accelerator lowers a graph in stages, and every stage commits a decision
-the next one builds on: which aten ops the device runs natively, which it decomposes and which fall back to the
-host (*decompose*); which ops run together as one device program (*fuse*); how each tensor is laid out in the
-device's memory unit (*layout*); where a tensor must be re-laid out for its consumer (*restickify*); how each op's
-work is divided across the cores, which also decides how much memory each core must address (*work division*,
-*span*); and which tensors stay in each core's scratchpad instead of going back to DRAM (*LX planning*).
+# %% [markdown]
+# ## Part 1 — Decompose and fuse: from aten ops to SuperDSC bundles
+#
+# **Principle.** A compiler for a dataflow accelerator lowers a graph in stages, and every stage commits a decision
+# the next one builds on: which aten ops the device runs natively, which it decomposes and which fall back to the
+# host (*decompose*); which ops run together as one device program (*fuse*); how each tensor is laid out in the
+# device's memory unit (*layout*); where a tensor must be re-laid out for its consumer (*restickify*); how each op's
+# work is divided across the cores, which also decides how much memory each core must address (*work division*,
+# *span*); and which tensors stay in each core's scratchpad instead of going back to DRAM (*LX planning*).
+#
+# **Vendor.** torch-spyre implements these as Inductor passes that end in SuperDSC bundles. The simulator models them
+# (`common.sim.spyre`) and keeps every decision: `program.stages["decompose"]` holds the `Op` records, the bundles are
+# `program.kernels`, and each SuperDSC op has a plan in `kernel.tiling["sdsc"]`. `lowering.stage_tables(program)` reads
+# them back as one table per stage — nothing in this notebook re-decides anything.
+#
+# Run the cell: the block's aten ops, how each is covered, and the bundles they were fused into. Note the op that
+# falls back to the host (the causal mask's `arange`): it splits the device work into bundles and costs a PCIe round
+# trip.
+#
+# **Spec.** Write `lowering_summary(dec, fus)` from the two tables → a dict of ints: `native`, `decomposed`,
+# `fallback` (how many aten ops have each coverage), `primitives` (how many device operations the non-fallback aten
+# ops lower to: the `+`-separated parts of their `lowering` column, e.g. softmax → 5, a custom `spyre::gelu` → 1) and
+# `bundles` (how many distinct kernels in `fus` are device bundles, i.e. whose `kernel_kind` is not `"fallback"`).
 
-**Vendor.** torch-spyre implements these as Inductor passes that end in SuperDSC bundles. The simulator models them
-(`common.sim.spyre`) and keeps every decision: `program.stages["decompose"]` holds the `Op` records, the bundles are
-`program.kernels`, and each SuperDSC op has a plan in `kernel.tiling["sdsc"]`. `lowering.stage_tables(program)` reads
-them back as one table per stage — nothing in this notebook re-decides anything.
-
-Run the cell: the block's aten ops, how each is covered, and the bundles they were fused into. Note the op that
-falls back to the host (the causal mask's `arange`): it splits the device work into bundles and costs a PCIe round
-trip.
-
-**Spec.** Write `lowering_summary(dec, fus)` from the two tables → a dict of ints: `native`, `decomposed`,
-`fallback` (how many aten ops have each coverage), `primitives` (how many device operations the non-fallback aten
-ops lower to: the `+`-separated parts of their `lowering` column, e.g. softmax → 5, a custom `spyre::gelu` → 1) and
-`bundles` (how many distinct kernels in `fus` are device bundles, i.e. whose `kernel_kind` is not `"fallback"`)."""
-
-P1_CODE = """\
+# %%
 dec, fus = STAGE["decompose"], STAGE["fuse"]
 print(f"{len(dec)} aten ops:", dec["coverage"].value_counts().to_dict())
 print(dec[["op", "aten", "kind", "coverage", "lowering", "shape"]].to_string(index=False))
-print("\\nbundles (program order):")
+print("\nbundles (program order):")
 print(fus.groupby("kernel", sort=False).agg(kind=("kernel_kind", "first"), ops=("op", "count"),
-                                            first=("op", "first"), last=("op", "last")).to_string())"""
+                                            first=("op", "first"), last=("op", "last")).to_string())
 
-P1_SOLUTION = '''\
+
+# %% nbgrader={"grade": false, "grade_id": "lowering_summary", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lowering_summary(dec, fus):
     """Coverage counts, device primitives after decomposition, and device bundles, from the stage tables."""
     ### BEGIN SOLUTION
@@ -135,9 +136,10 @@ def lowering_summary(dec, fus):
     counts = {c: int((dec["coverage"] == c).sum()) for c in ("native", "decomposed", "fallback")}
     return {**counts, "primitives": int(sum(len(v.split("+")) for v in device["lowering"])),
             "bundles": int(fus.loc[fus["kernel_kind"] != "fallback", "kernel"].nunique())}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "lowering_summary_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 SUMMARY = lowering_summary(STAGE["decompose"], STAGE["fuse"])
@@ -164,24 +166,25 @@ for _op, _shape in [("softmax", (64, 128)), ("sdpa", (1, 2, 64, 64)), ("layernor
     grader.assert_equal(_s.get("native"), sum(o.coverage == "native" for o in _p.stages["decompose"]), name="native")
     grader.assert_equal(_s.get("decomposed"), sum(o.coverage == "decomposed" for o in _p.stages["decompose"]),
                         name="decomposed")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-# ---- Part 2 ----------------------------------------------------------------------------------------------------
-P2_TEXT = """\
-**Principle.** Spyre's cores read and write memory in **sticks**: 128-byte units laid along a tensor's innermost
-dimension (64 fp16 values). A tensor of shape `(..., n)` is stored as `ceil(n / per_stick)` sticks per row, each
-row being one index of all the outer dimensions together, and a partial stick is padded. The compiler propagates
-this layout to every tensor of the graph: an op's output is laid out along *its* innermost dimension.
-The simulator's device shape puts the stick index outermost: `(sticks per row, *outer dims, elements per stick)`.
+# %% [markdown]
+# ## Part 2 — Layout propagation: every tensor in sticks
+#
+# **Principle.** Spyre's cores read and write memory in **sticks**: 128-byte units laid along a tensor's innermost
+# dimension (64 fp16 values). A tensor of shape `(..., n)` is stored as `ceil(n / per_stick)` sticks per row, each
+# row being one index of all the outer dimensions together, and a partial stick is padded. The compiler propagates
+# this layout to every tensor of the graph: an op's output is laid out along *its* innermost dimension.
+# The simulator's device shape puts the stick index outermost: `(sticks per row, *outer dims, elements per stick)`.
+#
+# **Spec.** Write `device_layout(shape, dtype="fp16")` → a dict with
+# `device_shape` (a tuple of ints: `(ceil(n / per_stick), *shape[:-1], per_stick)`), `sticks` (int: rows × sticks per
+# row) and `padding_bytes` (int: sticks × stick bytes − the tensor's own bytes). Take the stick size from the catalog
+# (`STICK`) and the element size from `DTYPE_BYTES[dtype]`; a 0-d shape `()` counts as `(1,)`.
+# Worked example: `(4, 256, 150)` fp16 → 64 per stick, 3 sticks per row: `device_shape (3, 4, 256, 64)`,
+# `sticks 3072`, `padding_bytes` = 3072 × 128 − 4 × 256 × 150 × 2 = 86,016.
 
-**Spec.** Write `device_layout(shape, dtype="fp16")` → a dict with
-`device_shape` (a tuple of ints: `(ceil(n / per_stick), *shape[:-1], per_stick)`), `sticks` (int: rows × sticks per
-row) and `padding_bytes` (int: sticks × stick bytes − the tensor's own bytes). Take the stick size from the catalog
-(`STICK`) and the element size from `DTYPE_BYTES[dtype]`; a 0-d shape `()` counts as `(1,)`.
-Worked example: `(4, 256, 150)` fp16 → 64 per stick, 3 sticks per row: `device_shape (3, 4, 256, 64)`,
-`sticks 3072`, `padding_bytes` = 3072 × 128 − 4 × 256 × 150 × 2 = 86,016."""
-
-P2_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "device_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
@@ -194,9 +197,10 @@ def device_layout(shape, dtype="fp16"):
     sticks = math.prod(shape[:-1]) * per_row
     return {"device_shape": (per_row, *shape[:-1], per_stick), "sticks": sticks,
             "padding_bytes": sticks * STICK - math.prod(shape) * DTYPE_BYTES[dtype]}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "device_layout_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 check_type("device_layout(...)", device_layout((4, 256, 150)), dict)
@@ -221,9 +225,9 @@ for _shape, _dtype in [((7,), "fp16"), ((3, 65), "fp32"), ((2, 3, 129), "int8"),
     grader.assert_equal(_m.get("device_shape"), tuple(_r["device_shape"]), name="device shape")
     grader.assert_equal(_m.get("sticks"), int(_r["sticks"]), name="sticks")
     grader.assert_equal(_m.get("padding_bytes"), int(_r["padding_bytes"]), name="padding bytes")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_PLOT = """\
+# %%
 # Where a stick boundary falls: K of one head as it is stored (sticks along head_dim) and read by Q @ K^T
 hd = D_MODEL // HEADS
 cols = min(SEQ, 128)
@@ -237,40 +241,43 @@ for ax, ids, title in ((axes[0], stored_as_read, "as stored: sticks along head_d
     ax.set_xlabel("token t (innermost dim of K^T, what the matmul walks along)")
 axes[0].set_ylabel("head_dim d")
 fig.suptitle(f"Stick layout of K^T for one head ({hd} x {cols} shown, colour = stick id mod 20, catalog stick = "
-             f"{STICK} B)\\nthe matmul walks along a row: in the stored layout each step is a new stick", fontsize=10)
+             f"{STICK} B)\nthe matmul walks along a row: in the stored layout each step is a new stick", fontsize=10)
 plt.show()
 worst = STAGE["layout"].assign(padding_share=lambda d: d["padding_bytes"] / d["device_bytes"])
 print(worst.sort_values("padding_share", ascending=False)[["tensor", "producer", "shape", "device_shape",
-                                                           "padding_share"]].head(3).to_string(index=False))"""
+                                                           "padding_share"]].head(3).to_string(index=False))
 
-# ---- Part 3 ----------------------------------------------------------------------------------------------------
-P3_TEXT = """\
-**Principle.** A consumer walks its input along the input's innermost dimension, one stick at a time. If the
-producer stored that tensor with its sticks along a *different* dimension — the consumer reads it through a
-transposed view — no stick holds what the consumer needs: the data must be rewritten with its sticks on the other
-dimension first. That copy is a **restickify**. In the aten graph this shows as a view whose innermost stride is
-not 1. Two exceptions: an innermost dimension of size 1 holds one element per stick whichever way you read it, and
-a **weight** (a parameter) is laid out in sticks for the matmul that reads it when the model is loaded, so it needs
-no copy at run time.
 
-**Vendor.** torch-spyre inserts restickify operations during layout propagation (its docs give them their own cost
-model); the simulator inserts a `spyre.restickify` op before the consumer (`STAGE["restickify"]` lists every
-transposed read and what was done about it).
+# %% [markdown]
+# ## Part 3 — Where a restickify is inserted, and why
+#
+# **Principle.** A consumer walks its input along the input's innermost dimension, one stick at a time. If the
+# producer stored that tensor with its sticks along a *different* dimension — the consumer reads it through a
+# transposed view — no stick holds what the consumer needs: the data must be rewritten with its sticks on the other
+# dimension first. That copy is a **restickify**. In the aten graph this shows as a view whose innermost stride is
+# not 1. Two exceptions: an innermost dimension of size 1 holds one element per stick whichever way you read it, and
+# a **weight** (a parameter) is laid out in sticks for the matmul that reads it when the model is loaded, so it needs
+# no copy at run time.
+#
+# **Vendor.** torch-spyre inserts restickify operations during layout propagation (its docs give them their own cost
+# model); the simulator inserts a `spyre.restickify` op before the consumer (`STAGE["restickify"]` lists every
+# transposed read and what was done about it).
+#
+# **Spec.** Write `needs_restickify(shape, strides, is_weight)` → `bool` for one edge of the graph: the consumer reads
+# a view of `shape` with `strides` (elements) of a tensor that is a weight or not. `True` exactly when the view has at
+# least 2 dimensions, its innermost stride is not 1, its innermost size is more than 1, and it is not a weight.
+# Examples: K^T `(2, 8, 64, 256)` strides `(131072, 64, 1, 512)` → `True`; a weight read transposed `(512, 512)`
+# strides `(1, 512)` → `False`; a row read as a column `(256, 1)` strides `(1, 256)` → `False`.
 
-**Spec.** Write `needs_restickify(shape, strides, is_weight)` → `bool` for one edge of the graph: the consumer reads
-a view of `shape` with `strides` (elements) of a tensor that is a weight or not. `True` exactly when the view has at
-least 2 dimensions, its innermost stride is not 1, its innermost size is more than 1, and it is not a weight.
-Examples: K^T `(2, 8, 64, 256)` strides `(131072, 64, 1, 512)` → `True`; a weight read transposed `(512, 512)`
-strides `(1, 512)` → `False`; a row read as a column `(256, 1)` strides `(1, 256)` → `False`."""
-
-P3_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "needs_restickify", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def needs_restickify(shape, strides, is_weight):
     """Does a consumer reading this view need its producer's sticks moved to another dimension?"""
     ### BEGIN SOLUTION
     return len(shape) >= 2 and strides[-1] != 1 and shape[-1] > 1 and not is_weight
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "needs_restickify_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 EDGES = lowering.edge_table(GM)  # every (producer, consumer) edge: the view's shape, strides, weight or not
@@ -304,9 +311,9 @@ _pairs = {(p, c) for p, c in zip(_rs[_rs["restickify"] != ""]["producer"], _rs[_
 for _e in _L.edge_table(_w.segments[0].gm).itertuples():
     grader.assert_equal(needs_restickify(tuple(_e.shape), tuple(_e.strides), bool(_e.is_weight)),
                         (_e.producer, _e.consumer) in _pairs, name="an edge of another graph")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_AFTER = """\
+# %%
 rs = STAGE["restickify"]
 print(rs[["producer", "consumer", "consumer_aten", "restickify", "stored_shape", "read_shape", "bytes",
           "why"]].to_string(index=False))
@@ -318,34 +325,35 @@ for e in REPORT.events:
 order = STAGE["work"]["op"].tolist()
 for name in rs.loc[rs["restickify"] != "", "restickify"]:
     i = order.index(name)
-    print(f"bundle order around {name}: {order[max(i - 2, 0):i + 3]}")"""
+    print(f"bundle order around {name}: {order[max(i - 2, 0):i + 3]}")
 
-# ---- Part 4 ----------------------------------------------------------------------------------------------------
-P4_TEXT = """\
-**Principle.** An op's output (a reduction's input) is divided across the cores so that **every core gets the same
-number of sticks**: each dimension is cut into a number of pieces that divides its size exactly. The rule the
-simulator uses: take the dimensions in some order; each takes the largest divisor of its size that fits in the
-cores still free (`free // pieces` afterwards); of all the orders, keep the one that uses the most cores, and on a
-tie the one that follows the listed priority. The listed dimensions (`STAGE["work"]["dims"]`) are: for a matmul
-its batch `B`, rows `M` and columns `N` counted in sticks (K is never split); for a reduction the rows of its input
-(the reduced innermost dimension is never split); for other ops the output's outer dimensions `d0, d1, …` and
-`stick`, its sticks per row. A dimension of size 1 takes no cores.
+# %% [markdown]
+# ## Part 4 — Work division across cores, and each core's span
+#
+# **Principle.** An op's output (a reduction's input) is divided across the cores so that **every core gets the same
+# number of sticks**: each dimension is cut into a number of pieces that divides its size exactly. The rule the
+# simulator uses: take the dimensions in some order; each takes the largest divisor of its size that fits in the
+# cores still free (`free // pieces` afterwards); of all the orders, keep the one that uses the most cores, and on a
+# tie the one that follows the listed priority. The listed dimensions (`STAGE["work"]["dims"]`) are: for a matmul
+# its batch `B`, rows `M` and columns `N` counted in sticks (K is never split); for a reduction the rows of its input
+# (the reduced innermost dimension is never split); for other ops the output's outer dimensions `d0, d1, …` and
+# `stick`, its sticks per row. A dimension of size 1 takes no cores.
+#
+# **Vendor.** This is torch-spyre's work division (the `SENCORES` cores, largest valid divisor per dimension). There
+# it runs *after* a **span** check: a Spyre core can only address a limited span of device memory, so torch-spyre
+# first forces splits on the dimensions that bring each tensor's per-core span under that limit, then hands out the
+# remaining cores; when splitting cannot reduce the span enough, a span-overflow pass coarse-tiles the op into
+# output ranges (part of its working-set reduction). **The simulator does not
+# model the span limit nor span-driven splitting** (the catalog has no figure for it); `STAGE["span"]` only shows what
+# the chosen split does to each core's span, with the device shape `D` row-major and a core holding `e_i = D_i / c_i`
+# positions of dimension `i`: span = (1 + Σ (e_i − 1) · stride_i) × element bytes.
+#
+# **Spec.** Write `divide_work(dims, cores)` → a dict `{label: pieces}` listing only the dimensions cut in more than one
+# piece (`{}` if none), for `dims` a sequence of `(label, size)` pairs in priority order. Example:
+# `(("d0", 3), ("d1", 32), ("stick", 1))` on 32 cores: taking `d0` first gives 3 pieces, leaves 32 // 3 = 10 cores,
+# and `d1` takes 8 — 24 cores; taking `d1` first uses all 32 → `{"d1": 32}`. Hint: `itertools.permutations`.
 
-**Vendor.** This is torch-spyre's work division (the `SENCORES` cores, largest valid divisor per dimension). There
-it runs *after* a **span** check: a Spyre core can only address a limited span of device memory, so torch-spyre
-first forces splits on the dimensions that bring each tensor's per-core span under that limit, then hands out the
-remaining cores; when splitting cannot reduce the span enough, a span-overflow pass coarse-tiles the op into
-output ranges (part of its working-set reduction). **The simulator does not
-model the span limit nor span-driven splitting** (the catalog has no figure for it); `STAGE["span"]` only shows what
-the chosen split does to each core's span, with the device shape `D` row-major and a core holding `e_i = D_i / c_i`
-positions of dimension `i`: span = (1 + Σ (e_i − 1) · stride_i) × element bytes.
-
-**Spec.** Write `divide_work(dims, cores)` → a dict `{label: pieces}` listing only the dimensions cut in more than one
-piece (`{}` if none), for `dims` a sequence of `(label, size)` pairs in priority order. Example:
-`(("d0", 3), ("d1", 32), ("stick", 1))` on 32 cores: taking `d0` first gives 3 pieces, leaves 32 // 3 = 10 cores,
-and `d1` takes 8 — 24 cores; taking `d1` first uses all 32 → `{"d1": 32}`. Hint: `itertools.permutations`."""
-
-P4_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "divide_work", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import itertools
 
 
@@ -363,14 +371,15 @@ def divide_work(dims, cores):
         if used > best_used:
             best_used, best = used, parts
     return best
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "divide_work_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 
 def split_of(split):
-    \"\"\"The compiler's split string ("d0/2 d1/16") as a dict.\"\"\"
+    """The compiler's split string ("d0/2 d1/16") as a dict."""
     return {} if split == "none" else {lab: int(n) for lab, n in (p.split("/") for p in split.split())}
 
 
@@ -392,9 +401,9 @@ for _op, _shape, _cores in [("add", (3, 32, 64), 32), ("add", (6, 10, 100), 32),
     _w = _L.work_table(_simulate_op(_op, _shape, "spyre", cores=_cores)).iloc[0]
     _want = {} if _w["split"] == "none" else {a: int(b) for a, b in (p.split("/") for p in _w["split"].split())}
     grader.assert_equal(divide_work(_w["dims"], _cores), _want, name="work division of one op")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4_PLOT = """\
+# %%
 try:
     divide_work((("d0", 2),), 2)
     used = {c: [int(np.prod(list(divide_work(d, c).values()) or [1])) for d in STAGE["work"]["dims"]] for c in (32, 12)}
@@ -423,28 +432,30 @@ ax2.set_title("address span one core touches (32 cores), from the device layout 
 ax2.set_xticks(x, work["op"], rotation=70, fontsize=7)
 plt.show()
 print(span[["op", "split", "tensor", "device_shape", "device_bytes", "span_bytes_per_core", "span_reduction"]]
-      .head(8).to_string(index=False))"""
+      .head(8).to_string(index=False))
 
-# ---- Part 5 ----------------------------------------------------------------------------------------------------
-P5_TEXT = """\
-**Principle.** A Spyre core has no cache: the compiler decides what sits in its 2 MB **LX** scratchpad. The planner
-walks a bundle in order, per core. A matmul needs a working set of one tile of each operand and of the result —
-`tm × tk` of A, `tk × tn` of B, `tm × tn` of C, with `tk` one stick — chosen as large as the free LX allows
-(larger tiles re-read less from LPDDR5). An output that a later op reads stays resident if its per-core slice still
-fits next to the working set; otherwise it **spills** to LPDDR5 and is read back. Tensors are freed after their last
-reader.
 
-**Vendor.** torch-spyre's scratchpad planner reserves part of LX (64 KB for program and debug, then 20 % for the
-backend's own staging: catalog facts `lx_reserved_bytes`, `lx_backend_reserved_fraction`); the budget it plans in
-is the compiler option `lx_budget_bytes` here. `STAGE["lx"]` has, per op, `ws_bytes_per_core`, `lx_bytes_per_core`
-(what the core holds while the op runs), where each input came from, and the LPDDR5 bytes and spills.
+# %% [markdown]
+# ## Part 5 — Scratchpad (LX) planning
+#
+# **Principle.** A Spyre core has no cache: the compiler decides what sits in its 2 MB **LX** scratchpad. The planner
+# walks a bundle in order, per core. A matmul needs a working set of one tile of each operand and of the result —
+# `tm × tk` of A, `tk × tn` of B, `tm × tn` of C, with `tk` one stick — chosen as large as the free LX allows
+# (larger tiles re-read less from LPDDR5). An output that a later op reads stays resident if its per-core slice still
+# fits next to the working set; otherwise it **spills** to LPDDR5 and is read back. Tensors are freed after their last
+# reader.
+#
+# **Vendor.** torch-spyre's scratchpad planner reserves part of LX (64 KB for program and debug, then 20 % for the
+# backend's own staging: catalog facts `lx_reserved_bytes`, `lx_backend_reserved_fraction`); the budget it plans in
+# is the compiler option `lx_budget_bytes` here. `STAGE["lx"]` has, per op, `ws_bytes_per_core`, `lx_bytes_per_core`
+# (what the core holds while the op runs), where each input came from, and the LPDDR5 bytes and spills.
+#
+# **Spec.** Write `lx_working_set(tile, dtype="fp16")` → `int` bytes of a matmul tile given as the compiler writes it,
+# `"tm x tk x tn"` without spaces (e.g. `"8x64x256"`): `(tm·tk + tk·tn + tm·tn) × element bytes`; and
+# `fits_lx(tile, resident_bytes, budget, dtype="fp16")` → `bool`: does the tile's working set fit next to
+# `resident_bytes` within `budget`? Example: `"8x64x256"` fp16 → (512 + 16384 + 2048) × 2 = 37,888 bytes.
 
-**Spec.** Write `lx_working_set(tile, dtype="fp16")` → `int` bytes of a matmul tile given as the compiler writes it,
-`"tm x tk x tn"` without spaces (e.g. `"8x64x256"`): `(tm·tk + tk·tn + tm·tn) × element bytes`; and
-`fits_lx(tile, resident_bytes, budget, dtype="fp16")` → `bool`: does the tile's working set fit next to
-`resident_bytes` within `budget`? Example: `"8x64x256"` fp16 → (512 + 16384 + 2048) × 2 = 37,888 bytes."""
-
-P5_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "lx_tiles", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lx_working_set(tile, dtype="fp16"):
     """Bytes of one A, one B and one C tile of a matmul tile "tm x tk x tn"."""
     ### BEGIN SOLUTION
@@ -457,9 +468,10 @@ def fits_lx(tile, resident_bytes, budget, dtype="fp16"):
     """Does the tile's working set fit in LX next to what is already resident?"""
     ### BEGIN SOLUTION
     return lx_working_set(tile, dtype) + resident_bytes <= budget
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P5_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "lx_tiles_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 DEFAULT_LX = int(STAGE["lx"]["lx_budget_bytes"].iloc[0])
@@ -487,9 +499,9 @@ grader.assert_equal(fits_lx("128x64x512", 100000, 312992), True, name="exactly f
 grader.assert_equal(fits_lx("128x64x512", 100001, 312992), False, name="one byte over")
 grader.assert_equal(fits_lx("32x32x32", 0, 12287, "fp32"), False, name="dtype matters")
 grader.assert_equal(fits_lx("32x32x32", 0, 12287, "fp16"), True, name="dtype matters")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P5_PLOT = """\
+# %%
 lx_d, lx_t = STAGE["lx"], lowering.lx_table(TIGHT)
 x = np.arange(len(lx_d))
 fig, ax = plt.subplots(figsize=(12, 4.2), layout="constrained")
@@ -512,26 +524,28 @@ print(both.to_string())
 print(f"time: {REPORT.time_s * 1e6:.1f} µs -> {TIGHT.time_s * 1e6:.1f} µs (SIMULATED)")
 tiles = pd.DataFrame({"op": STAGE["work"]["op"], "default": STAGE["work"]["tile"],
                       "tight": lowering.work_table(TIGHT)["tile"]})
-print(tiles[tiles["default"] != ""].to_string(index=False))"""
+print(tiles[tiles["default"] != ""].to_string(index=False))
 
-# ---- Part 6 ----------------------------------------------------------------------------------------------------
-P6_TEXT = """\
-**Principle.** A compiler option changes decisions in several stages at once: fewer cores change the work division,
-so each core holds a larger slice, so less fits the scratchpad, so more spills; a smaller scratchpad budget changes
-tiles and residency. The timeline and the hardware counters show the sum of those effects.
 
-**Vendor.** Spyre's counters count the bytes DMA'd between LPDDR5 and each core's LX; the simulator reports the same
-counters in `report.counters`. `lowering.compare_options(workload, before, after)` compiles the block twice and lines
-up both timelines (`.timeline`: one row per op event, `*_before` / `*_after`, `speedup` = before / after duration)
-and the counters (`.counters`: `before`, `after`, `change`, `ratio`; also `time_s` and the time per bound).
+# %% [markdown]
+# ## Part 6 — Change one compiler option
+#
+# **Principle.** A compiler option changes decisions in several stages at once: fewer cores change the work division,
+# so each core holds a larger slice, so less fits the scratchpad, so more spills; a smaller scratchpad budget changes
+# tiles and residency. The timeline and the hardware counters show the sum of those effects.
+#
+# **Vendor.** Spyre's counters count the bytes DMA'd between LPDDR5 and each core's LX; the simulator reports the same
+# counters in `report.counters`. `lowering.compare_options(workload, before, after)` compiles the block twice and lines
+# up both timelines (`.timeline`: one row per op event, `*_before` / `*_after`, `speedup` = before / after duration)
+# and the counters (`.counters`: `before`, `after`, `change`, `ratio`; also `time_s` and the time per bound).
+#
+# **Spec.** Set `OPTION` in the parameters cell (default `{"cores": 8}`; try `{"lx_budget_bytes": 131072}` too) and
+# write `option_effect(cmp)` → a dict with `time_ratio` (after / before step time, float), `lpddr_ratio` (after /
+# before of LPDDR5→LX + LX→LPDDR5 bytes, float), `spill_bytes_added` (float: after − before of `lx_spill_bytes`),
+# `most_slowed_op` (str: the `event` whose duration grew by the largest factor, after / before) and
+# `bound_changes` (int: op events whose `bound` differs between before and after).
 
-**Spec.** Set `OPTION` in the parameters cell (default `{"cores": 8}`; try `{"lx_budget_bytes": 131072}` too) and
-write `option_effect(cmp)` → a dict with `time_ratio` (after / before step time, float), `lpddr_ratio` (after /
-before of LPDDR5→LX + LX→LPDDR5 bytes, float), `spill_bytes_added` (float: after − before of `lx_spill_bytes`),
-`most_slowed_op` (str: the `event` whose duration grew by the largest factor, after / before) and
-`bound_changes` (int: op events whose `bound` differs between before and after)."""
-
-P6_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "option_effect", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def option_effect(cmp):
     """What an option change did: step time and LPDDR5 traffic ratios, spills added, most slowed op, bound flips."""
     ### BEGIN SOLUTION
@@ -542,9 +556,10 @@ def option_effect(cmp):
             "spill_bytes_added": float(c.loc["lx_spill_bytes", "change"]),
             "most_slowed_op": str(tl.loc[(tl["duration_s_after"] / tl["duration_s_before"]).idxmax(), "event"]),
             "bound_changes": int((tl["bound_before"] != tl["bound_after"]).sum())}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P6_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "option_effect_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar, check_type
 
 CMP = lowering.compare_options(WORKLOAD, {}, OPTION)
@@ -581,9 +596,9 @@ for _opts in ({"lx_budget_bytes": 131072}, {"cores": 4}, {"coarse_tiles": 4}):
     grader.assert_equal(_e["most_slowed_op"] in [str(v) for v in _t["event"][_g >= _g.max() * (1 - 1e-9)]], True,
                         name="most slowed op")
     grader.assert_equal(_e.get("bound_changes"), int((_t["bound_before"] != _t["bound_after"]).sum()), name="bounds")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P6_PLOT = """\
+# %%
 lowering.plot_comparison(CMP)
 plt.show()
 tl = CMP.timeline
@@ -601,66 +616,74 @@ print(CMP.counters.to_string(float_format=lambda v: f"{v:.4g}"))
 try:
     print(option_effect(CMP))
 except NotImplementedError:
-    print("option_effect is not written yet")"""
+    print("option_effect is not written yet")
 
-# ---- Analysis --------------------------------------------------------------------------------------------------
-ANALYSIS = "Answer in the cells below with numbers from your runs (graded by hand)."
+# %% [markdown]
+# ## Analysis
+#
+# Answer in the cells below with numbers from your runs (graded by hand).
 
-Q1 = """\
-**Question 1 (your option change).** Using the two Gantt charts, the per-op chart and the counters: which ops got
-slower and by how much, which lane grew (cores, dma, host), did any op change between compute- and memory-bound, and
-why did the LPDDR5↔LX traffic change (or not)? Trace the effect through the stages: work division → per-core slice
-→ LX residency and tiles → traffic → time."""
+# %% [markdown]
+# **Question 1 (your option change).** Using the two Gantt charts, the per-op chart and the counters: which ops got
+# slower and by how much, which lane grew (cores, dma, host), did any op change between compute- and memory-bound, and
+# why did the LPDDR5↔LX traffic change (or not)? Trace the effect through the stages: work division → per-core slice
+# → LX residency and tiles → traffic → time.
 
-A1 = """\
-(For OPTION = {"cores": 8} on the default block; SIMULATED.) Work division: every op now runs on 8 cores instead of
-32 (addmm M/8, bmm B/8, pointwise d0/4 d1/2), so each core holds 4x the sticks. Compute-bound matmuls take 4x longer
-(peak x 8/32), and so do the ops bound by LX bandwidth (the model gives k cores k/32 of it); ops bound by LPDDR5 (the
-mask's gt, the first layer norm reading the input, the final add writing the output) do not change. The big effect
-is the softmax: its per-core slice of the (4, 8, 256, 256) scores is now 4x larger and its working set no longer
-fits the LX budget next to the resident tensors, so its decomposed parts stream their two full-size intermediates
-through LPDDR5 (8.4 MB of spills): ~55x slower, and the dma lane fills up. LPDDR5 traffic 8.7 -> 25.5 MB (x2.9),
-step 123 -> 403 µs (x3.3). No op changes bound. The host lane (two bundle launches and the arange fallback's PCIe
-round trip, ~49 µs of scheduling) is unchanged, so it becomes a smaller share. (For {"lx_budget_bytes": 131072}:
-same cores, but smaller matmul tiles re-read operands and most intermediates spill: LPDDR5 x9.7, spills 37 MB, most
-ops become LPDDR5-bound, step x5.3.) Full marks: per-op numbers, the lane that grew, bound (no) change, and the
-chain work division -> per-core slice -> LX residency/tiles -> traffic -> time."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_option", "locked": false, "points": 4, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# (For OPTION = {"cores": 8} on the default block; SIMULATED.) Work division: every op now runs on 8 cores instead of
+# 32 (addmm M/8, bmm B/8, pointwise d0/4 d1/2), so each core holds 4x the sticks. Compute-bound matmuls take 4x longer
+# (peak x 8/32), and so do the ops bound by LX bandwidth (the model gives k cores k/32 of it); ops bound by LPDDR5 (the
+# mask's gt, the first layer norm reading the input, the final add writing the output) do not change. The big effect
+# is the softmax: its per-core slice of the (4, 8, 256, 256) scores is now 4x larger and its working set no longer
+# fits the LX budget next to the resident tensors, so its decomposed parts stream their two full-size intermediates
+# through LPDDR5 (8.4 MB of spills): ~55x slower, and the dma lane fills up. LPDDR5 traffic 8.7 -> 25.5 MB (x2.9),
+# step 123 -> 403 µs (x3.3). No op changes bound. The host lane (two bundle launches and the arange fallback's PCIe
+# round trip, ~49 µs of scheduling) is unchanged, so it becomes a smaller share. (For {"lx_budget_bytes": 131072}:
+# same cores, but smaller matmul tiles re-read operands and most intermediates spill: LPDDR5 x9.7, spills 37 MB, most
+# ops become LPDDR5-bound, step x5.3.) Full marks: per-op numbers, the lane that grew, bound (no) change, and the
+# chain work division -> per-core slice -> LX residency/tiles -> traffic -> time.
+# === END MARK SCHEME ===
 
-Q2 = """\
-**Question 2 (span).** From the span table and the second panel of the Part 4 figure: why does splitting an
-activation's *rows* over 32 cores leave each core's address span close to the whole tensor, while splitting its
-*sticks* (or a matmul's `N`) shrinks it in proportion? torch-spyre caps the per-core span: for a tensor whose
-rows-only split leaves the span above the cap, what must its compiler do, and what does that cost? The simulator
-models neither the cap nor that reaction — how would you notice it on a real compile?"""
+# %% [markdown]
+# **Question 2 (span).** From the span table and the second panel of the Part 4 figure: why does splitting an
+# activation's *rows* over 32 cores leave each core's address span close to the whole tensor, while splitting its
+# *sticks* (or a matmul's `N`) shrinks it in proportion? torch-spyre caps the per-core span: for a tensor whose
+# rows-only split leaves the span above the cap, what must its compiler do, and what does that cost? The simulator
+# models neither the cap nor that reaction — how would you notice it on a real compile?
 
-A2 = """\
-The device layout puts the stick index outermost, (sticks per row, *rows, 64): a core that owns a block of rows
-still touches every stick plane, so its first and last addresses are almost a whole tensor apart (span ~
-(S-1) x plane + its rows); cutting the outermost (stick / N) dimension gives each core a contiguous slice, span =
-size / pieces. Above the cap torch-spyre must force splits on the dimension that drives the span (the stick
-dimension, which must divide the stick count) or coarse-tile the op into several output ranges (span-overflow
-tiling): more loop iterations / SuperDSC invocations, possibly fewer cores on the preferred dimension, more launches
-and re-reads. On hardware you would see compile-time work-division warnings or errors, or extra tiled loops in the
-generated program; the simulator just reports the span. Full marks: outermost-stick reasoning, forced split or
-tiling, its cost, one observable."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_span", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# The device layout puts the stick index outermost, (sticks per row, *rows, 64): a core that owns a block of rows
+# still touches every stick plane, so its first and last addresses are almost a whole tensor apart (span ~
+# (S-1) x plane + its rows); cutting the outermost (stick / N) dimension gives each core a contiguous slice, span =
+# size / pieces. Above the cap torch-spyre must force splits on the dimension that drives the span (the stick
+# dimension, which must divide the stick count) or coarse-tile the op into several output ranges (span-overflow
+# tiling): more loop iterations / SuperDSC invocations, possibly fewer cores on the preferred dimension, more launches
+# and re-reads. On hardware you would see compile-time work-division warnings or errors, or extra tiled loops in the
+# generated program; the simulator just reports the span. Full marks: outermost-stick reasoning, forced split or
+# tiling, its cost, one observable.
+# === END MARK SCHEME ===
 
-Q3 = """\
-**Question 3 (comparative prediction, before running the next cell).** For this block, predict the ranking of
-**main-memory bytes** moved by the GPU (H100, HBM), the TPU v5e (HBM) and Spyre (LPDDR5) backends, and say for each
-where the K^T transpose is handled (a separate copy, or folded into an operand read). Write your prediction first,
-then run the check cell below and add to your answer what it showed and why."""
+# %% [markdown]
+# **Question 3 (comparative prediction, before running the next cell).** For this block, predict the ranking of
+# **main-memory bytes** moved by the GPU (H100, HBM), the TPU v5e (HBM) and Spyre (LPDDR5) backends, and say for each
+# where the K^T transpose is handled (a separate copy, or folded into an operand read). Write your prediction first,
+# then run the check cell below and add to your answer what it showed and why.
 
-A3 = """\
-A good prediction: Spyre moves by far the fewest main-memory bytes — two device bundles whose intermediates stay in
-LX at the default budget, so LPDDR5 sees little more than the weights, the input and the output (~8.7 MB here). The
-GPU and the TPU move several times more (~55 MB each, SIMULATED) because every kernel / XLA fusion reads its
-inputs from and writes its output to HBM (even with attention fused on both); they are close to each other. K^T:
-on the GPU the GEMM reads the transposed operand directly (a transpose flag) or Inductor emits a copy kernel; on
-the TPU XLA's layout assignment picks the stored order and the fusion reads the tiles of the view (no separate op
-in the simulator); on Spyre an explicit restickify copy runs inside the bundle (LX traffic, no LPDDR5 bytes).
-Full marks: a ranking with reasons, the three ways the transpose is handled, and what the check showed."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# A good prediction: Spyre moves by far the fewest main-memory bytes — two device bundles whose intermediates stay in
+# LX at the default budget, so LPDDR5 sees little more than the weights, the input and the output (~8.7 MB here). The
+# GPU and the TPU move several times more (~55 MB each, SIMULATED) because every kernel / XLA fusion reads its
+# inputs from and writes its output to HBM (even with attention fused on both); they are close to each other. K^T:
+# on the GPU the GEMM reads the transposed operand directly (a transpose flag) or Inductor emits a copy kernel; on
+# the TPU XLA's layout assignment picks the stored order and the fusion reads the tiles of the view (no separate op
+# in the simulator); on Spyre an explicit restickify copy runs inside the bundle (LX traffic, no LPDDR5 bytes).
+# Full marks: a ranking with reasons, the three ways the transpose is handled, and what the check showed.
+# === END MARK SCHEME ===
 
-Q3_CHECK = """\
+# %%
 rows = []
 for backend, dtype in (("gpu", "fp16"), ("tpu", "bf16"), ("spyre", "fp16")):
     r = simulate(WORKLOAD, backend, dtype=dtype)  # each chip's 16-bit type; the traced byte counts are the same
@@ -668,14 +691,16 @@ for backend, dtype in (("gpu", "fp16"), ("tpu", "bf16"), ("spyre", "fp16")):
     rows.append({"backend": backend, "chip": r.chip, "kernels": len(r.programs[0].kernels), "main memory": main,
                  "main-memory MB": r.bytes[main] / 1e6, "time µs": r.time_s * 1e6, "bottleneck": r.bottleneck})
 print(f"SIMULATED, {WORKLOAD.name}:")
-print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}"))"""
+print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
-LANDSCAPE_TEXT = """\
-Add this Deep Dive's rows to Spyre's column of the map you have been building (the same file; `overwrite=True`
-refreshes them when you re-run). Values read from the compiled program are **simulated**; the count of restickify
-copies comes from your own `needs_restickify` when it is written (**learner**)."""
+# %% [markdown]
+# ## Landscape map
+#
+# Add this Deep Dive's rows to Spyre's column of the map you have been building (the same file; `overwrite=True`
+# refreshes them when you re-run). Values read from the compiled program are **simulated**; the count of restickify
+# copies comes from your own `needs_restickify` when it is written (**learner**).
 
-LANDSCAPE_CODE = """\
+# %%
 from common.landscape import LandscapeMap
 
 LM = LandscapeMap.load(LANDSCAPE_PATH)
@@ -699,67 +724,23 @@ LM.add("Spyre", "compiler option vs LPDDR5 traffic (one block)",
        source="simulated", overwrite=True)
 print(f"saved {LM.save()}")
 LM.render(title=f"Accelerator landscape map after the Course 3 Deep Dive ({len(LM)} cells)")
-plt.show()"""
+plt.show()
 
-WRAP_UP = """\
-- A dataflow compiler's lowering is a chain of decisions you can read: coverage, bundles, **stick layout**,
-  **restickify** copies, **work division**, **LX plan**. Each stage's output is the next stage's input.
-- Layout propagates: an op's output is laid out along its innermost dimension; a consumer that walks another
-  dimension pays a **restickify** (weights are laid out at load time and never pay it at run time).
-- Work division gives every core the same number of sticks, so a core count that does not divide the dimensions
-  leaves cores idle (12 cores → 8 used here); which dimension is split decides each core's address **span** — the
-  limit torch-spyre enforces and the simulator does not.
-- The scratchpad plan turns per-core slice sizes into LPDDR5 traffic: fewer cores or a smaller budget → larger
-  slices or smaller tiles → spills → more traffic, visible in the counters before anything runs.
-
-Further reading (torch-spyre documentation, `docs/source/compiler/`): `work_division_planning.md` (work division
-and the per-core span), `span_overflow_hint_analysis.md` and `working_set_reduction.md` (span reduction by coarse
-tiling), `scratchpad_planning.md` (LX budget), `restickify_cost_model.md`.
-
-Back to the core lab (`lab3_compile`); Course 4 follows tensors through the memory hierarchy in more depth."""
-
-
-def build() -> LabBuilder:
-    lab = LabBuilder(COURSE, LAB,
-                     "Course 3 · Dataflow Deep Dive — Lowering a transformer block for a simulated IBM Spyre")
-    lab.header(objectives=OBJECTIVES, expected_time="45–60 minutes",
-               runtime="a free Colab CPU runtime or any laptop (the Spyre is simulated; no accelerator needed)",
-               intro=INTRO)
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS)
-    lab.part("Decompose and fuse: from aten ops to SuperDSC bundles", P1_TEXT)
-    lab.code(P1_CODE)
-    lab.solution(P1_SOLUTION, grade_id="lowering_summary")
-    lab.tests(P1_TESTS, grade_id="lowering_summary_tests", points=2)
-    lab.part("Layout propagation: every tensor in sticks", P2_TEXT)
-    lab.solution(P2_SOLUTION, grade_id="device_layout")
-    lab.tests(P2_TESTS, grade_id="device_layout_tests", points=3)
-    lab.code(P2_PLOT)
-    lab.part("Where a restickify is inserted, and why", P3_TEXT)
-    lab.solution(P3_SOLUTION, grade_id="needs_restickify")
-    lab.tests(P3_TESTS, grade_id="needs_restickify_tests", points=3)
-    lab.code(P3_AFTER)
-    lab.part("Work division across cores, and each core's span", P4_TEXT)
-    lab.solution(P4_SOLUTION, grade_id="divide_work")
-    lab.tests(P4_TESTS, grade_id="divide_work_tests", points=4)
-    lab.code(P4_PLOT)
-    lab.part("Scratchpad (LX) planning", P5_TEXT)
-    lab.solution(P5_SOLUTION, grade_id="lx_tiles")
-    lab.tests(P5_TESTS, grade_id="lx_tiles_tests", points=3)
-    lab.code(P5_PLOT)
-    lab.part("Change one compiler option", P6_TEXT)
-    lab.solution(P6_SOLUTION, grade_id="option_effect")
-    lab.tests(P6_TESTS, grade_id="option_effect_tests", points=3)
-    lab.code(P6_PLOT)
-    lab.analysis(ANALYSIS)
-    lab.answer(Q1, grade_id="dd_q_option", points=4, model_answer=A1)
-    lab.answer(Q2, grade_id="dd_q_span", points=3, model_answer=A2)
-    lab.answer(Q3, grade_id="dd_q_compare", points=3, model_answer=A3)
-    lab.code(Q3_CHECK)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
-    lab.wrap_up(WRAP_UP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build))
+# %% [markdown]
+# ## Wrap-up
+#
+# - A dataflow compiler's lowering is a chain of decisions you can read: coverage, bundles, **stick layout**,
+#   **restickify** copies, **work division**, **LX plan**. Each stage's output is the next stage's input.
+# - Layout propagates: an op's output is laid out along its innermost dimension; a consumer that walks another
+#   dimension pays a **restickify** (weights are laid out at load time and never pay it at run time).
+# - Work division gives every core the same number of sticks, so a core count that does not divide the dimensions
+#   leaves cores idle (12 cores → 8 used here); which dimension is split decides each core's address **span** — the
+#   limit torch-spyre enforces and the simulator does not.
+# - The scratchpad plan turns per-core slice sizes into LPDDR5 traffic: fewer cores or a smaller budget → larger
+#   slices or smaller tiles → spills → more traffic, visible in the counters before anything runs.
+#
+# Further reading (torch-spyre documentation, `docs/source/compiler/`): `work_division_planning.md` (work division
+# and the per-core span), `span_overflow_hint_analysis.md` and `working_set_reduction.md` (span reduction by coarse
+# tiling), `scratchpad_planning.md` (LX budget), `restickify_cost_model.md`.
+#
+# Back to the core lab (`lab3_compile`); Course 4 follows tensors through the memory hierarchy in more depth.

@@ -1,27 +1,41 @@
-"""Builds Course 2's core lab: ``python course2_dataflow/build_lab.py`` rewrites the source notebook.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-* ``lab2_dataflow`` — a transformer block as a dataflow graph: trace and annotate it, execute it by firing
-  rules, stream it through bounded buffers (back-pressure, deadlock), schedule it statically and dynamically
-  on P processing elements, read the TPU and Spyre compilers' schedules of its attention, landscape rows.
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-The Deep Dive (``deepdive2_spyre``) has its own build script. Run ``dfa release course2_dataflow`` afterwards.
-"""
+# %% [markdown]
+# # Course 2 · Lab: A transformer block as a dataflow graph
+#
+# A neural network is a dataflow graph long before any accelerator sees it. This lab makes that literal: you execute a transformer block by firing rules, stream it through finite buffers, schedule it on an abstract dataflow machine, and read how two real compilers (simulated) schedule its attention. *Simulated* numbers come from `common.sim` and `common.schedule`, hardware numbers from the catalog; the block itself runs on your CPU.
+#
+# **Learning objectives**
+#
+# - trace a transformer block into an FX dataflow graph, count its nodes and edges and annotate every op with its shape, FLOPs, bytes and roofline bound
+# - write a token-driven interpreter (firing rules) that reproduces eager execution
+# - stream the block through bounded buffers: back-pressure, skew buffers and a deadlock you can explain
+# - write a static list scheduler for P processing elements and compare it with dynamic scheduling under cost noise (makespan, utilisation, Gantt charts)
+# - read the TPU and Spyre compilers' schedules of the attention: MXU passes and padding, DMA edges, critical path
+#
+# **Expected time:** 90–120 minutes  
+# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no accelerator needed (the machines are simulated)
 
-from __future__ import annotations
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-
-PARAMETERS = """\
+# %% tags=["parameters"]
 import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
@@ -30,9 +44,9 @@ FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
 D_MODEL = 256       # width of the TinyTransformerBlock of this lab (its MLP is 4x wider)
 N_HEADS = 4
 CHIP = "h100-sxm"   # the catalog chip whose roofline costs every node (Parts 1 and 3)
-DTYPE = "fp32"      # the block runs in fp32 on your CPU, so its fp32 peak sets the ridge"""
+DTYPE = "fp32"      # the block runs in fp32 on your CPU, so its fp32 peak sets the ridge
 
-SETTINGS = """\
+# %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
 BATCH, SEQ = (2, 32) if FAST else (2, 64)
 LENGTHS = (16, 32, 48, 64) if FAST else (16, 32, 48, 64, 96, 128)   # Part 3: prompts of different lengths
@@ -67,34 +81,36 @@ x = torch.randn(BATCH, SEQ, D_MODEL, generator=torch.Generator().manual_seed(0))
 chip = get_chip(CHIP)
 RIDGE = chip.compute_peak(DTYPE)[0] / chip.main_memory.bandwidth   # FLOP/byte where the roofs meet (catalog)
 print(f"block: d_model {D_MODEL}, {N_HEADS} heads, input {tuple(x.shape)} fp32; {CHIP} {DTYPE} ridge "
-      f"{RIDGE:.3g} FLOP/B; FAST={FAST}")"""
+      f"{RIDGE:.3g} FLOP/B; FAST={FAST}")
 
-# ---- Part 1 -----------------------------------------------------------------------------------------------
-P1_TEXT = """\
-**The principle.** A dataflow graph is a program written as a graph: **nodes** are operations, **edges** carry
-the values (tensors) from the node that produces them to the nodes that consume them. There is no program
-counter: the edges alone say what may run before what, and everything not ordered by an edge may run in
-parallel. Every machine in this course starts from such a graph.
+# %% [markdown]
+# ## Part 1 — Trace the block
+#
+# **The principle.** A dataflow graph is a program written as a graph: **nodes** are operations, **edges** carry
+# the values (tensors) from the node that produces them to the nodes that consume them. There is no program
+# counter: the edges alone say what may run before what, and everything not ordered by an edge may run in
+# parallel. Every machine in this course starts from such a graph.
+#
+# **The vendors.** `torch.fx.symbolic_trace` records a module's `forward` as an FX graph: `placeholder` nodes are
+# the inputs, `call_module` nodes call sub-modules (`nn.Linear`, `nn.LayerNorm`), `call_function` and
+# `call_method` nodes call torch functions and tensor methods, `get_attr` reads a parameter, and one `output`
+# node returns the result. XLA (TPU) compiles an HLO graph of the same kind, torch-spyre a graph of SuperDSC
+# ops, the Groq and Cerebras compilers a whole-model graph; a GPU runs the graph's nodes as kernels on a stream.
+#
+# **Spec (a).** Write `graph_stats(gm)`: a `dict` with the number of nodes of each opcode — keys `"placeholder"`,
+# `"get_attr"`, `"call_function"`, `"call_method"`, `"call_module"`, `"output"` (0 when absent) — plus `"nodes"`
+# (all of them) and `"edges"`: one edge per distinct (producer, consumer) pair (`node.all_input_nodes` lists a
+# node's distinct producers). Worked example: `lambda x: torch.relu(x) * x` has nodes `x`, `relu`, `mul`,
+# `output` and edges x→relu, x→mul, relu→mul, mul→output: 4 nodes, 4 edges.
 
-**The vendors.** `torch.fx.symbolic_trace` records a module's `forward` as an FX graph: `placeholder` nodes are
-the inputs, `call_module` nodes call sub-modules (`nn.Linear`, `nn.LayerNorm`), `call_function` and
-`call_method` nodes call torch functions and tensor methods, `get_attr` reads a parameter, and one `output`
-node returns the result. XLA (TPU) compiles an HLO graph of the same kind, torch-spyre a graph of SuperDSC
-ops, the Groq and Cerebras compilers a whole-model graph; a GPU runs the graph's nodes as kernels on a stream.
-
-**Spec (a).** Write `graph_stats(gm)`: a `dict` with the number of nodes of each opcode — keys `"placeholder"`,
-`"get_attr"`, `"call_function"`, `"call_method"`, `"call_module"`, `"output"` (0 when absent) — plus `"nodes"`
-(all of them) and `"edges"`: one edge per distinct (producer, consumer) pair (`node.all_input_nodes` lists a
-node's distinct producers). Worked example: `lambda x: torch.relu(x) * x` has nodes `x`, `relu`, `mul`,
-`output` and edges x→relu, x→mul, relu→mul, mul→output: 4 nodes, 4 edges."""
-
-P1_TRACE = """\
+# %%
 gm = fx.symbolic_trace(block)
 print(gm.code)
 for n in gm.graph.nodes:
-    print(f"{n.op:14s} {n.name:14s} <- {', '.join(a.name for a in n.all_input_nodes)}")"""
+    print(f"{n.op:14s} {n.name:14s} <- {', '.join(a.name for a in n.all_input_nodes)}")
 
-P1_SOLUTION = '''\
+
+# %% nbgrader={"grade": false, "grade_id": "graph_stats", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def graph_stats(gm):
     """{"placeholder": .., "get_attr": .., "call_function": .., "call_method": .., "call_module": ..,
     "output": .., "nodes": .., "edges": ..} for an FX GraphModule."""
@@ -105,9 +121,10 @@ def graph_stats(gm):
     stats["nodes"] = len(gm.graph.nodes)
     stats["edges"] = sum(len(n.all_input_nodes) for n in gm.graph.nodes)
     return stats
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "graph_stats_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 stats = graph_stats(gm)
@@ -143,20 +160,20 @@ class _WithAttr(nn.Module):
 
 for _g in (gm, fx.symbolic_trace(_WithAttr()), fx.symbolic_trace(TinyTransformerBlock(32, 2, causal=False))):
     grader.assert_equal(graph_stats(_g), _ref(_g), name="graph_stats")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1B_TEXT = """\
-**Spec (b).** Write `node_annotations(gm, args, chip_name, dtype)`: run `common.costs.annotate(gm, *args)` (an
-`fx.Interpreter` that stores a `NodeCost` in `node.meta["cost"]`: `.flops`, `.bytes`, `.intensity`,
-`.shape`, `.is_view`), then return a `DataFrame` with one row per node that does work — not a placeholder,
-`get_attr` or output node, and not a view (`cost.is_view`: reshapes and transposes move no data) — in graph
-order, with columns `node` (name), `op` (`common.costs.op_name(node, gm)`), `shape`, `flops`, `bytes`,
-`intensity` and `bound`: `"compute"` if the intensity is at or above the chip's ridge point
-($\\text{peak}_{dtype} / \\text{main-memory bandwidth}$, from `get_chip(chip_name)`), else `"memory"`.
-Worked example: on an H100 in fp32 (ridge 20 FLOP/B) a `Linear(256, 256)` on 128 rows does
-2·128·256·256 FLOPs over 4·(128·256 + 256·256 + 256 + 128·256) bytes ≈ 32 FLOP/B: compute-bound."""
+# %% [markdown]
+# **Spec (b).** Write `node_annotations(gm, args, chip_name, dtype)`: run `common.costs.annotate(gm, *args)` (an
+# `fx.Interpreter` that stores a `NodeCost` in `node.meta["cost"]`: `.flops`, `.bytes`, `.intensity`,
+# `.shape`, `.is_view`), then return a `DataFrame` with one row per node that does work — not a placeholder,
+# `get_attr` or output node, and not a view (`cost.is_view`: reshapes and transposes move no data) — in graph
+# order, with columns `node` (name), `op` (`common.costs.op_name(node, gm)`), `shape`, `flops`, `bytes`,
+# `intensity` and `bound`: `"compute"` if the intensity is at or above the chip's ridge point
+# ($\text{peak}_{dtype} / \text{main-memory bandwidth}$, from `get_chip(chip_name)`), else `"memory"`.
+# Worked example: on an H100 in fp32 (ridge 20 FLOP/B) a `Linear(256, 256)` on 128 rows does
+# 2·128·256·256 FLOPs over 4·(128·256 + 256·256 + 256 + 128·256) bytes ≈ 32 FLOP/B: compute-bound.
 
-P1B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "node_annotations", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def node_annotations(gm, args, chip_name, dtype):
     """One row per node that does work: node, op, shape, flops, bytes, intensity, bound."""
     ### BEGIN SOLUTION
@@ -172,9 +189,10 @@ def node_annotations(gm, args, chip_name, dtype):
                      "bytes": cost.bytes, "intensity": cost.intensity,
                      "bound": "compute" if cost.intensity >= ridge else "memory"})
     return pd.DataFrame(rows, columns=["node", "op", "shape", "flops", "bytes", "intensity", "bound"])
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1B_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "node_annotations_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor, check_type
 
 table = node_annotations(gm, (x,), CHIP, DTYPE)
@@ -201,9 +219,9 @@ for _chip, _dt in (("groq-lpu", "fp16"), ("a100-40gb", "fp32")):
     grader.assert_tensor(torch.tensor(_t["bytes"].to_numpy(float)), torch.tensor(_r["bytes"].to_numpy(float)),
                          rtol=1e-9, atol=0.0, dtype=torch.float64, name="bytes")
     grader.assert_equal([tuple(s) for s in _t["shape"]], [tuple(s) for s in _r["shape"]], name="shapes")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1_DRAW = """\
+# %%
 try:
     table = node_annotations(gm, (x,), CHIP, DTYPE)
 except NotImplementedError:
@@ -215,35 +233,36 @@ print(f"{len(table)} nodes do work: {BOUND_COUNTS}")
 fig, ax = plt.subplots(figsize=(12, 10), layout="constrained")
 draw_graph(gm, ridge=RIDGE, ax=ax,
            title=f"TinyTransformerBlock({D_MODEL}, {N_HEADS}) as a dataflow graph, input {tuple(x.shape)} fp32: "
-                 f"bound-ness on the {CHIP} {DTYPE} CATALOG roofline\\n(counted FLOPs and bytes per op, "
+                 f"bound-ness on the {CHIP} {DTYPE} CATALOG roofline\n(counted FLOPs and bytes per op, "
                  "views folded into edges; not measured)")
-plt.show()"""
+plt.show()
 
-# ---- Part 2 -----------------------------------------------------------------------------------------------
-P2_TEXT = """\
-**The principle.** In a dataflow machine nothing tells a node *when* to run except its inputs: a node **fires**
-when a token is present on every one of its input edges; firing consumes those tokens and puts one token with
-its result on each output edge. This is the *firing rule* of static dataflow (Dennis, 1974). Two nodes that
-are ready at the same time may fire in any order — or at once, on two processing elements.
+# %% [markdown]
+# ## Part 2 — Firing rules and bounded buffers
+#
+# **The principle.** In a dataflow machine nothing tells a node *when* to run except its inputs: a node **fires**
+# when a token is present on every one of its input edges; firing consumes those tokens and puts one token with
+# its result on each output edge. This is the *firing rule* of static dataflow (Dennis, 1974). Two nodes that
+# are ready at the same time may fire in any order — or at once, on two processing elements.
+#
+# **The vendors.** Hardware dataflow is everywhere in AI accelerators, at different grains: a Cerebras PE fires a
+# task when a fabric message (a *wavelet*) arrives; a Spyre core starts a SuperDSC op when its inputs have been
+# staged in its scratchpad; the Groq compiler replaces firing rules by a cycle-exact plan made in advance.
+#
+# **Spec.** Write `run_dataflow(gm, *args)` → `(output, trace)`: a token-driven interpreter over the FX graph.
+# `ev = Evaluator(gm, *args)` is the ALU: `ev.evaluate(node, {input_node: value, ...})` computes one node from the
+# tokens of its inputs (for a placeholder, pass `{}`). Rules, so that every correct interpreter fires in the
+# same order:
+# 1. A node's input edges are `node.all_input_nodes`. Nodes with none are ready at the start, in graph order.
+# 2. Ready nodes wait in a FIFO queue. Take the first, pop the tokens on its input edges, evaluate it, append
+#    its name to `trace`.
+# 3. Put the result as a token on every edge to its users, in `node.users` order; a user whose last missing
+#    token just arrived goes to the back of the queue.
+# 4. The value computed by the `output` node is `output`.
+#
+# Worked example: for `h = relu(x); out = h + x` the trace is `["x", "relu", "add", "output"]`.
 
-**The vendors.** Hardware dataflow is everywhere in AI accelerators, at different grains: a Cerebras PE fires a
-task when a fabric message (a *wavelet*) arrives; a Spyre core starts a SuperDSC op when its inputs have been
-staged in its scratchpad; the Groq compiler replaces firing rules by a cycle-exact plan made in advance.
-
-**Spec.** Write `run_dataflow(gm, *args)` → `(output, trace)`: a token-driven interpreter over the FX graph.
-`ev = Evaluator(gm, *args)` is the ALU: `ev.evaluate(node, {input_node: value, ...})` computes one node from the
-tokens of its inputs (for a placeholder, pass `{}`). Rules, so that every correct interpreter fires in the
-same order:
-1. A node's input edges are `node.all_input_nodes`. Nodes with none are ready at the start, in graph order.
-2. Ready nodes wait in a FIFO queue. Take the first, pop the tokens on its input edges, evaluate it, append
-   its name to `trace`.
-3. Put the result as a token on every edge to its users, in `node.users` order; a user whose last missing
-   token just arrived goes to the back of the queue.
-4. The value computed by the `output` node is `output`.
-
-Worked example: for `h = relu(x); out = h + x` the trace is `["x", "relu", "add", "output"]`."""
-
-P2_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "run_dataflow", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from collections import deque
 
 
@@ -267,9 +286,10 @@ def run_dataflow(gm, *args):
             if missing[user] == 0:
                 ready.append(user)
     return output, trace
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "run_dataflow_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor
 
 out, trace = run_dataflow(gm, x)
@@ -299,32 +319,32 @@ for _g, _args in ((fx.symbolic_trace(_f), (torch.randn(4, 3), torch.randn(4, 3))
     grader.assert_equal(_t, _rt, name="firing order")
     for _a, _b in zip(_o if isinstance(_o, tuple) else (_o,), _ro if isinstance(_ro, tuple) else (_ro,)):
         grader.assert_tensor(_a, _b, atol=0.0, rtol=0.0, name="output")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_STREAM_TEXT = """\
-### Streams and bounded buffers
+# %% [markdown]
+# ### Streams and bounded buffers
+#
+# A one-shot graph needs one token per edge. A *stream* — micro-batches, rows, tokens of a sequence — keeps
+# every node busy, and then edges become **FIFO buffers of fixed capacity** (on-chip SRAM is finite). We
+# simulate streams in synchronous **rounds** (`common.dataflow.run_stream`): at the start of a round every actor
+# looks at the buffer counts; it fires if each input buffer holds a token and each output buffer has a free slot;
+# all firings of a round take effect at its end. An actor that has its inputs but finds an output buffer full is
+# **back-pressured**: it stalls, and a stall is counted.
+#
+# **Predict first.** A chain `src → a → b` streams `N = 5` items through buffers of capacity 1. The
+# producer finds its buffer full in the round after it filled it (the consumer frees the slot only at the end
+# of that round). Set `CHAIN_ROUNDS` (rounds until `b` has fired 5 times) and `CHAIN_STALLS` (back-pressure
+# stalls in total) by reasoning on paper — draw the rounds — then run the cell after the next one to check.
 
-A one-shot graph needs one token per edge. A *stream* — micro-batches, rows, tokens of a sequence — keeps
-every node busy, and then edges become **FIFO buffers of fixed capacity** (on-chip SRAM is finite). We
-simulate streams in synchronous **rounds** (`common.dataflow.run_stream`): at the start of a round every actor
-looks at the buffer counts; it fires if each input buffer holds a token and each output buffer has a free slot;
-all firings of a round take effect at its end. An actor that has its inputs but finds an output buffer full is
-**back-pressured**: it stalls, and a stall is counted.
-
-**Predict first.** A chain `src → a → b` streams `N = 5` items through buffers of capacity 1. The
-producer finds its buffer full in the round after it filled it (the consumer frees the slot only at the end
-of that round). Set `CHAIN_ROUNDS` (rounds until `b` has fired 5 times) and `CHAIN_STALLS` (back-pressure
-stalls in total) by reasoning on paper — draw the rounds — then run the cell after the next one to check."""
-
-P2_PREDICT = '''\
+# %% nbgrader={"grade": false, "grade_id": "chain_prediction", "locked": false, "schema_version": 3, "solution": true, "task": false}
 CHAIN_ROUNDS = 0   # rounds until b has fired for the 5th time
 CHAIN_STALLS = 0   # back-pressure stalls of all actors together
 ### BEGIN SOLUTION
 CHAIN_ROUNDS = 11   # src fires every other round (2N - 1 = 9 rounds), then a and b drain: 2N + 3 - 2
 CHAIN_STALLS = 4    # src stalls between its five firings; a never does, because b empties its buffer each round
-### END SOLUTION'''
+### END SOLUTION
 
-P2_PREDICT_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "chain_prediction_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_type
 
 check_type("CHAIN_ROUNDS", CHAIN_ROUNDS, int)
@@ -340,9 +360,9 @@ _sg.add("b", lambda v: v, ["a"])
 _r = _rs(_sg)
 grader.assert_equal(CHAIN_ROUNDS, _r.rounds, name="rounds")
 grader.assert_equal(CHAIN_STALLS, _r.total_stalls, name="stalls")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_CHAIN = """\
+# %%
 def chain(capacity, n=5):
     sg = StreamGraph(capacity)
     sg.add("src", None, items=list(range(1, n + 1)))   # a source: one item per firing
@@ -354,25 +374,26 @@ def chain(capacity, n=5):
 for cap in (1, 2):
     r = run_stream(chain(cap))
     print(f"capacity {cap}: {r.rounds} rounds, stalls {r.stalls}, outputs {r.outputs['b']}")
-    print("   fired per round:", r.trace)"""
+    print("   fired per round:", r.trace)
 
-P2_SKEW_TEXT = """\
-### Skew buffers for the block
 
-Now stream `STREAM_ITEMS` micro-batches (one sequence each) through the block: `stream_from_fx` turns every FX
-node into an actor and every edge into a buffer. With capacity 1 everywhere the output is still exact, but the
-stream crawls — look at which actors stall most. The residual connections are the culprits: `x` feeds the
-`add` after the attention, twenty nodes downstream, and its buffer must hold every micro-batch that is
-still inside the attention branch.
+# %% [markdown]
+# ### Skew buffers for the block
+#
+# Now stream `STREAM_ITEMS` micro-batches (one sequence each) through the block: `stream_from_fx` turns every FX
+# node into an actor and every edge into a buffer. With capacity 1 everywhere the output is still exact, but the
+# stream crawls — look at which actors stall most. The residual connections are the culprits: `x` feeds the
+# `add` after the attention, twenty nodes downstream, and its buffer must hold every micro-batch that is
+# still inside the attention branch.
+#
+# **Spec.** Write `skew_capacities(sg)` for an acyclic rate-1 stream graph: `{(src, dst): capacity}` for every key
+# of `sg.edges`, with capacity = level(dst) − level(src) + 1, where level(a) = 0 for an actor without inputs and
+# 1 + the largest level of its producers (`sg.actors[a].inputs`) otherwise; `sg.actors` lists producers before
+# consumers. Why: in steady state actor `v` fires item *i* in round *i* + level(v), so at the start of a round an
+# edge holds level(v) − level(u) items and needs one more free slot. With these capacities the stream takes
+# `N + max level` rounds with no stall.
 
-**Spec.** Write `skew_capacities(sg)` for an acyclic rate-1 stream graph: `{(src, dst): capacity}` for every key
-of `sg.edges`, with capacity = level(dst) − level(src) + 1, where level(a) = 0 for an actor without inputs and
-1 + the largest level of its producers (`sg.actors[a].inputs`) otherwise; `sg.actors` lists producers before
-consumers. Why: in steady state actor `v` fires item *i* in round *i* + level(v), so at the start of a round an
-edge holds level(v) − level(u) items and needs one more free slot. With these capacities the stream takes
-`N + max level` rounds with no stall."""
-
-P2_SKEW_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "skew_capacities", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def skew_capacities(sg):
     """{(src, dst): level(dst) - level(src) + 1} for every edge of an acyclic rate-1 stream graph."""
     ### BEGIN SOLUTION
@@ -380,9 +401,10 @@ def skew_capacities(sg):
     for name, actor in sg.actors.items():
         level[name] = 1 + max((level[p] for p in actor.inputs), default=-1)
     return {(u, v): level[v] - level[u] + 1 for (u, v) in sg.edges}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_SKEW_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "skew_capacities_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor, check_type
 
 with torch.no_grad():
@@ -419,9 +441,9 @@ grader.assert_equal(skew_capacities(_d)[("s", "j")], 5, name="skip edge s->j")
 _g = fx.symbolic_trace(lambda a: torch.relu(a * 2) + a)
 _s = _sfx(_g, [(torch.ones(2),)] * 3)
 grader.assert_equal(_items(skew_capacities(_s)), _items(_ftc(_s)), name="small graph")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_SKEW_PLOT = """\
+# %%
 try:
     caps = skew_capacities(sg)
 except NotImplementedError:
@@ -437,21 +459,21 @@ for label, cap in (("capacity 1", 1), ("capacity 2", 2), ("skew capacities", cap
 print(f"SIMULATED stream of {STREAM_ITEMS} micro-batches through the block ({len(sg.actors)} actors, "
       f"depth {depth}):")
 print(pd.DataFrame(rows).to_string(index=False))
-print("largest skew buffers:", sorted(caps.items(), key=lambda kv: -kv[1])[:4])"""
+print("largest skew buffers:", sorted(caps.items(), key=lambda kv: -kv[1])[:4])
 
-P2_DEADLOCK_TEXT = """\
-### A deadlock you can explain
+# %% [markdown]
+# ### A deadlock you can explain
+#
+# Rates need not be 1. A streaming softmax subtracts each row's maximum: `src` emits a row of `W` elements one by
+# one; `rowmax` consumes `W` tokens and produces one; `bcast` turns it back into `W` tokens; `sub` joins every
+# element with its row's maximum. The direct edge `src → sub` must hold a whole row while `rowmax` waits for
+# it. Give it fewer than `W` slots and the four actors wait on each other in a cycle: `src` waits for space
+# that only `sub` can free, `sub` waits for `bcast`, `bcast` for `rowmax`, and `rowmax` for more of `src`'s
+# elements. `run_stream` finds the cycle in the wait-for graph and reports it — it never hangs. The same shape
+# appears wherever a reduction feeds back into the tensor it reduced (softmax, LayerNorm): a streaming compiler
+# must buffer the row, or recompute it.
 
-Rates need not be 1. A streaming softmax subtracts each row's maximum: `src` emits a row of `W` elements one by
-one; `rowmax` consumes `W` tokens and produces one; `bcast` turns it back into `W` tokens; `sub` joins every
-element with its row's maximum. The direct edge `src → sub` must hold a whole row while `rowmax` waits for
-it. Give it fewer than `W` slots and the four actors wait on each other in a cycle: `src` waits for space
-that only `sub` can free, `sub` waits for `bcast`, `bcast` for `rowmax`, and `rowmax` for more of `src`'s
-elements. `run_stream` finds the cycle in the wait-for graph and reports it — it never hangs. The same shape
-appears wherever a reduction feeds back into the tensor it reduced (softmax, LayerNorm): a streaming compiler
-must buffer the row, or recompute it."""
-
-P2_DEADLOCK = """\
+# %%
 rows_in = [[1.0, 5.0, 2.0, 3.0], [4.0, 0.0, 1.0, 9.0]]   # W = 4
 ok = run_stream(rowmax_stream(rows_in, direct_capacity=4))
 print(f"direct buffer of 4 slots: {ok.rounds} rounds, outputs {ok.outputs['sub']}")
@@ -472,43 +494,45 @@ ring.edges[("A", "B")].initial = (0,)
 try:
     run_stream(ring)
 except BufferDeadlock as err:
-    print("loop with 2 tokens in 2 slots ->", err)"""
+    print("loop with 2 tokens in 2 slots ->", err)
 
-# ---- Part 3 -----------------------------------------------------------------------------------------------
-P3_TEXT = """\
-**The principle.** Firing rules say *what may* run; a **schedule** says what runs *where and when*. On a
-machine with $P$ identical processing elements (PEs) a **static** scheduler decides at compile time — order
-and placement — from *estimated* costs; a **dynamic** scheduler keeps a queue of ready tasks and hands one to
-each PE that becomes idle, deciding at run time with the *actual* costs. No schedule beats
-$\\max(\\text{critical path},\\ \\text{total work}/P)$.
 
-**The vendors.** Groq's compiler fixes every instruction's cycle in advance (static); a TPU runs XLA's
-compile-time order of fusions; a GPU's hardware block scheduler and a Cerebras PE's task picker decide at run
-time (dynamic); Spyre plans each bundle at compile time and launches bundles from the host.
+# %% [markdown]
+# ## Part 3 — Static vs dynamic scheduling on P processing elements
+#
+# **The principle.** Firing rules say *what may* run; a **schedule** says what runs *where and when*. On a
+# machine with $P$ identical processing elements (PEs) a **static** scheduler decides at compile time — order
+# and placement — from *estimated* costs; a **dynamic** scheduler keeps a queue of ready tasks and hands one to
+# each PE that becomes idle, deciding at run time with the *actual* costs. No schedule beats
+# $\max(\text{critical path},\ \text{total work}/P)$.
+#
+# **The vendors.** Groq's compiler fixes every instruction's cycle in advance (static); a TPU runs XLA's
+# compile-time order of fusions; a GPU's hardware block scheduler and a Cerebras PE's task picker decide at run
+# time (dynamic); Spyre plans each bundle at compile time and launches bundles from the host.
+#
+# **The machine.** `common.schedule.task_graph(gm, chip, dtype)` gives one task per node that does work, costed
+# on one PE = 1/U of a catalog chip (U = its SMs / cores): cost = max(FLOPs / (peak/U), bytes / (bandwidth/U)),
+# the node's own roofline time. The graph is a batch of prompts of different lengths, each its own request, so
+# the PEs have independent work to share. Costs are *estimates*; `noisy_costs(g, sigma, seed)` draws the
+# *actual* ones (each estimate × a seeded log-normal factor with mean 1).
+#
+# **Spec.** Write `static_list_schedule(g, P)` → `Schedule` (list scheduling with upward-rank priority,
+# Graham 1969 / HEFT):
+# 1. `rank[t] = g.tasks[t].cost + max(rank[s] for s in g.succs[t])` (0 if `t` has no successor) — the longest
+#    path from `t` to the end. Compute it from the last task of `g.tasks` (a topological order) back to the first.
+# 2. Time `t = 0`, every PE free at 0. Repeat until every task has a slot: **ready** = tasks without a slot whose
+#    predecessors (`g.tasks[n].preds`) all have slots that end at or before `t`, sorted by rank, highest first
+#    (ties: order in `g.tasks`); **idle** = PEs free at or before `t`, lowest index first. Pair them in order:
+#    each pair gets `Slot(task, pe, t, t + cost)`. Then move `t` to the smallest slot end (or PE free time)
+#    later than `t`.
+# 3. Return `Schedule(slots, P, "static")` where `slots` maps task name → `Slot`.
+#
+# Worked example: tasks `a`(2) → `b`(5), `a` → `c`(1), `b,c` → `d`(1), `c` → `e`(3) on 2 PEs: ranks a 8, b 6,
+# c 4, e 3, d 1; a on PE0 at 0; at t=2 b→PE0, c→PE1; at t=3 e→PE1; at t=7 d→PE0; makespan 8.
 
-**The machine.** `common.schedule.task_graph(gm, chip, dtype)` gives one task per node that does work, costed
-on one PE = 1/U of a catalog chip (U = its SMs / cores): cost = max(FLOPs / (peak/U), bytes / (bandwidth/U)),
-the node's own roofline time. The graph is a batch of prompts of different lengths, each its own request, so
-the PEs have independent work to share. Costs are *estimates*; `noisy_costs(g, sigma, seed)` draws the
-*actual* ones (each estimate × a seeded log-normal factor with mean 1).
-
-**Spec.** Write `static_list_schedule(g, P)` → `Schedule` (list scheduling with upward-rank priority,
-Graham 1969 / HEFT):
-1. `rank[t] = g.tasks[t].cost + max(rank[s] for s in g.succs[t])` (0 if `t` has no successor) — the longest
-   path from `t` to the end. Compute it from the last task of `g.tasks` (a topological order) back to the first.
-2. Time `t = 0`, every PE free at 0. Repeat until every task has a slot: **ready** = tasks without a slot whose
-   predecessors (`g.tasks[n].preds`) all have slots that end at or before `t`, sorted by rank, highest first
-   (ties: order in `g.tasks`); **idle** = PEs free at or before `t`, lowest index first. Pair them in order:
-   each pair gets `Slot(task, pe, t, t + cost)`. Then move `t` to the smallest slot end (or PE free time)
-   later than `t`.
-3. Return `Schedule(slots, P, "static")` where `slots` maps task name → `Slot`.
-
-Worked example: tasks `a`(2) → `b`(5), `a` → `c`(1), `b,c` → `d`(1), `c` → `e`(3) on 2 PEs: ranks a 8, b 6,
-c 4, e 3, d 1; a on PE0 at 0; at t=2 b→PE0, c→PE1; at t=3 e→PE1; at t=7 d→PE0; makespan 8."""
-
-P3_GRAPH = """\
+# %%
 class Requests(nn.Module):
-    \"\"\"Prompts of different lengths, each run through the block as its own request (no padding).\"\"\"
+    """Prompts of different lengths, each run through the block as its own request (no padding)."""
 
     def __init__(self, block, lengths):
         super().__init__()
@@ -523,9 +547,10 @@ annotate(req_gm, torch.randn(len(LENGTHS), max(LENGTHS), D_MODEL))
 g = task_graph(req_gm, CHIP, DTYPE)
 cp, path = g.critical_path()
 print(f"{len(g.tasks)} tasks, one PE = {g.pe}; total work {g.total_work() * 1e6:.2f} µs, critical path "
-      f"{cp * 1e6:.2f} µs ({len(path)} tasks: the longest prompt) -> at most {g.total_work() / cp:.1f} PEs useful")"""
+      f"{cp * 1e6:.2f} µs ({len(path)} tasks: the longest prompt) -> at most {g.total_work() / cp:.1f} PEs useful")
 
-P3_SOLUTION = '''\
+
+# %% nbgrader={"grade": false, "grade_id": "static_list_schedule", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def static_list_schedule(g, P):
     """Compile-time list schedule of task graph g on P PEs from the estimated costs (spec above)."""
     ### BEGIN SOLUTION
@@ -547,9 +572,10 @@ def static_list_schedule(g, P):
         if later:
             t = min(later)
     return Schedule(slots, P, "static")
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "static_list_schedule_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar, check_type
 from common.schedule import from_edges
 
@@ -577,17 +603,17 @@ for _seed, _P in ((0, 1), (1, 3), (2, 5), (3, 2)):
                         name=f"schedule of random graph {_seed} on {_P} PEs")
 _m = static_list_schedule(g, 3)
 grader.assert_equal(_m.order(), _ls(g, 3).order(), name="order per PE on the block requests")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_COMPARE_TEXT = """\
-### Static vs dynamic, across P and cost noise
+# %% [markdown]
+# ### Static vs dynamic, across P and cost noise
+#
+# `compare` plans your static schedule once per `P` on the estimates, runs it with the actual costs
+# (`execute_static`: each PE keeps its planned order, a task waits for its inputs and for the task planned
+# before it), and runs the dynamic scheduler on the same actual costs. The dynamic scheduler here is what a
+# runtime without compiler help does: **first ready, first served** (`priority="fifo"`).
 
-`compare` plans your static schedule once per `P` on the estimates, runs it with the actual costs
-(`execute_static`: each PE keeps its planned order, a task waits for its inputs and for the task planned
-before it), and runs the dynamic scheduler on the same actual costs. The dynamic scheduler here is what a
-runtime without compiler help does: **first ready, first served** (`priority="fifo"`)."""
-
-P3_COMPARE = """\
+# %%
 from matplotlib.ticker import FuncFormatter, NullFormatter, ScalarFormatter
 
 try:
@@ -624,14 +650,15 @@ for ax in axes:
     ax.legend(fontsize=7)
 axes[0].yaxis.set_major_formatter(ScalarFormatter())
 axes[0].yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(int(v))[0] in "2356" else ""))
-plt.show()"""
+plt.show()
 
-P3_WINNER_TEXT = """\
-**Spec.** Write `winner(results, sigma, tol=0.01)`: from a `compare` table, keep the rows with that `sigma`;
-for every (`P`, `seed`) divide the dynamic makespan by the static one; return `"static"` if the mean ratio is
-above `1 + tol`, `"dynamic"` if below `1 - tol`, else `"tie"`."""
 
-P3_WINNER_SOLUTION = '''\
+# %% [markdown]
+# **Spec.** Write `winner(results, sigma, tol=0.01)`: from a `compare` table, keep the rows with that `sigma`;
+# for every (`P`, `seed`) divide the dynamic makespan by the static one; return `"static"` if the mean ratio is
+# above `1 + tol`, `"dynamic"` if below `1 - tol`, else `"tie"`.
+
+# %% nbgrader={"grade": false, "grade_id": "winner", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def winner(results, sigma, tol=0.01):
     """Return "static", "dynamic" or "tie" from the mean dynamic/static makespan ratio at this sigma."""
     ### BEGIN SOLUTION
@@ -643,9 +670,10 @@ def winner(results, sigma, tol=0.01):
     if ratio < 1 - tol:
         return "dynamic"
     return "tie"
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3_WINNER_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "winner_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal
 
 check_equal("known costs (sigma = 0)", winner(results, 0.0), "static",
@@ -670,9 +698,9 @@ grader.assert_equal(winner(_table([(1.0, 0.9), (2.0, 1.9)]), 0.3), "dynamic", na
 grader.assert_equal(winner(_table([(1.0, 1.005), (2.0, 1.99)]), 0.3), "tie", name="tie")
 grader.assert_equal(winner(_table([(1.0, 1.02), (3.0, 3.03)]), 0.3, tol=0.05), "tie", name="tolerance")
 grader.assert_equal(winner(_table([(1.0, 1.3), (10.0, 8.0)]), 0.3), "static", name="mean of ratios, not of times")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_GANTT = """\
+# %%
 P_SHOW, SIGMA_SHOW = 4, 0.5
 actual = noisy_costs(g, SIGMA_SHOW, seed=0)
 plan = planner(g, P_SHOW)
@@ -684,27 +712,28 @@ fig, axes = plt.subplots(3, 1, figsize=(13, 7.5), layout="constrained", sharex=T
 for ax, (label, s) in zip(axes, runs.items()):
     gantt(s, g, ax=ax, title=f"SIMULATED {label}: makespan {s.makespan * 1e6:.2f} µs, "
                              f"utilisation {s.utilisation:.0%} ({P_SHOW} PEs, one PE = {g.pe})")
-plt.show()"""
+plt.show()
 
-# ---- Part 4 -----------------------------------------------------------------------------------------------
-P4_TEXT = """\
-**The principle.** A compiler for a dataflow accelerator turns the graph into *its* schedule: it fuses nodes
-into kernels, tiles them to the shape of the compute unit, decides which edges stay on chip and which become
-**DMA transfers** to off-chip memory, and orders the result.
+# %% [markdown]
+# ## Part 4 — Attention through two machines
+#
+# **The principle.** A compiler for a dataflow accelerator turns the graph into *its* schedule: it fuses nodes
+# into kernels, tiles them to the shape of the compute unit, decides which edges stay on chip and which become
+# **DMA transfers** to off-chip memory, and orders the result.
+#
+# **The vendors.** We compile the attention part of the block with two simulated `torch.compile` backends
+# (real numerics on the CPU, simulated cost; `common.sim`):
+# - `dfa_tpu` (TPU v5e): XLA-style fusion (bmm → softmax → bmm becomes one flash-attention kernel), matmuls
+#   tiled onto the 128×128 **MXU** (K and N padded to the MXU edge, M to the 8-row sublane tile), arrays in HBM
+#   padded to (8, 128) tiles, one static order on one TensorCore.
+# - `dfa_spyre` (IBM Spyre): tensors in 128-byte **sticks**, work split over the 32 cores, each op's inputs
+#   DMA'd from LPDDR5 into the LX scratchpad unless they are already there. Weights are laid out in sticks when
+#   the model is loaded; an activation read through a transposed view (Kᵀ in q·Kᵀ) needs a `spyre.restickify`
+#   copy at run time.
+#
+# Read the schedules below, then answer with code.
 
-**The vendors.** We compile the attention part of the block with two simulated `torch.compile` backends
-(real numerics on the CPU, simulated cost; `common.sim`):
-- `dfa_tpu` (TPU v5e): XLA-style fusion (bmm → softmax → bmm becomes one flash-attention kernel), matmuls
-  tiled onto the 128×128 **MXU** (K and N padded to the MXU edge, M to the 8-row sublane tile), arrays in HBM
-  padded to (8, 128) tiles, one static order on one TensorCore.
-- `dfa_spyre` (IBM Spyre): tensors in 128-byte **sticks**, work split over the 32 cores, each op's inputs
-  DMA'd from LPDDR5 into the LX scratchpad unless they are already there. Weights are laid out in sticks when
-  the model is loaded; an activation read through a transposed view (Kᵀ in q·Kᵀ) needs a `spyre.restickify`
-  copy at run time.
-
-Read the schedules below, then answer with code."""
-
-P4_COMPILE = """\
+# %%
 import torch._dynamo
 
 from common.sim import last_report
@@ -732,12 +761,12 @@ with torch.no_grad():
         print(f"dfa_{backend}: max error vs eager {err:.1e} (tolerance {make_policy(backend).rtol_vs_eager:g}); "
               f"{compiled[backend].programs[0].summary()}; SIMULATED {compiled[backend].time_s * 1e6:.2f} µs")
 tpu, spyre = compiled["tpu"], compiled["spyre"]
-print("\\nTPU fusions (kernels) in schedule order:")
+print("\nTPU fusions (kernels) in schedule order:")
 print(pd.DataFrame([{"kernel": k.name, "kind": k.kind, "ops": "+".join(o.replace("aten.", "") for o in k.op_names),
                      "b x M x K x N -> padded": k.tiling.get("bmkn", ""), "MXU passes": k.tiling.get("mxu_passes", ""),
                      "HBM padding": f"{k.tiling['hbm_padding_bytes'] / max(k.tiling['hbm_bytes'], 1):.0%}"}
                     for k in tpu.programs[0].kernels]).to_string(index=False))
-print("\\nSpyre bundles and their SuperDSC ops:")
+print("\nSpyre bundles and their SuperDSC ops:")
 print(pd.DataFrame([{"bundle": k.name, "op": p["op"].replace("aten.", ""), "split": p["split"],
                      "cores": p["cores_used"], "inputs from": p.get("inputs_from"), "output to": p.get("output_to")}
                     for k in spyre.programs[0].kernels for p in k.tiling.get("sdsc", [])]).to_string(index=False))
@@ -745,17 +774,18 @@ fig, axes = plt.subplots(2, 1, figsize=(12, 5.5), layout="constrained")
 tpu.gantt(ax=axes[0], title=f"SIMULATED dfa_tpu: attention of the block, input {tuple(x.shape)}, on one TPU v5e "
                             "TensorCore (bf16 MXU operands)")
 spyre.gantt(ax=axes[1], title=f"SIMULATED dfa_spyre: the same attention on one Spyre card (fp16), 32 cores")
-plt.show()"""
+plt.show()
 
-P4A_TEXT = """\
-**Spec (a).** Write `mxu_plan(b, m, k, n, chip_name)` for a (batched) matmul of `b` products
-(m×k)·(k×n) on a TPU: a `dict` with `M_padded` (m rounded up to the chip's `sublanes` fact), `K_padded` and
-`N_padded` (rounded up to the `mxu_dim` fact), `passes` = b · (K_padded/mxu) · (N_padded/mxu) — each pass
-holds one mxu×mxu weight tile while the rows stream through — and `efficiency` = m·k·n /
-(M_padded·K_padded·N_padded). Hardware numbers come from `get_chip(chip_name).fact(...)`. Worked example:
-v5e (mxu 128, 8 sublanes), b=1, 100×300 · 300×70 → 104, 384, 128; 3 passes; efficiency 0.41."""
 
-P4A_SOLUTION = '''\
+# %% [markdown]
+# **Spec (a).** Write `mxu_plan(b, m, k, n, chip_name)` for a (batched) matmul of `b` products
+# (m×k)·(k×n) on a TPU: a `dict` with `M_padded` (m rounded up to the chip's `sublanes` fact), `K_padded` and
+# `N_padded` (rounded up to the `mxu_dim` fact), `passes` = b · (K_padded/mxu) · (N_padded/mxu) — each pass
+# holds one mxu×mxu weight tile while the rows stream through — and `efficiency` = m·k·n /
+# (M_padded·K_padded·N_padded). Hardware numbers come from `get_chip(chip_name).fact(...)`. Worked example:
+# v5e (mxu 128, 8 sublanes), b=1, 100×300 · 300×70 → 104, 384, 128; 3 passes; efficiency 0.41.
+
+# %% nbgrader={"grade": false, "grade_id": "mxu_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def mxu_plan(b, m, k, n, chip_name):
     """Padded M, K, N, MXU passes and useful fraction of a (b x) m x k @ k x n matmul on a TPU."""
     ### BEGIN SOLUTION
@@ -764,9 +794,10 @@ def mxu_plan(b, m, k, n, chip_name):
     mp, kp, np_ = -(-m // rows) * rows, -(-k // mxu) * mxu, -(-n // mxu) * mxu
     return {"M_padded": mp, "K_padded": kp, "N_padded": np_, "passes": b * (kp // mxu) * (np_ // mxu),
             "efficiency": m * k * n / (mp * kp * np_)}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4A_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "mxu_plan_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar
 
 plan_ex = mxu_plan(1, 100, 300, 70, "tpu-v5e")
@@ -794,17 +825,17 @@ for _shape in ((129, 129, 129), (257, 1000, 70), (8, 4096, 300)):
     grader.assert_scalar(_p.get("efficiency"), _shape[0] * _shape[1] * _shape[2] /
                          (_t["M_padded"] * _t["K_padded"] * _t["N_padded"]), rel=1e-9, name="efficiency")
 grader.assert_equal(mxu_plan(6, 10, 20, 300, "tpu-v5e").get("passes"), 6 * 3, name="batched passes")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4B_TEXT = """\
-**Spec (b).** Write `dma_edges(program)` for a Spyre program: the edges that became DMA transfers, as a sorted
-`list` of `(src, dst)` string pairs. Every non-fallback kernel (bundle) has `kernel.tiling["sdsc"]`, one plan
-per SuperDSC op, with `plan["name"]`, `plan["inputs_from"]` (`{producer: "LX" or "LPDDR5"}`) and
-`plan["lpddr_write"]` (bytes written back). An input read from `"LPDDR5"` is a DMA edge `(producer, op)`; an op
-with `lpddr_write > 0` has a write-back edge `(op, "LPDDR5")`. Fallback kernels (no `"sdsc"`) run on the host:
-skip them."""
+# %% [markdown]
+# **Spec (b).** Write `dma_edges(program)` for a Spyre program: the edges that became DMA transfers, as a sorted
+# `list` of `(src, dst)` string pairs. Every non-fallback kernel (bundle) has `kernel.tiling["sdsc"]`, one plan
+# per SuperDSC op, with `plan["name"]`, `plan["inputs_from"]` (`{producer: "LX" or "LPDDR5"}`) and
+# `plan["lpddr_write"]` (bytes written back). An input read from `"LPDDR5"` is a DMA edge `(producer, op)`; an op
+# with `lpddr_write > 0` has a write-back edge `(op, "LPDDR5")`. Fallback kernels (no `"sdsc"`) run on the host:
+# skip them.
 
-P4B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "dma_edges", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def dma_edges(program):
     """Sorted (src, dst) pairs of the LPDDR5 <-> LX transfers in a Spyre program."""
     ### BEGIN SOLUTION
@@ -817,9 +848,10 @@ def dma_edges(program):
             if plan["lpddr_write"] > 0:
                 edges.add((plan["name"], "LPDDR5"))
     return sorted(edges)
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4B_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "dma_edges_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar, check_type
 
 dma = dma_edges(spyre.programs[0])
@@ -846,17 +878,17 @@ for _r in (_so("sdpa", (1, 4, 128, 64), "spyre"), _so("softmax", (4096, 2048), "
             if _p["lpddr_write"] > 0:
                 _want.add((_p["name"], "LPDDR5"))
     grader.assert_equal(dma_edges(_r.programs[0]), sorted(_want), name="DMA edges")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4C_TEXT = """\
-**Spec (c).** Write `kernel_graph(report)`: the compiled program's kernels as a `TaskGraph`
-(`common.schedule.from_edges(costs, edges)`). `costs`: for each kernel of `report.programs[0].kernels` (in
-that order), the summed `duration` of the report's events with `event.kernel == kernel.name` on
-`report.critical_engine`. `edges`: `(producer kernel, kernel)` for each name in `kernel.inputs` that is one of
-the producer kernel's `outputs` (once per pair). Its critical path is the shortest time any number of
-TensorCores could run the program in; the TPU runs it in `report.time_s` on one."""
+# %% [markdown]
+# **Spec (c).** Write `kernel_graph(report)`: the compiled program's kernels as a `TaskGraph`
+# (`common.schedule.from_edges(costs, edges)`). `costs`: for each kernel of `report.programs[0].kernels` (in
+# that order), the summed `duration` of the report's events with `event.kernel == kernel.name` on
+# `report.critical_engine`. `edges`: `(producer kernel, kernel)` for each name in `kernel.inputs` that is one of
+# the producer kernel's `outputs` (once per pair). Its critical path is the shortest time any number of
+# TensorCores could run the program in; the TPU runs it in `report.time_s` on one.
 
-P4C_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "kernel_graph", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from common.schedule import from_edges
 
 
@@ -873,9 +905,10 @@ def kernel_graph(report):
             if name in producer and (producer[name], k.name) not in edges:
                 edges.append((producer[name], k.name))
     return from_edges(costs, edges)
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4C_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kernel_graph_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_in_range, check_scalar
 
 kg = kernel_graph(tpu)
@@ -906,9 +939,9 @@ for _r in (tpu, _so("sdpa", (2, 4, 256, 64), "tpu", flash_attention=False), spyr
                          torch.tensor(list(_c.values()), dtype=torch.float64), rtol=1e-9, atol=0.0,
                          dtype=torch.float64, name="costs")
     grader.assert_equal(sorted((p, n) for n, t in _g.tasks.items() for p in t.preds), _e, name="edges")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4_READ = """\
+# %%
 try:
     kg = kernel_graph(tpu)
 except NotImplementedError:
@@ -922,29 +955,33 @@ att_s = spyre.attribution
 print(f"SIMULATED Spyre: {spyre.time_s * 1e6:.2f} µs, of which scheduling {att_s['scheduling'] * 1e6:.2f} µs "
       f"({spyre.counters['bundle_launches']} bundle launches from the host, {spyre.counters['fallback_count']} CPU "
       f"fallback) and memory-bound core work {att_s['memory'] * 1e6:.2f} µs: at this size the host, not the 32 "
-      "cores, is the critical path")"""
+      "cores, is the critical path")
 
-# ---- Analysis -----------------------------------------------------------------------------------------------
-ANALYSIS_TEXT = "Answer in a few sentences each; numbers from your own runs make an answer convincing."
+# %% [markdown]
+# ## Analysis
+#
+# Answer in a few sentences each; numbers from your own runs make an answer convincing.
 
-Q1 = """\
-**Q1 (comparative prediction).** *Before* running the next cell, predict how the whole block (batch 2, 64
-tokens, 16-bit) is scheduled on a **GPU** (H100: kernels launched from the host onto a stream), a **Groq LPU**
-(one compile-time, cycle-exact schedule) and a **Cerebras WSE** (the graph laid out in space on the wafer,
-every layer on its own region): how many schedulable units does each make of it, when is each unit's start
-decided (compile time or run time), and what bounds the step on each (compute, memory, scheduling overhead,
-communication)? Then run the cell and explain what you got wrong."""
+# %% [markdown]
+# **Q1 (comparative prediction).** *Before* running the next cell, predict how the whole block (batch 2, 64
+# tokens, 16-bit) is scheduled on a **GPU** (H100: kernels launched from the host onto a stream), a **Groq LPU**
+# (one compile-time, cycle-exact schedule) and a **Cerebras WSE** (the graph laid out in space on the wafer,
+# every layer on its own region): how many schedulable units does each make of it, when is each unit's start
+# decided (compile time or run time), and what bounds the step on each (compute, memory, scheduling overhead,
+# communication)? Then run the cell and explain what you got wrong.
 
-A1 = """\
-GPU: ~one kernel per fused op (15-20 kernels), each launched by the host at run time; at this tiny size the
-launches dominate (scheduling-bound, >80 % of the step) while the kernels themselves are short. LPU: the
-compiler fuses into a handful of matmul-centred units and fixes every cycle at compile time; no launch or
-arbitration overhead, the weights sit in SRAM, so the step is compute-bound and the fastest of the three.
-WSE: the layers are placed side by side on the wafer and activations stream between regions over the
-fabric; with so little work per region the time is set by moving data across the fabric (communication),
-not by compute. The simulator agrees: GPU scheduling-bound, LPU compute-bound, WSE communication-bound."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# GPU: ~one kernel per fused op (15-20 kernels), each launched by the host at run time; at this tiny size the
+# launches dominate (scheduling-bound, >80 % of the step) while the kernels themselves are short. LPU: the
+# compiler fuses into a handful of matmul-centred units and fixes every cycle at compile time; no launch or
+# arbitration overhead, the weights sit in SRAM, so the step is compute-bound and the fastest of the three.
+# WSE: the layers are placed side by side on the wafer and activations stream between regions over the
+# fabric; with so little work per region the time is set by moving data across the fabric (communication),
+# not by compute. The simulator agrees: GPU scheduling-bound, LPU compute-bound, WSE communication-bound.
+# === END MARK SCHEME ===
 
-Q1_CHECK = """\
+# %%
 from common.sim import simulate
 from common.sim.workload import graph_workload
 
@@ -959,48 +996,54 @@ for backend in ("gpu", "tpu", "lpu", "wse", "spyre"):
                  "engines": ", ".join(sorted({e.engine for e in r.events})), "time (µs)": round(r.time_s * 1e6, 2),
                  "bound by": r.bottleneck, **{k: f"{v / r.time_s:.0%}" for k, v in att.items()}})
 print(f"SIMULATED TinyTransformerBlock({D_MODEL}, {N_HEADS}), batch 2 x 64 tokens, 16-bit:")
-print(pd.DataFrame(rows).to_string(index=False))"""
+print(pd.DataFrame(rows).to_string(index=False))
 
-Q2 = """\
-**Q2 (Part 3).** When did your static schedule beat the dynamic one, and when did it lose? Explain both with
-the Gantt charts (idle gaps, which PE waits for what). What would a dynamic scheduler need to win even with
-exact costs, and why can Groq afford a fully static schedule while a GPU cannot?"""
+# %% [markdown]
+# **Q2 (Part 3).** When did your static schedule beat the dynamic one, and when did it lose? Explain both with
+# the Gantt charts (idle gaps, which PE waits for what). What would a dynamic scheduler need to win even with
+# exact costs, and why can Groq afford a fully static schedule while a GPU cannot?
 
-A2 = """\
-With exact costs (sigma 0) the static plan is exactly what happens, and upward-rank priority starts the
-longest prompt's chain (the critical path) first; first-ready-first-served ignores the critical path - it
-serves whichever task became ready first, ties in graph order, i.e. the short requests - so the long chain
-starts late and its makespan is longer. With noisy costs the static plan keeps its order: a PE waits for a
-planned task whose input is late while other tasks are ready (gaps in the Gantt chart), and the dynamic
-scheduler fills those gaps. A dynamic scheduler that uses the compiler's rank as its priority
-(priority="rank") equals the static plan at sigma 0 and keeps the adaptivity. Groq makes costs deterministic
-(no caches, no arbitration, no DRAM), so its estimates are exact and a static schedule wins; a GPU's caches,
-DRAM and contention make costs vary, so it schedules at run time."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_schedules", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# With exact costs (sigma 0) the static plan is exactly what happens, and upward-rank priority starts the
+# longest prompt's chain (the critical path) first; first-ready-first-served ignores the critical path - it
+# serves whichever task became ready first, ties in graph order, i.e. the short requests - so the long chain
+# starts late and its makespan is longer. With noisy costs the static plan keeps its order: a PE waits for a
+# planned task whose input is late while other tasks are ready (gaps in the Gantt chart), and the dynamic
+# scheduler fills those gaps. A dynamic scheduler that uses the compiler's rank as its priority
+# (priority="rank") equals the static plan at sigma 0 and keeps the adaptivity. Groq makes costs deterministic
+# (no caches, no arbitration, no DRAM), so its estimates are exact and a static schedule wins; a GPU's caches,
+# DRAM and contention make costs vary, so it schedules at run time.
+# === END MARK SCHEME ===
 
-Q3 = """\
-**Q3 (Part 2).** Your skew buffers made the block stream at one micro-batch per round. Which edges needed the
-largest buffers, and what is the on-chip memory cost if each token is one micro-batch of activations? How do
-a WSE (spatial pipeline) and Spyre (scratchpad per core) deal with the same problem, and what breaks when a
-buffer is too small — in Part 2's rowmax graph and in a real compiler?"""
+# %% [markdown]
+# **Q3 (Part 2).** Your skew buffers made the block stream at one micro-batch per round. Which edges needed the
+# largest buffers, and what is the on-chip memory cost if each token is one micro-batch of activations? How do
+# a WSE (spatial pipeline) and Spyre (scratchpad per core) deal with the same problem, and what breaks when a
+# buffer is too small — in Part 2's rowmax graph and in a real compiler?
 
-A3 = """\
-The residual edge x -> add needs the most (~15 slots: every micro-batch inside the attention branch), then V's
-path into the second matmul (transpose_2 -> matmul_1, ~7: V waits while QK^T, the mask and the softmax run)
-and the second residual add -> add_1 (~6, around the MLP). Each slot holds one micro-batch of activations
-(T x d_model x 4 bytes), so the skip buffers cost more on-chip memory than most of the ops' own outputs. On a
-WSE the pipeline is spatial: those activations sit in the SRAM of the PEs along the skip path, competing
-with weights. Spyre runs one op at a time on all cores and keeps the residual in LX or spills it to LPDDR5:
-it trades the buffer for DMA traffic. Too small a buffer costs throughput (stalls) in a DAG, and deadlocks
-when a reduction must see a whole row before its consumer can use any element (rowmax with fewer than W
-slots): the compiler must size the buffer for the row, split the reduction, or recompute."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_buffers", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# The residual edge x -> add needs the most (~15 slots: every micro-batch inside the attention branch), then V's
+# path into the second matmul (transpose_2 -> matmul_1, ~7: V waits while QK^T, the mask and the softmax run)
+# and the second residual add -> add_1 (~6, around the MLP). Each slot holds one micro-batch of activations
+# (T x d_model x 4 bytes), so the skip buffers cost more on-chip memory than most of the ops' own outputs. On a
+# WSE the pipeline is spatial: those activations sit in the SRAM of the PEs along the skip path, competing
+# with weights. Spyre runs one op at a time on all cores and keeps the residual in LX or spills it to LPDDR5:
+# it trades the buffer for DMA traffic. Too small a buffer costs throughput (stalls) in a DAG, and deadlocks
+# when a reduction must see a whole row before its consumer can use any element (rowmax with fewer than W
+# slots): the compiler must size the buffer for the row, split the reduction, or recompute.
+# === END MARK SCHEME ===
 
-LANDSCAPE_TEXT = """\
-Add Course 2's rows to the accelerator landscape map: how each system captures the graph, at what granularity
-it schedules, where its fusions stop, and how it handles data-dependent control — plus, from your own
-measurements, the size of the block's graph and how many of its ops are compute- or memory-bound on each
-system's chip (ridge of its native 16-bit type). Edit the text in `EXECUTION` if your reading differs."""
+# %% [markdown]
+# ## Landscape map
+#
+# Add Course 2's rows to the accelerator landscape map: how each system captures the graph, at what granularity
+# it schedules, where its fusions stop, and how it handles data-dependent control — plus, from your own
+# measurements, the size of the block's graph and how many of its ops are compute- or memory-bound on each
+# system's chip (ridge of its native 16-bit type). Edit the text in `EXECUTION` if your reading differs.
 
-LANDSCAPE_CODE = """\
+# %%
 import tempfile
 
 from common.landscape import LandscapeMap
@@ -1044,99 +1087,21 @@ lm.save()
 fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
 lm.render(ax=ax, title=f"Accelerator landscape with the Course 2 rows (graph rows: your FX graph of the block, "
                        f"input {tuple(x.shape)}, 16-bit, ridges from the catalog)")
-plt.show()"""
+plt.show()
 
-WRAP_UP = """\
-- A dataflow graph orders only what the data orders; **firing rules** run it without a program counter, and
-  any order they allow gives the same result as eager execution.
-- **Bounded buffers** turn a graph into a pipeline: too few slots cost throughput (back-pressure), skip
-  connections need skew buffers as deep as the branch they skip, and a reduction that feeds back into its
-  own input can **deadlock** — detect the cycle of waits, then size the buffer.
-- **Static schedules** win when costs are known (Groq, a TPU's XLA order); **dynamic** ones when costs vary
-  (a GPU's block scheduler, a WSE PE's task picker); the critical path bounds both.
-- A compiler for a dataflow accelerator decides fusion, tiling (MXU passes, sticks), which edges become DMA
-  transfers, and the order — and pays for padding and for parallelism it does not use.
-
-Next: the **Dataflow Deep Dive** (`deepdive2_spyre`) reads the simulated Spyre compiler's dataflow graph for
-this attention block: fusions, data-movement and restickify edges, the per-core work, and one tensor's way from
-LPDDR5 through sticks into the scratchpad and back."""
-
-
-def build_core() -> LabBuilder:
-    lab = LabBuilder(COURSE, "lab2_dataflow", "Course 2 · Lab: A transformer block as a dataflow graph")
-    lab.header(
-        objectives=[
-            "trace a transformer block into an FX dataflow graph, count its nodes and edges and annotate every "
-            "op with its shape, FLOPs, bytes and roofline bound",
-            "write a token-driven interpreter (firing rules) that reproduces eager execution",
-            "stream the block through bounded buffers: back-pressure, skew buffers and a deadlock you can explain",
-            "write a static list scheduler for P processing elements and compare it with dynamic scheduling "
-            "under cost noise (makespan, utilisation, Gantt charts)",
-            "read the TPU and Spyre compilers' schedules of the attention: MXU passes and padding, DMA edges, "
-            "critical path",
-        ],
-        expected_time="90–120 minutes",
-        runtime="Colab CPU runtime (2 vCPUs) or any laptop; no accelerator needed (the machines are simulated)",
-        intro="A neural network is a dataflow graph long before any accelerator sees it. This lab makes that "
-              "literal: you execute a transformer block by firing rules, stream it through finite buffers, "
-              "schedule it on an abstract dataflow machine, and read how two real compilers (simulated) schedule "
-              "its attention. *Simulated* numbers come from `common.sim` and `common.schedule`, hardware numbers "
-              "from the catalog; the block itself runs on your CPU.",
-    )
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS)
-    lab.part("Trace the block", P1_TEXT)
-    lab.code(P1_TRACE)
-    lab.solution(P1_SOLUTION, grade_id="graph_stats")
-    lab.tests(P1_TESTS, grade_id="graph_stats_tests", points=2)
-    lab.markdown(P1B_TEXT)
-    lab.solution(P1B_SOLUTION, grade_id="node_annotations")
-    lab.tests(P1B_TESTS, grade_id="node_annotations_tests", points=3)
-    lab.code(P1_DRAW)
-    lab.part("Firing rules and bounded buffers", P2_TEXT)
-    lab.solution(P2_SOLUTION, grade_id="run_dataflow")
-    lab.tests(P2_TESTS, grade_id="run_dataflow_tests", points=4)
-    lab.markdown(P2_STREAM_TEXT)
-    lab.solution(P2_PREDICT, grade_id="chain_prediction")
-    lab.tests(P2_PREDICT_TESTS, grade_id="chain_prediction_tests", points=1)
-    lab.code(P2_CHAIN)
-    lab.markdown(P2_SKEW_TEXT)
-    lab.solution(P2_SKEW_SOLUTION, grade_id="skew_capacities")
-    lab.tests(P2_SKEW_TESTS, grade_id="skew_capacities_tests", points=3)
-    lab.code(P2_SKEW_PLOT)
-    lab.markdown(P2_DEADLOCK_TEXT)
-    lab.code(P2_DEADLOCK)
-    lab.part("Static vs dynamic scheduling on P processing elements", P3_TEXT)
-    lab.code(P3_GRAPH)
-    lab.solution(P3_SOLUTION, grade_id="static_list_schedule")
-    lab.tests(P3_TESTS, grade_id="static_list_schedule_tests", points=5)
-    lab.markdown(P3_COMPARE_TEXT)
-    lab.code(P3_COMPARE)
-    lab.markdown(P3_WINNER_TEXT)
-    lab.solution(P3_WINNER_SOLUTION, grade_id="winner")
-    lab.tests(P3_WINNER_TESTS, grade_id="winner_tests", points=2)
-    lab.code(P3_GANTT)
-    lab.part("Attention through two machines", P4_TEXT)
-    lab.code(P4_COMPILE)
-    lab.markdown(P4A_TEXT)
-    lab.solution(P4A_SOLUTION, grade_id="mxu_plan")
-    lab.tests(P4A_TESTS, grade_id="mxu_plan_tests", points=3)
-    lab.markdown(P4B_TEXT)
-    lab.solution(P4B_SOLUTION, grade_id="dma_edges")
-    lab.tests(P4B_TESTS, grade_id="dma_edges_tests", points=2)
-    lab.markdown(P4C_TEXT)
-    lab.solution(P4C_SOLUTION, grade_id="kernel_graph")
-    lab.tests(P4C_TESTS, grade_id="kernel_graph_tests", points=3)
-    lab.code(P4_READ)
-    lab.analysis(ANALYSIS_TEXT)
-    lab.answer(Q1, grade_id="q_compare", points=3, model_answer=A1)
-    lab.code(Q1_CHECK)
-    lab.answer(Q2, grade_id="q_schedules", points=2, model_answer=A2)
-    lab.answer(Q3, grade_id="q_buffers", points=2, model_answer=A3)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
-    lab.wrap_up(WRAP_UP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build_core))
+# %% [markdown]
+# ## Wrap-up
+#
+# - A dataflow graph orders only what the data orders; **firing rules** run it without a program counter, and
+#   any order they allow gives the same result as eager execution.
+# - **Bounded buffers** turn a graph into a pipeline: too few slots cost throughput (back-pressure), skip
+#   connections need skew buffers as deep as the branch they skip, and a reduction that feeds back into its
+#   own input can **deadlock** — detect the cycle of waits, then size the buffer.
+# - **Static schedules** win when costs are known (Groq, a TPU's XLA order); **dynamic** ones when costs vary
+#   (a GPU's block scheduler, a WSE PE's task picker); the critical path bounds both.
+# - A compiler for a dataflow accelerator decides fusion, tiling (MXU passes, sticks), which edges become DMA
+#   transfers, and the order — and pays for padding and for parallelism it does not use.
+#
+# Next: the **Dataflow Deep Dive** (`deepdive2_spyre`) reads the simulated Spyre compiler's dataflow graph for
+# this attention block: fusions, data-movement and restickify edges, the per-core work, and one tensor's way from
+# LPDDR5 through sticks into the scratchpad and back.

@@ -1,61 +1,59 @@
-"""Builds Course 4's core lab: ``python course4_memory/build_lab.py`` rewrites its source notebook.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-``lab4_memory`` — where the bytes live: a cache and a scratchpad running the same tiled matmul, the memory
-timeline of LLM inference measured with ``torch.profiler``, KV-cache arithmetic against the catalog's
-capacities, a paged KV allocator, and simulated decode as the KV cache outgrows each hierarchy's fastest level.
-The logic the learner does not write lives in ``common.cache``, ``common.memtimeline`` and ``common.kvcache``.
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-Run ``dfa release course4_memory`` afterwards to regenerate ``release/``.
-"""
+# %% [markdown]
+# # Course 4 · Lab: Where the bytes live — caches, scratchpads, SRAM and the KV cache
+#
+# A processor is only as fast as the memory that feeds it, and the five systems of this specialization make
+# opposite choices about who decides where bytes live. A **GPU** puts hardware caches (L1, L2) in front of HBM and
+# also gives the programmer a scratchpad (shared memory). A **TPU** stages every fusion's operands from HBM into
+# its software-managed VMEM. **IBM Spyre** has no cache at all: the compiler DMAs tiles, laid out in 128-byte
+# sticks, between LPDDR5 and each core's 2 MB LX scratchpad. The **Cerebras WSE** and the **Groq LPU** have no
+# off-chip memory for the model: weights and KV cache must fit in on-chip SRAM, spread over enough PEs or chips.
+#
+# This lab measures and computes what those choices cost: bytes moved by a cache vs a scratchpad on one kernel,
+# the memory of an LLM over time on your own CPU (**measured**), the KV cache against each system's capacity
+# (**catalog**), and decode time as the KV cache grows (**simulated**, `common.sim`).
+#
+# **Learning objectives**
+#
+# - run a tiled matmul through a set-associative LRU cache model and write the explicit, double-buffered DMA schedule a compiler would emit for a scratchpad of the same capacity; compare off-chip bytes
+# - profile prefill and decode with torch.profiler and identify weights, activations and the growing KV cache
+# - write the KV-cache size formula and find, from the catalog, the largest batch x context each system holds beside the weights (and how many Groq LPUs a model needs)
+# - implement a paged KV-cache block allocator (as vLLM does) and measure its internal fragmentation against contiguous pre-allocation
+# - predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy
+#
+# **Expected time:** 90–120 minutes  
+# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no GPU needed (the profiled run is on the CPU)
 
-from __future__ import annotations
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-LAB = "lab4_memory"
-
-INTRO = r"""
-A processor is only as fast as the memory that feeds it, and the five systems of this specialization make
-opposite choices about who decides where bytes live. A **GPU** puts hardware caches (L1, L2) in front of HBM and
-also gives the programmer a scratchpad (shared memory). A **TPU** stages every fusion's operands from HBM into
-its software-managed VMEM. **IBM Spyre** has no cache at all: the compiler DMAs tiles, laid out in 128-byte
-sticks, between LPDDR5 and each core's 2 MB LX scratchpad. The **Cerebras WSE** and the **Groq LPU** have no
-off-chip memory for the model: weights and KV cache must fit in on-chip SRAM, spread over enough PEs or chips.
-
-This lab measures and computes what those choices cost: bytes moved by a cache vs a scratchpad on one kernel,
-the memory of an LLM over time on your own CPU (**measured**), the KV cache against each system's capacity
-(**catalog**), and decode time as the KV cache grows (**simulated**, `common.sim`)."""
-
-OBJECTIVES = [
-    "run a tiled matmul through a set-associative LRU cache model and write the explicit, double-buffered DMA "
-    "schedule a compiler would emit for a scratchpad of the same capacity; compare off-chip bytes",
-    "profile prefill and decode with torch.profiler and identify weights, activations and the growing KV cache",
-    "write the KV-cache size formula and find, from the catalog, the largest batch x context each system holds "
-    "beside the weights (and how many Groq LPUs a model needs)",
-    "implement a paged KV-cache block allocator (as vLLM does) and measure its internal fragmentation against "
-    "contiguous pre-allocation",
-    "predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy",
-]
-
-PARAMETERS = """\
+# %% tags=["parameters"]
 import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
 # passes FAST=True): smaller matrices, fewer decode steps, shorter sweeps, no PyTorch memory-timeline export.
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
 MODEL = "llama-3.1-8b"        # KV arithmetic and simulated decode (captured on fake tensors: no weights)
-PROFILE_MODEL = "tiny-block"  # the reference decoder you run and profile on this machine"""
+PROFILE_MODEL = "tiny-block"  # the reference decoder you run and profile on this machine
 
-SETTINGS = r"""
+# %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
 import math
 import tempfile
@@ -100,45 +98,47 @@ pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 16)
 INFO = bench.machine_info()
 print(f"this machine: {INFO['cpu']} ({INFO['cores']} cores, {INFO['num_threads']} torch threads), "
-      f"GPU: {INFO['cuda'] or 'none'}; FAST={FAST}, N={N}, decode steps={RUN.steps}")"""
+      f"GPU: {INFO['cuda'] or 'none'}; FAST={FAST}, N={N}, decode steps={RUN.steps}")
 
-# ---- Part 1 -------------------------------------------------------------------------------------------------
-P1_TEXT = r"""
-**The principle.** A *cache* decides in hardware what stays on chip: an address $a$ belongs to line
-$\lfloor a/L \rfloor$ ($L$ = line bytes), which may only live in one *set* (line mod #sets) of $W$ *ways*; when the
-set is full the **least recently used** line is evicted. Writes are **write-back** (a dirty line reaches
-off-chip memory only when evicted or flushed) and **write-allocate** (a write miss first fetches the whole
-line). Nobody has to plan anything — but nobody controls *conflict misses* (two tiles mapping to the same
-sets) or *capacity misses* (LRU evicting a tile that is still needed) either.
 
-A *scratchpad* is plain addressable SRAM: the compiler writes every transfer. For the tiled matmul
-$C = AB$ ($M\times K$ times $K\times N$, output tiles $t_m \times t_n$, reduction tiles $t_k$, $e$ bytes per
-element), an *output-stationary* schedule walks output tiles $(i_0, j_0)$, and for each $k_0$ DMAs one A tile and
-one B tile in, multiplies, and stores the C tile once after the last $k_0$. **Double buffering** loads step
-$s+1$'s tiles while step $s$ computes, so every tile needs two buffers:
+# %% [markdown]
+# ## Part 1 — Cache vs scratchpad on one kernel
+#
+# **The principle.** A *cache* decides in hardware what stays on chip: an address $a$ belongs to line
+# $\lfloor a/L \rfloor$ ($L$ = line bytes), which may only live in one *set* (line mod #sets) of $W$ *ways*; when the
+# set is full the **least recently used** line is evicted. Writes are **write-back** (a dirty line reaches
+# off-chip memory only when evicted or flushed) and **write-allocate** (a write miss first fetches the whole
+# line). Nobody has to plan anything — but nobody controls *conflict misses* (two tiles mapping to the same
+# sets) or *capacity misses* (LRU evicting a tile that is still needed) either.
+#
+# A *scratchpad* is plain addressable SRAM: the compiler writes every transfer. For the tiled matmul
+# $C = AB$ ($M\times K$ times $K\times N$, output tiles $t_m \times t_n$, reduction tiles $t_k$, $e$ bytes per
+# element), an *output-stationary* schedule walks output tiles $(i_0, j_0)$, and for each $k_0$ DMAs one A tile and
+# one B tile in, multiplies, and stores the C tile once after the last $k_0$. **Double buffering** loads step
+# $s+1$'s tiles while step $s$ computes, so every tile needs two buffers:
+#
+# $$\text{footprint} = 2\,(t_m t_k + t_k t_n + t_m t_n)\,e \;\le\; \text{capacity},$$
+# $$\text{bytes}_A = MKe\,\lceil N/t_n\rceil,\quad \text{bytes}_B = KNe\,\lceil M/t_m\rceil,\quad \text{bytes}_C = MNe.$$
+#
+# **The vendors.** GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX (2 MB per core),
+# a WSE PE's 48 KB and the Groq LPU's SRAM are software-managed: there the formula *is* the traffic.
+# `common.cache` has the cache model (`LRUCache`, `CacheConfig`), the kernel's address stream
+# (`matmul_stream(MatmulTiling(...))`) and a reference schedule.
+#
+# **Spec.**
+# - `dma_plan(t, capacity_bytes)` for a `MatmulTiling` `t` (fields `M, N, K, tm, tn, tk, elem_bytes`): a
+#   `DataFrame`, one row per DMA, columns `step` (tile step $s$, counting every $(i_0, j_0, k_0)$ in loop order
+#   $i_0, j_0, k_0$), `op` (`"load"`/`"store"`), `matrix` (`"A"`, `"B"`, `"C"`), `bytes` and `buffer`: step $s$ loads
+#   its A tile then its B tile into buffer $s \bmod 2$; after the last $k_0$ of an output tile the C tile is stored
+#   (same `step`) from buffer (output tiles stored so far) mod 2. Edge tiles are smaller (`min(tm, M - i0)`, ...).
+#   Raise a `ValueError` when the double-buffered footprint exceeds `capacity_bytes`.
+# - `largest_tile(capacity_bytes, elem_bytes, multiple=1)`: the largest square tile edge $T$ (a multiple of
+#   `multiple`, a Python `int`) with footprint$(T,T,T) \le$ capacity.
+#
+# Worked example: $M=N=K=64$, 32×32×32 fp32 tiles: 8 tile steps, 16 loads of 4 KiB, 4 stores of 4 KiB; A and B
+# each 32 KiB, C 16 KiB; footprint 24 KiB. `largest_tile(32768, 4, multiple=16)` → 32.
 
-$$\text{footprint} = 2\,(t_m t_k + t_k t_n + t_m t_n)\,e \;\le\; \text{capacity},$$
-$$\text{bytes}_A = MKe\,\lceil N/t_n\rceil,\quad \text{bytes}_B = KNe\,\lceil M/t_m\rceil,\quad \text{bytes}_C = MNe.$$
-
-**The vendors.** GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX (2 MB per core),
-a WSE PE's 48 KB and the Groq LPU's SRAM are software-managed: there the formula *is* the traffic.
-`common.cache` has the cache model (`LRUCache`, `CacheConfig`), the kernel's address stream
-(`matmul_stream(MatmulTiling(...))`) and a reference schedule.
-
-**Spec.**
-- `dma_plan(t, capacity_bytes)` for a `MatmulTiling` `t` (fields `M, N, K, tm, tn, tk, elem_bytes`): a
-  `DataFrame`, one row per DMA, columns `step` (tile step $s$, counting every $(i_0, j_0, k_0)$ in loop order
-  $i_0, j_0, k_0$), `op` (`"load"`/`"store"`), `matrix` (`"A"`, `"B"`, `"C"`), `bytes` and `buffer`: step $s$ loads
-  its A tile then its B tile into buffer $s \bmod 2$; after the last $k_0$ of an output tile the C tile is stored
-  (same `step`) from buffer (output tiles stored so far) mod 2. Edge tiles are smaller (`min(tm, M - i0)`, ...).
-  Raise a `ValueError` when the double-buffered footprint exceeds `capacity_bytes`.
-- `largest_tile(capacity_bytes, elem_bytes, multiple=1)`: the largest square tile edge $T$ (a multiple of
-  `multiple`, a Python `int`) with footprint$(T,T,T) \le$ capacity.
-
-Worked example: $M=N=K=64$, 32×32×32 fp32 tiles: 8 tile steps, 16 loads of 4 KiB, 4 stores of 4 KiB; A and B
-each 32 KiB, C 16 KiB; footprint 24 KiB. `largest_tile(32768, 4, multiple=16)` → 32."""
-
-P1_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "dma_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def dma_plan(t, capacity_bytes):
     """Explicit double-buffered DMA schedule of the tiled matmul t: step, op, matrix, bytes, buffer."""
     ### BEGIN SOLUTION
@@ -165,9 +165,10 @@ def largest_tile(capacity_bytes, elem_bytes, multiple=1):
     """Largest square tile edge T (a multiple of `multiple`) whose double-buffered A, B, C tiles fit."""
     ### BEGIN SOLUTION
     return int(math.isqrt(capacity_bytes // (6 * elem_bytes)) // multiple * multiple)
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "dma_plan_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar, check_type
 
 t = MatmulTiling(64, 64, 64, 32, 32, 32, 4)  # the worked example
@@ -202,17 +203,17 @@ except ValueError:
 grader.assert_equal(_refused, True, name="tiles that do not fit are refused")
 for _cap, _e, _mul in ((65536, 2, 1), (2 * 1024 * 1024, 2, 64), (24576, 4, 8), (100_000, 1, 1)):
     grader.assert_equal(largest_tile(_cap, _e, multiple=_mul), _lt(_cap, _e, multiple=_mul), name="largest tile")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1B_TEXT = r"""
-### The same kernel through a cache
+# %% [markdown]
+# ### The same kernel through a cache
+#
+# **Spec.** `cache_traffic(t, config)`: run the address stream of `t` (`matmul_stream(t)` → addresses and a
+# write flag per access) through a cold `LRUCache(config)`, flush it at the end (C must reach memory), and
+# return a dict of Python numbers: `bytes_in` (fetched), `bytes_out` (written back), `offchip_bytes` (their sum)
+# and `hit_rate`. Look at `common/cache.py` first: it is short.
 
-**Spec.** `cache_traffic(t, config)`: run the address stream of `t` (`matmul_stream(t)` → addresses and a
-write flag per access) through a cold `LRUCache(config)`, flush it at the end (C must reach memory), and
-return a dict of Python numbers: `bytes_in` (fetched), `bytes_out` (written back), `offchip_bytes` (their sum)
-and `hit_rate`. Look at `common/cache.py` first: it is short."""
-
-P1B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "cache_traffic", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def cache_traffic(t, config):
     """Off-chip bytes of tiling t through a cold LRU cache (write-back, write-allocate), flushed at the end."""
     ### BEGIN SOLUTION
@@ -222,9 +223,10 @@ def cache_traffic(t, config):
     s = cache.flush()
     return {"bytes_in": int(s.bytes_in), "bytes_out": int(s.bytes_out), "offchip_bytes": int(s.offchip_bytes),
             "hit_rate": float(s.hit_rate)}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1B_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "cache_traffic_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar, check_type
 
 t = MatmulTiling(64, 64, 64, 16, 16, 16, 4)
@@ -243,18 +245,18 @@ for _t, _c in ((_MT(48, 40, 56, 8, 16, 8, 4), _CC(4096, 32, 1)), (_MT(32, 32, 32
     _m, _r = cache_traffic(_t, _c), _sc(*_ms(_t), _c)
     grader.assert_scalar(_m["offchip_bytes"], _r.offchip_bytes, name="off-chip bytes")
     grader.assert_scalar(_m["bytes_out"], _r.bytes_out, name="written back")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1C_TEXT = r"""
-### Same capacity, two memories
+# %% [markdown]
+# ### Same capacity, two memories
+#
+# Give the cache and the scratchpad the same `SCRATCHPAD_BYTES`. Set `BEST_TILE` to the largest square tile (a
+# multiple of one cache line of fp32, `LINE_BYTES // 4`) whose double-buffered tiles fit the scratchpad, then
+# `SCRATCHPAD_OFFCHIP` (bytes your `dma_plan` moves for the N×N×N fp32 matmul with that tile) and
+# `CACHE_OFFCHIP` (bytes `cache_traffic` moves for the same tiling through a `WAYS`-way cache of
+# `LINE_BYTES`-byte lines).
 
-Give the cache and the scratchpad the same `SCRATCHPAD_BYTES`. Set `BEST_TILE` to the largest square tile (a
-multiple of one cache line of fp32, `LINE_BYTES // 4`) whose double-buffered tiles fit the scratchpad, then
-`SCRATCHPAD_OFFCHIP` (bytes your `dma_plan` moves for the N×N×N fp32 matmul with that tile) and
-`CACHE_OFFCHIP` (bytes `cache_traffic` moves for the same tiling through a `WAYS`-way cache of
-`LINE_BYTES`-byte lines)."""
-
-P1C_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "same_capacity", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
 BEST_TILE = largest_tile(SCRATCHPAD_BYTES, 4, multiple=LINE_BYTES // 4)
 best = MatmulTiling(N, N, N, BEST_TILE, BEST_TILE, BEST_TILE, 4)
@@ -262,9 +264,9 @@ SCRATCHPAD_OFFCHIP = int(dma_plan(best, SCRATCHPAD_BYTES)["bytes"].sum())
 CACHE_OFFCHIP = cache_traffic(best, CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS))["offchip_bytes"]
 ### END SOLUTION
 print(f"tile {BEST_TILE}: scratchpad {SCRATCHPAD_OFFCHIP / 1e6:.3f} MB, {WAYS}-way cache {CACHE_OFFCHIP / 1e6:.3f} MB "
-      f"off-chip (compulsory {compulsory_bytes(MatmulTiling(N, N, N, N, N, N, 4)) / 1e6:.3f} MB)")'''
+      f"off-chip (compulsory {compulsory_bytes(MatmulTiling(N, N, N, N, N, N, 4)) / 1e6:.3f} MB)")
 
-P1C_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "same_capacity_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar
 
 check_equal("BEST_TILE", BEST_TILE, largest_square_tile(SCRATCHPAD_BYTES, 4, multiple=LINE_BYTES // 4))
@@ -276,9 +278,9 @@ from common.cache import CacheConfig as _CC, matmul_stream as _ms, simulate_cach
 
 grader.assert_scalar(CACHE_OFFCHIP, _sc(*_ms(_best), _CC(SCRATCHPAD_BYTES, LINE_BYTES, WAYS)).offchip_bytes,
                      name="CACHE_OFFCHIP")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1_PLOT = r"""
+# %%
 # Off-chip bytes vs tile size: the scratchpad's formula, and three caches of the same capacity.
 try:
     plan_bytes = lambda t: int(dma_plan(t, 1 << 40)["bytes"].sum())  # noqa: E731 (capacity checked below)
@@ -318,56 +320,58 @@ ax.set(xlabel="square tile edge T (elements)", ylabel="bytes moved off-chip [MB]
 ax.legend(fontsize=8, loc="upper right")
 ax.grid(True, which="both", color="#dddddd", lw=0.5)
 plt.show()
-print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))"""
+print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
-P1_AFTER = """\
-Read the table, not only the lines: the hit rates are all above 90 %, yet the bytes differ by 1.5–2x — a hit rate
-says little about traffic. The cache may beat the naive schedule (LRU keeps an A row-panel that the
-schedule re-loads) or lose to it (a fully associative LRU cycling over more lines than it holds evicts exactly
-the line needed next); the scratchpad's traffic is the formula, known before the kernel runs. You explain this
-in Analysis Q1."""
+# %% [markdown]
+# Read the table, not only the lines: the hit rates are all above 90 %, yet the bytes differ by 1.5–2x — a hit rate
+# says little about traffic. The cache may beat the naive schedule (LRU keeps an A row-panel that the
+# schedule re-loads) or lose to it (a fully associative LRU cycling over more lines than it holds evicts exactly
+# the line needed next); the scratchpad's traffic is the formula, known before the kernel runs. You explain this
+# in Analysis Q1.
 
-# ---- Part 2 -------------------------------------------------------------------------------------------------
-P2_TEXT = r"""
-**The principle.** During inference three kinds of bytes share memory. **Weights** are allocated once and read
-by every step. **Activations** live for one step: allocated by an op, freed when the last op that reads them has
-run. The **KV cache** is state carried *between* steps: every decode step appends one position per layer, so it
-grows with the sequence — linearly in tokens, for every sequence of the batch.
+# %% [markdown]
+# ## Part 2 — The memory timeline of LLM inference (measured)
+#
+# **The principle.** During inference three kinds of bytes share memory. **Weights** are allocated once and read
+# by every step. **Activations** live for one step: allocated by an op, freed when the last op that reads them has
+# run. The **KV cache** is state carried *between* steps: every decode step appends one position per layer, so it
+# grows with the sequence — linearly in tokens, for every sequence of the batch.
+#
+# **The vendor.** `torch.profiler.profile(profile_memory=True, record_shapes=True)` records every allocation and
+# free of the CPU allocator with its size and time; `record_function("decode_3")` marks regions.
+# `prof.export_memory_timeline(...)` (deprecated, but still the CPU's only export) adds PyTorch's own
+# categories — built for *training* (parameters, activations, gradients, optimizer state): it recognises weights,
+# but it has never heard of a KV cache. `common.memtimeline.profile_decode` runs the reference decoder for a
+# prefill and `RUN.steps` decode steps, growing the cache by one position per step (`torch.cat`, as Hugging
+# Face's dynamic cache does), and returns the allocations as a table (`allocs`: bytes, `t_alloc_ms`, `t_free_ms` —
+# NaN if still live at the end —, the `region` it was made in, the `op`), the `regions` (name, `start_ms`,
+# `end_ms`) and the weights (allocated before profiling started: `weight_bytes`).
+#
+# Run the next cell — up to a minute on 2 CPU cores, most of it PyTorch's own export analysing the trace in
+# Python (the FAST setting skips the export) — then look at the tables.
 
-**The vendor.** `torch.profiler.profile(profile_memory=True, record_shapes=True)` records every allocation and
-free of the CPU allocator with its size and time; `record_function("decode_3")` marks regions.
-`prof.export_memory_timeline(...)` (deprecated, but still the CPU's only export) adds PyTorch's own
-categories — built for *training* (parameters, activations, gradients, optimizer state): it recognises weights,
-but it has never heard of a KV cache. `common.memtimeline.profile_decode` runs the reference decoder for a
-prefill and `RUN.steps` decode steps, growing the cache by one position per step (`torch.cat`, as Hugging
-Face's dynamic cache does), and returns the allocations as a table (`allocs`: bytes, `t_alloc_ms`, `t_free_ms` —
-NaN if still live at the end —, the `region` it was made in, the `op`), the `regions` (name, `start_ms`,
-`end_ms`) and the weights (allocated before profiling started: `weight_bytes`).
-
-Run the next cell — up to a minute on 2 CPU cores, most of it PyTorch's own export analysing the trace in
-Python (the FAST setting skips the export) — then look at the tables."""
-
-P2_PROFILE = r"""
+# %%
 PROF = profile_decode(RUN, torch_export=TORCH_EXPORT)
 print(PROF.title)
 print(f"{len(PROF.allocs)} allocations in {len(PROF.regions)} regions; weights {PROF.weight_bytes / 1e6:.3f} MB "
       f"(allocated before the profile)")
 print(PROF.regions.head(4).to_string(index=False))
-print(PROF.allocs.sort_values("bytes", ascending=False).head(8).to_string())"""
+print(PROF.allocs.sort_values("bytes", ascending=False).head(8).to_string())
 
-P2_SPEC = r"""
-**Spec.** `categorise(allocs, regions)`: a pandas `Series` with the same index as `allocs`, one label per
-allocation:
-- `"other"` if it was made outside every region (`region == ""`);
-- `"KV cache"` if it **outlives the region that made it**: never freed (`t_free_ms` is NaN) or freed after
-  that region's `end_ms` — it is state handed to the next step;
-- `"activations"` otherwise (made and freed inside one step).
 
-Then `kv_at_ends(frame, regions)`: from a timeline (`common.memtimeline.timeline(PROF, labels)`: one row per
-event time in ms, live bytes per category in columns), the live `"KV cache"` bytes at the end of every region,
-a list of Python `int`s (`live_at(frame, t)` reads one row)."""
+# %% [markdown]
+# **Spec.** `categorise(allocs, regions)`: a pandas `Series` with the same index as `allocs`, one label per
+# allocation:
+# - `"other"` if it was made outside every region (`region == ""`);
+# - `"KV cache"` if it **outlives the region that made it**: never freed (`t_free_ms` is NaN) or freed after
+#   that region's `end_ms` — it is state handed to the next step;
+# - `"activations"` otherwise (made and freed inside one step).
+#
+# Then `kv_at_ends(frame, regions)`: from a timeline (`common.memtimeline.timeline(PROF, labels)`: one row per
+# event time in ms, live bytes per category in columns), the live `"KV cache"` bytes at the end of every region,
+# a list of Python `int`s (`live_at(frame, t)` reads one row).
 
-P2_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "categorise", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def categorise(allocs, regions):
     """"KV cache" / "activations" / "other" per allocation (a Series with the index of allocs)."""
     ### BEGIN SOLUTION
@@ -382,9 +386,10 @@ def kv_at_ends(frame, regions):
     """Live KV-cache bytes at the end of every region, as a list of ints."""
     ### BEGIN SOLUTION
     return [int(live_at(frame, end)["KV cache"]) for end in regions["end_ms"]]
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "categorise_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_type
 
 labels = categorise(PROF.allocs, PROF.regions)
@@ -414,9 +419,9 @@ _f = pd.DataFrame({"weights": [1.0, 1.0, 1.0, 1.0], "KV cache": [0.0, 5.0, 7.0, 
 grader.assert_equal([int(x) for x in kv_at_ends(_f, pd.DataFrame({"name": ["a", "b"], "start_ms": [0.0, 1.5],
                                                                   "end_ms": [1.4, 2.5]}))], [5, 7],
                     name="live KV at region ends")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_PLOT = r"""
+# %%
 try:
     LABELS = categorise(PROF.allocs, PROF.regions)
 except NotImplementedError:
@@ -445,48 +450,50 @@ except NotImplementedError:
     ENDS = [int(live_at(FRAME, e)["KV cache"]) for e in PROF.regions["end_ms"]]
 growth = np.diff(ENDS)
 print(f"KV cache after prefill: {ENDS[0] / 1e3:.1f} kB; after each decode step it grows by "
-      f"{sorted(set(growth.tolist()))} bytes ({RUN.batch} sequences)")"""
+      f"{sorted(set(growth.tolist()))} bytes ({RUN.batch} sequences)")
 
-P2_AFTER = """\
-In the upper plot: the flat band at the bottom is the **weights** (allocated before the run; PyTorch's export
-calls them *parameters*). The spikes during prefill are **activations** — scores of every prompt position
-against every other — freed when the step ends; decode steps have tiny activations. The band that rises by the
-same amount every step is the **KV cache**; PyTorch's export files it under *unknown*, since no training
-category fits state that is neither a parameter nor an activation. Each `torch.cat` also briefly holds the old
-and the new cache — the little peaks at each step's start."""
 
-# ---- Part 3 -------------------------------------------------------------------------------------------------
-P3_TEXT = r"""
-**The principle.** Each layer keeps a key and a value vector of `head_dim` numbers per KV head for every token of
-every sequence:
+# %% [markdown]
+# In the upper plot: the flat band at the bottom is the **weights** (allocated before the run; PyTorch's export
+# calls them *parameters*). The spikes during prefill are **activations** — scores of every prompt position
+# against every other — freed when the step ends; decode steps have tiny activations. The band that rises by the
+# same amount every step is the **KV cache**; PyTorch's export files it under *unknown*, since no training
+# category fits state that is neither a parameter nor an activation. Each `torch.cat` also briefly holds the old
+# and the new cache — the little peaks at each step's start.
 
-$$\text{KV bytes} = n_\text{layers}\times 2 \times n_\text{kv heads}\times d_\text{head}\times \text{seq}\times
-\text{batch}\times \text{bytes per element}.$$
+# %% [markdown]
+# ## Part 3 — KV-cache arithmetic and each system's limit
+#
+# **The principle.** Each layer keeps a key and a value vector of `head_dim` numbers per KV head for every token of
+# every sequence:
+#
+# $$\text{KV bytes} = n_\text{layers}\times 2 \times n_\text{kv heads}\times d_\text{head}\times \text{seq}\times
+# \text{batch}\times \text{bytes per element}.$$
+#
+# Grouped-query attention (Llama 3: 8 KV heads for 32 query heads) cuts it 4x against plain multi-head attention.
+# The element size is the dtype **actually in use**: fp32 (4 B) for the reference model on this CPU, bf16/fp16
+# (2 B) on an accelerator, 1 B for an int8/fp8 cache.
+#
+# **The vendors.** The KV cache must sit beside the weights in the memory the model runs from: HBM on an H100
+# (80 GB) or a TPU v5e (16 GB per chip), on-wafer SRAM on a WSE-3 (48 KB per PE, ~44 GB per wafer), the SRAM of
+# every Groq LPU in the pipeline (~230 MB per chip: a model needs *many* chips, and a longer context needs more),
+# and LPDDR5 on a Spyre card (128 GB) — with the 32 cores' LX scratchpads (2 MB each, less the compiler's
+# reservations) as the working set attention streams through. All capacities come from the catalog.
+#
+# **Spec.**
+# - `kv_bytes(cfg, seq, batch, dtype)`: the formula for a `ModelConfig` (`n_layers`, `n_kv_heads`, `head_dim`);
+#   `dtype` is a `torch.dtype` (`torch.float32`) or a name (`"bf16"`); a Python `int`. Hint:
+#   `DTYPE_BYTES[canonical_dtype(str(dtype))]`.
+# - `max_tokens_beside_weights(chip_name, cfg, chips, dtype)`: the largest batch × context (tokens, an `int`)
+#   whose KV cache fits in `chips` chips' main memory (`get_chip(name).main_memory.total_capacity` each) beside
+#   the weights (`cfg.n_params` × bytes), all in `dtype`; 0 if the weights alone do not fit.
+# - `lpu_chips(cfg, batch, context)`: the fewest Groq LPUs (`"groq-lpu"`) whose SRAM holds the fp16 weights and
+#   the fp16 KV cache of `batch` sequences of `context` tokens.
+#
+# Worked example: Llama-3.1-8B in bf16 adds 32 × 2 × 8 × 128 × 2 = 131,072 bytes (128 KiB) per token; 8192 tokens
+# take 1 GiB.
 
-Grouped-query attention (Llama 3: 8 KV heads for 32 query heads) cuts it 4x against plain multi-head attention.
-The element size is the dtype **actually in use**: fp32 (4 B) for the reference model on this CPU, bf16/fp16
-(2 B) on an accelerator, 1 B for an int8/fp8 cache.
-
-**The vendors.** The KV cache must sit beside the weights in the memory the model runs from: HBM on an H100
-(80 GB) or a TPU v5e (16 GB per chip), on-wafer SRAM on a WSE-3 (48 KB per PE, ~44 GB per wafer), the SRAM of
-every Groq LPU in the pipeline (~230 MB per chip: a model needs *many* chips, and a longer context needs more),
-and LPDDR5 on a Spyre card (128 GB) — with the 32 cores' LX scratchpads (2 MB each, less the compiler's
-reservations) as the working set attention streams through. All capacities come from the catalog.
-
-**Spec.**
-- `kv_bytes(cfg, seq, batch, dtype)`: the formula for a `ModelConfig` (`n_layers`, `n_kv_heads`, `head_dim`);
-  `dtype` is a `torch.dtype` (`torch.float32`) or a name (`"bf16"`); a Python `int`. Hint:
-  `DTYPE_BYTES[canonical_dtype(str(dtype))]`.
-- `max_tokens_beside_weights(chip_name, cfg, chips, dtype)`: the largest batch × context (tokens, an `int`)
-  whose KV cache fits in `chips` chips' main memory (`get_chip(name).main_memory.total_capacity` each) beside
-  the weights (`cfg.n_params` × bytes), all in `dtype`; 0 if the weights alone do not fit.
-- `lpu_chips(cfg, batch, context)`: the fewest Groq LPUs (`"groq-lpu"`) whose SRAM holds the fp16 weights and
-  the fp16 KV cache of `batch` sequences of `context` tokens.
-
-Worked example: Llama-3.1-8B in bf16 adds 32 × 2 × 8 × 128 × 2 = 131,072 bytes (128 KiB) per token; 8192 tokens
-take 1 GiB."""
-
-P3_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "kv_formula", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def kv_bytes(cfg, seq, batch, dtype):
     """KV-cache bytes of cfg for batch sequences of seq tokens in dtype (torch.dtype or a name)."""
     ### BEGIN SOLUTION
@@ -509,9 +516,10 @@ def lpu_chips(cfg, batch, context):
     ### BEGIN SOLUTION
     need = cfg.n_params * DTYPE_BYTES["fp16"] + kv_bytes(cfg, context, batch, "fp16")
     return int(math.ceil(need / get_chip("groq-lpu").main_memory.total_capacity))
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kv_formula_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar
 
 check_scalar("Llama-3.1-8B, one bf16 token", kv_bytes(cfg8b, 1, 1, "bf16"), 131072,
@@ -532,9 +540,9 @@ for _name, _seq, _b, _d in (("llama-3.1-70b", 4096, 3, "bf16"), ("qwen2.5-0.5b",
     _c = _gc(_name)
     grader.assert_equal(kv_bytes(_c, _seq, _b, _d), _c.kv_bytes_per_token(DTYPE_BYTES[canonical_dtype(str(_d))])
                         * _seq * _b, name=f"kv_bytes {_name}")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3B_TESTS = """\
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kv_limits_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal
 
 for _, row in LIMITS.iterrows():
@@ -558,9 +566,9 @@ grader.assert_equal(max_tokens_beside_weights("tpu-v5e", _c70, 4, "bf16"), 0, na
 grader.assert_equal(max_tokens_beside_weights("spyre", _gc("llama-2-7b"), 1, "fp16"),
                     int((get_chip("spyre").main_memory.total_capacity - _gc("llama-2-7b").n_params * 2)
                         // _gc("llama-2-7b").kv_bytes_per_token(2)), name="Llama-2-7B (no GQA) on Spyre")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_PLOT = r"""
+# %%
 show = LIMITS[["system", "chips", "chip", "kv_level", "dtype", "free_bytes", "max_tokens", "max_batch", "onchip_level",
                "onchip_bytes", "onchip_context"]].copy()
 show["free_bytes"] = (show["free_bytes"] / 1e9).round(2)
@@ -570,40 +578,41 @@ show = show.rename(columns={"free_bytes": "free GB", "onchip_bytes": "on-chip MB
 print(f"{MODEL}: {cfg8b.kv_bytes_per_token(2) / 1024:.0f} KiB of KV per token in 16 bit (catalog capacities, formula)")
 print(show.to_string(index=False))
 plot_kv_limits(MODEL, LIMITS, CONTEXTS)
-plt.show()"""
+plt.show()
 
-P3_AFTER = """\
-The Spyre row is the odd one: 128 GB of LPDDR5 holds a huge cache, but every decode step streams it through
-32 × 2 MB of LX (less the compiler's reservations) at 204.8 GB/s. The WSE and LPU rows are the opposite: there is
-no slower memory to spill to, so the cache must fit in SRAM — beside 16 GB of weights, a wafer holds a few
-hundred thousand tokens and a 75-chip LPU pipeline only a few thousand; more context means more chips."""
+# %% [markdown]
+# The Spyre row is the odd one: 128 GB of LPDDR5 holds a huge cache, but every decode step streams it through
+# 32 × 2 MB of LX (less the compiler's reservations) at 204.8 GB/s. The WSE and LPU rows are the opposite: there is
+# no slower memory to spill to, so the cache must fit in SRAM — beside 16 GB of weights, a wafer holds a few
+# hundred thousand tokens and a 75-chip LPU pipeline only a few thousand; more context means more chips.
 
-# ---- Part 4 -------------------------------------------------------------------------------------------------
-P4_TEXT = r"""
-**The principle.** Sequences finish at unpredictable lengths. Reserving a contiguous region of the maximum
-length for each request (what serving systems did before 2023) wastes most of it — *internal fragmentation* —
-and limits the batch. **Paging** (Kwon et al., *vLLM / PagedAttention*, SOSP 2023) splits the cache into
-fixed-size **blocks** of `block_size` token slots; each request has a **block table** (logical block → physical
-block), a new block is taken only when the last one is full, and all blocks return to the free pool when the
-request ends. The waste is then under one block per request; attention gathers K/V through the block table.
+# %% [markdown]
+# ## Part 4 — Managing the KV cache
+#
+# **The principle.** Sequences finish at unpredictable lengths. Reserving a contiguous region of the maximum
+# length for each request (what serving systems did before 2023) wastes most of it — *internal fragmentation* —
+# and limits the batch. **Paging** (Kwon et al., *vLLM / PagedAttention*, SOSP 2023) splits the cache into
+# fixed-size **blocks** of `block_size` token slots; each request has a **block table** (logical block → physical
+# block), a new block is taken only when the last one is full, and all blocks return to the free pool when the
+# request ends. The waste is then under one block per request; attention gathers K/V through the block table.
+#
+# **The vendors.** vLLM does this on GPUs in HBM; TPU serving stacks page the HBM cache and stream pages into
+# VMEM; on Spyre the blocks live in LPDDR5 and are staged into LX in 128-byte sticks; on the WSE and the LPU the
+# cache must fit in SRAM, so every wasted slot is SRAM that could hold a token.
+#
+# **Spec.** `PagedKVAllocator(num_blocks, block_size)` with
+# - `allocate(req, n_tokens)`: a new request holding `n_tokens` (its prompt); takes ⌈n_tokens / block_size⌉
+#   blocks, **the lowest free block ids first**; returns its block table (a list of `int`);
+# - `append(req, n_tokens=1)`: the request grows; a new block only when its last block is full; returns the table;
+# - `free(req)`: all its blocks go back to the free pool;
+# - `block_table(req)` (a list), `tokens_used()` (tokens stored over all requests), `slots_allocated()`
+#   (blocks held × block_size) and `num_free_blocks` (a property);
+# - when the pool runs out, raise a `MemoryError`.
+#
+# Worked example (block_size 4, 8 blocks): `allocate("a", 5)` → `[0, 1]`; `allocate("b", 3)` → `[2]`;
+# `append("a", 3)` → `[0, 1]`; `append("a")` → `[0, 1, 3]`; `free("b")`; `allocate("c", 9)` → `[2, 4, 5]`.
 
-**The vendors.** vLLM does this on GPUs in HBM; TPU serving stacks page the HBM cache and stream pages into
-VMEM; on Spyre the blocks live in LPDDR5 and are staged into LX in 128-byte sticks; on the WSE and the LPU the
-cache must fit in SRAM, so every wasted slot is SRAM that could hold a token.
-
-**Spec.** `PagedKVAllocator(num_blocks, block_size)` with
-- `allocate(req, n_tokens)`: a new request holding `n_tokens` (its prompt); takes ⌈n_tokens / block_size⌉
-  blocks, **the lowest free block ids first**; returns its block table (a list of `int`);
-- `append(req, n_tokens=1)`: the request grows; a new block only when its last block is full; returns the table;
-- `free(req)`: all its blocks go back to the free pool;
-- `block_table(req)` (a list), `tokens_used()` (tokens stored over all requests), `slots_allocated()`
-  (blocks held × block_size) and `num_free_blocks` (a property);
-- when the pool runs out, raise a `MemoryError`.
-
-Worked example (block_size 4, 8 blocks): `allocate("a", 5)` → `[0, 1]`; `allocate("b", 3)` → `[2]`;
-`append("a", 3)` → `[0, 1]`; `append("a")` → `[0, 1, 3]`; `free("b")`; `allocate("c", 9)` → `[2, 4, 5]`."""
-
-P4_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "paged_allocator", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import heapq
 
 
@@ -665,9 +674,10 @@ class PagedKVAllocator:
     def num_free_blocks(self):
         ### BEGIN SOLUTION
         return len(self._free)
-        ### END SOLUTION'''
+        ### END SOLUTION
 
-P4_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "paged_allocator_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal
 
 a = PagedKVAllocator(8, 4)
@@ -719,30 +729,31 @@ for _bs in (1, 5, 16):
                             [_ref.tokens_used(), _ref.slots_allocated(), _ref.num_free_blocks], name="accounting")
     for _q in _live:
         grader.assert_equal(_mine.block_table(_q), _ref.block_table(_q), name="block tables")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4B_TEXT = r"""
-### Fragmentation on a trace
+# %% [markdown]
+# ### Fragmentation on a trace
+#
+# `TRACE` is a seeded trace of requests with varied prompt and output lengths (log-normal, within `MAX_LEN`),
+# arriving over time. `common.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
+# batching one decode step at a time with *your* allocator — allocate the prompt on arrival, append one token per
+# step, free when done — and returns one row per step: `used` tokens, `paged` slots your allocator holds,
+# `contiguous` slots a `max_len`-per-request reservation would hold, and `live` requests.
+#
+# **Spec.** `waste(frame)`: a dict `{"paged": w_p, "contiguous": w_c}` of slot-weighted waste over the whole
+# replay, $w = 1 - \sum_\text{steps}\text{used} \,/\, \sum_\text{steps}\text{allocated}$ (Python `float`s).
 
-`TRACE` is a seeded trace of requests with varied prompt and output lengths (log-normal, within `MAX_LEN`),
-arriving over time. `common.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
-batching one decode step at a time with *your* allocator — allocate the prompt on arrival, append one token per
-step, free when done — and returns one row per step: `used` tokens, `paged` slots your allocator holds,
-`contiguous` slots a `max_len`-per-request reservation would hold, and `live` requests.
-
-**Spec.** `waste(frame)`: a dict `{"paged": w_p, "contiguous": w_c}` of slot-weighted waste over the whole
-replay, $w = 1 - \sum_\text{steps}\text{used} \,/\, \sum_\text{steps}\text{allocated}$ (Python `float`s)."""
-
-P4B_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "waste", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def waste(frame):
     """Share of allocated slot-steps that hold no token, for the paged and the contiguous allocator."""
     ### BEGIN SOLUTION
     used = frame["used"].sum()
     return {"paged": float(1 - used / frame["paged"].sum()),
             "contiguous": float(1 - used / frame["contiguous"].sum())}
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4B_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "waste_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar, check_type
 
 ref_frame = replay(TRACE, PagedAllocator, BLOCK_SIZE, MAX_LEN)
@@ -763,9 +774,9 @@ _ref = replay(_tr, PagedAllocator, 32, 1024)
 grader.assert_tensor(_torch.tensor(_mine["paged"].to_numpy(float)), _torch.tensor(_ref["paged"].to_numpy(float)),
                      rtol=0, atol=0, dtype=_torch.float64, name="slots your allocator holds, step by step")
 grader.assert_scalar(waste(_ref)["paged"], waste_summary(_ref)["paged"], rel=1e-9, name="paged waste")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4B_PLOT = r"""
+# %%
 try:
     FRAG = replay(TRACE, PagedKVAllocator, BLOCK_SIZE, MAX_LEN)
     waste_of = waste
@@ -804,26 +815,27 @@ ax2.set(xlabel="block size (token slots)", ylabel="wasted slot-steps [%] (log sc
         title="internal fragmentation vs block size")
 ax2.grid(True, which="both", axis="y", color="#dddddd", lw=0.5)
 plt.show()
-print({b: {k: f"{100 * v:.2f} %" for k, v in w.items()} for b, w in by_size.items()})"""
+print({b: {k: f"{100 * v:.2f} %" for k, v in w.items()} for b, w in by_size.items()})
 
-P4C_TEXT = r"""
-### When the KV cache outgrows the fastest level
 
-Now the hierarchies. `simulate_llm(MODEL, backend, phase="decode", batch=SWEEP_BATCH, seq=s)` simulates one
-decode step with `s` cached tokens; the simulator places the model on the fewest chips whose main memory holds
-weights + KV cache (tensor parallel on GPU/TPU/Spyre, a layer pipeline on WSE/LPU). On the GPU and TPU the cache
-streams from HBM every step; on Spyre, attention stages K and V from LPDDR5 into LX sticks — K is read through a
-transposed view, so it is *re-sticked* (copied with the stick on the other dimension) — and what does not fit
-the LX budget spills back to LPDDR5; on the WSE and the LPU the cache stays in SRAM, so more context means more
-wafers or chips.
+# %% [markdown]
+# ### When the KV cache outgrows the fastest level
+#
+# Now the hierarchies. `simulate_llm(MODEL, backend, phase="decode", batch=SWEEP_BATCH, seq=s)` simulates one
+# decode step with `s` cached tokens; the simulator places the model on the fewest chips whose main memory holds
+# weights + KV cache (tensor parallel on GPU/TPU/Spyre, a layer pipeline on WSE/LPU). On the GPU and TPU the cache
+# streams from HBM every step; on Spyre, attention stages K and V from LPDDR5 into LX sticks — K is read through a
+# transposed view, so it is *re-sticked* (copied with the stick on the other dimension) — and what does not fit
+# the LX budget spills back to LPDDR5; on the WSE and the LPU the cache stays in SRAM, so more context means more
+# wafers or chips.
+#
+# **Before you run the sweep, write your prediction in Analysis Q3.**
+#
+# **Spec.** `kv_sweep(model, backend, seqs, batch)`: one simulated decode step per `s` in `seqs`; a `DataFrame`
+# with columns `seq`, `kv_bytes` (your `kv_bytes` for the `s + 1` positions the step holds, in the report's
+# `dtype`), `chips` (`report.chips`), `time_s` and `bound` (`report.bottleneck`).
 
-**Before you run the sweep, write your prediction in Analysis Q3.**
-
-**Spec.** `kv_sweep(model, backend, seqs, batch)`: one simulated decode step per `s` in `seqs`; a `DataFrame`
-with columns `seq`, `kv_bytes` (your `kv_bytes` for the `s + 1` positions the step holds, in the report's
-`dtype`), `chips` (`report.chips`), `time_s` and `bound` (`report.bottleneck`)."""
-
-P4C_SOLUTION = '''\
+# %% nbgrader={"grade": false, "grade_id": "kv_sweep", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def kv_sweep(model, backend, seqs, batch):
     """Simulated decode step per context length: seq, kv_bytes, chips, time_s, bound."""
     ### BEGIN SOLUTION
@@ -834,9 +846,10 @@ def kv_sweep(model, backend, seqs, batch):
         rows.append({"seq": s, "kv_bytes": kv_bytes(cfg, s + 1, batch, r.dtype), "chips": r.chips,
                      "time_s": r.time_s, "bound": r.bottleneck})
     return pd.DataFrame(rows)
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4C_TESTS = """\
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kv_sweep_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 import torch
 
 from common.checks import check_equal, check_tensor, check_type
@@ -861,9 +874,9 @@ for _be in ("tpu", "lpu"):
                          dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name=f"{_be} times")
     grader.assert_equal([int(c) for c in _s["chips"]], [r.chips for r in _r], name=f"{_be} chips")
     grader.assert_equal([str(b) for b in _s["bound"]], [r.bottleneck for r in _r], name=f"{_be} bound")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4C_PLOT = r"""
+# %%
 def reference_sweep(model, backend, seqs, batch):
     rows = []
     for s in seqs:
@@ -910,56 +923,67 @@ ax2.set(xlabel="context length [tokens]", ylabel="bytes per decode step [GB] (lo
         title=f"SIMULATED Spyre counters for the same steps (fp16, {spyre_runs[0].chips} card)")
 ax2.legend(fontsize=8)
 ax2.grid(True, which="both", color="#dddddd", lw=0.5)
-plt.show()"""
+plt.show()
 
-# ---- Analysis, landscape, wrap-up ------------------------------------------------------------------------------
-ANALYSIS_TEXT = "Answer in a few sentences each; numbers from your own runs make an answer convincing."
+# %% [markdown]
+# ## Analysis
+#
+# Answer in a few sentences each; numbers from your own runs make an answer convincing.
 
-Q1 = """\
-**Q1 (Part 1).** At the tile that fits, which moved fewer off-chip bytes in your run — the scratchpad or the
-8-way cache — and why? Why is a hit rate above 90 % not evidence of low traffic? Name one kind of kernel for
-which you would rather have the cache."""
-A1 = """\
-At the largest tile that fits (T=32) the 8-way cache moved ~10-25 % fewer bytes than the explicit schedule
-(N=128: 0.54 vs 0.59 MB; N=256: 3.3 vs 4.5 MB): LRU keeps part of an A row-panel between consecutive output
-tiles, reuse the naive schedule never asks for, while still paying write-allocate fetches of every C line and
-some conflict misses. A fully associative LRU cycling over more lines than it holds evicts exactly the line it
-needs next and moves more than the scratchpad. Every hit rate is ~93-96 %: it counts element accesses, almost
-all of which hit inside a freshly fetched line; traffic is misses x line bytes, and a few % of a huge access
-count is many bytes (1.5-2x between configurations with similar hit rates). The scratchpad's bytes are the
-formula, known at compile time; a better schedule (keep the A panel resident) would beat the cache. A cache wins
-for irregular or data-dependent accesses no compiler can schedule ahead: gathers, sparse ops, pointer chasing."""
+# %% [markdown]
+# **Q1 (Part 1).** At the tile that fits, which moved fewer off-chip bytes in your run — the scratchpad or the
+# 8-way cache — and why? Why is a hit rate above 90 % not evidence of low traffic? Name one kind of kernel for
+# which you would rather have the cache.
 
-Q2 = """\
-**Q2 (Part 2).** In your timeline, point to the weights, the activations and the KV cache. Which is largest
-during prefill and which during decode? What would the picture look like with the repository's preallocated
-`KVCache` (allocated once at `max_seq`), and why does PyTorch's export put the KV cache under *unknown*?"""
-A2 = """\
-Weights: the flat bottom band (constant, allocated before the run). Activations: the spikes during prefill
-(attention scores ~ batch x heads x prompt^2) that drop to zero when each step ends; small in decode. KV cache:
-the band that rises by batch x kv_bytes_per_token every decode step (the measured growth matched the formula
-exactly). In prefill the activations peak above the cache; in decode the cache (and the weights) dominate and
-keep growing. With a preallocated cache the KV band would be flat at its max_seq size from the start - no
-growth, but reserved bytes that hold no token yet (the contiguous pre-allocation of Part 4). The export's
-categories come from autograd (parameters, activations saved for backward, gradients, optimizer state); under
-no_grad a tensor that survives between steps and is not a parameter fits none of them."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_cache_vs_scratchpad", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# At the largest tile that fits (T=32) the 8-way cache moved ~10-25 % fewer bytes than the explicit schedule
+# (N=128: 0.54 vs 0.59 MB; N=256: 3.3 vs 4.5 MB): LRU keeps part of an A row-panel between consecutive output
+# tiles, reuse the naive schedule never asks for, while still paying write-allocate fetches of every C line and
+# some conflict misses. A fully associative LRU cycling over more lines than it holds evicts exactly the line it
+# needs next and moves more than the scratchpad. Every hit rate is ~93-96 %: it counts element accesses, almost
+# all of which hit inside a freshly fetched line; traffic is misses x line bytes, and a few % of a huge access
+# count is many bytes (1.5-2x between configurations with similar hit rates). The scratchpad's bytes are the
+# formula, known at compile time; a better schedule (keep the A panel resident) would beat the cache. A cache wins
+# for irregular or data-dependent accesses no compiler can schedule ahead: gathers, sparse ops, pointer chasing.
+# === END MARK SCHEME ===
 
-Q3 = """\
-**Q3 (comparative prediction — write it BEFORE running the Part 4 sweep).** For the 8B model at batch 4, predict
-for at least three of GPU, TPU, WSE, LPU and Spyre how the decode step time changes from the shortest to the
-longest context of `SWEEP_SEQS` (about x1.1, x2, x5?) and what changes besides time (chips, spills). Then run
-the cell below and explain the biggest miss."""
-A3 = """\
-Prediction from bytes per step: GPU and TPU stream weights (16 GB) + KV from HBM, so time grows with
-(16 GB + KV) / bandwidth - about x2-3 once KV reaches ~30-60 GB - unless more chips are added (the TPU goes from
-2 to 4-8 chips, which splits both weights and KV: only ~x1.3-1.6). The WSE reads SRAM at PB/s: time is fabric and
-scheduling, it grows ~x2 mostly because a second wafer joins the pipeline. The LPU must hold the cache in SRAM:
-chips grow with context (73 -> 220-370) and the token crosses every chip, so ~x3-4. Spyre is hit hardest: every
-step streams the whole cache from LPDDR5 at ~150 GB/s, and once a layer's K/V outgrow LX they are re-sticked and
-spilled, adding LPDDR5 traffic - x5 at 64k, x10 at 128k. Typical miss: forgetting that adding chips (TPU, GPU at
-128k) makes the step *faster*."""
+# %% [markdown]
+# **Q2 (Part 2).** In your timeline, point to the weights, the activations and the KV cache. Which is largest
+# during prefill and which during decode? What would the picture look like with the repository's preallocated
+# `KVCache` (allocated once at `max_seq`), and why does PyTorch's export put the KV cache under *unknown*?
 
-Q3_CHECK = r"""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_timeline", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Weights: the flat bottom band (constant, allocated before the run). Activations: the spikes during prefill
+# (attention scores ~ batch x heads x prompt^2) that drop to zero when each step ends; small in decode. KV cache:
+# the band that rises by batch x kv_bytes_per_token every decode step (the measured growth matched the formula
+# exactly). In prefill the activations peak above the cache; in decode the cache (and the weights) dominate and
+# keep growing. With a preallocated cache the KV band would be flat at its max_seq size from the start - no
+# growth, but reserved bytes that hold no token yet (the contiguous pre-allocation of Part 4). The export's
+# categories come from autograd (parameters, activations saved for backward, gradients, optimizer state); under
+# no_grad a tensor that survives between steps and is not a parameter fits none of them.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# **Q3 (comparative prediction — write it BEFORE running the Part 4 sweep).** For the 8B model at batch 4, predict
+# for at least three of GPU, TPU, WSE, LPU and Spyre how the decode step time changes from the shortest to the
+# longest context of `SWEEP_SEQS` (about x1.1, x2, x5?) and what changes besides time (chips, spills). Then run
+# the cell below and explain the biggest miss.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Prediction from bytes per step: GPU and TPU stream weights (16 GB) + KV from HBM, so time grows with
+# (16 GB + KV) / bandwidth - about x2-3 once KV reaches ~30-60 GB - unless more chips are added (the TPU goes from
+# 2 to 4-8 chips, which splits both weights and KV: only ~x1.3-1.6). The WSE reads SRAM at PB/s: time is fabric and
+# scheduling, it grows ~x2 mostly because a second wafer joins the pipeline. The LPU must hold the cache in SRAM:
+# chips grow with context (73 -> 220-370) and the token crosses every chip, so ~x3-4. Spyre is hit hardest: every
+# step streams the whole cache from LPDDR5 at ~150 GB/s, and once a layer's K/V outgrow LX they are re-sticked and
+# spilled, adding LPDDR5 traffic - x5 at 64k, x10 at 128k. Typical miss: forgetting that adding chips (TPU, GPU at
+# 128k) makes the step *faster*.
+# === END MARK SCHEME ===
+
+# %%
 rows = []
 for system, df in SWEEPS.items():
     first, last = df.iloc[0], df.iloc[-1]
@@ -969,26 +993,31 @@ for system, df in SWEEPS.items():
                  "chips": f"{int(first['chips'])} -> {int(last['chips'])}",
                  "bound": f"{first['bound']} -> {last['bound']}"})
 print(f"SIMULATED decode of {MODEL}, batch {SWEEP_BATCH}:")
-print(pd.DataFrame(rows).to_string(index=False))"""
+print(pd.DataFrame(rows).to_string(index=False))
 
-Q4 = """\
-**Q4 (Part 4).** How much did paging save on your trace, and why does a larger block waste more while a block of 1
-is not what vLLM uses? On the WSE or the LPU, where the cache must stay in SRAM, what would fragmentation cost
-you, in chips or in batch size?"""
-A4 = """\
-Contiguous reservation of max_len wasted ~70 % of the slots (most requests are far shorter than 2048); paging
-with 16-token blocks wasted ~1 %: less than one block per live request. Waste grows with block size (up to
-block_size - 1 slots per request), but tiny blocks make the block table long, the gather in attention
-irregular (poor memory coalescing, more index reads) and the allocator busier - 16 is a compromise. On SRAM-only
-machines every wasted slot is SRAM: with contiguous reservation an LPU deployment would need several times the
-chips for the same batch (KV of 8B at 8k is ~1 GiB per sequence, ~5 chips), or a proportionally smaller batch."""
+# %% [markdown]
+# **Q4 (Part 4).** How much did paging save on your trace, and why does a larger block waste more while a block of 1
+# is not what vLLM uses? On the WSE or the LPU, where the cache must stay in SRAM, what would fragmentation cost
+# you, in chips or in batch size?
 
-LANDSCAPE_TEXT = """\
-Add this course's rows for all five systems — on-chip capacity and off-chip bandwidth (catalog), the layout /
-alignment constraint each memory imposes (catalog facts), the KV-cache strategy, and the largest 8B KV cache
-beside the weights from your Part 3 functions — then render the map so far."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_paging", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Contiguous reservation of max_len wasted ~70 % of the slots (most requests are far shorter than 2048); paging
+# with 16-token blocks wasted ~1 %: less than one block per live request. Waste grows with block size (up to
+# block_size - 1 slots per request), but tiny blocks make the block table long, the gather in attention
+# irregular (poor memory coalescing, more index reads) and the allocator busier - 16 is a compromise. On SRAM-only
+# machines every wasted slot is SRAM: with contiguous reservation an LPU deployment would need several times the
+# chips for the same batch (KV of 8B at 8k is ~1 GiB per sequence, ~5 chips), or a proportionally smaller batch.
+# === END MARK SCHEME ===
 
-LANDSCAPE_CODE = r"""
+# %% [markdown]
+# ## Landscape map
+#
+# Add this course's rows for all five systems — on-chip capacity and off-chip bandwidth (catalog), the layout /
+# alignment constraint each memory imposes (catalog facts), the KV-cache strategy, and the largest 8B KV cache
+# beside the weights from your Part 3 functions — then render the map so far.
+
+# %%
 from common.landscape import SYSTEMS, LandscapeMap
 
 chips = {s: get_chip(SYSTEM_CHIPS[s]) for s in SYSTEMS}
@@ -1027,78 +1056,23 @@ for s in SYSTEMS:
 lm.save()
 fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
 lm.render(ax=ax, title="Accelerator landscape with the Course 4 rows (catalog and learner rows labelled)")
-plt.show()"""
+plt.show()
 
-WRAP_UP = """\
-- **A cache decides at run time, a scratchpad at compile time.** The scratchpad's bytes are a formula you can
-  optimise (tile size, double buffering); the cache's depend on addresses, associativity and replacement — and
-  a high hit rate can still mean several times the compulsory traffic.
-- **Inference memory = weights (constant) + activations (per step) + KV cache (grows per token).** The profiler
-  shows all three; only the KV cache grows with context and batch.
-- **KV bytes = layers × 2 × kv_heads × head_dim × seq × batch × bytes.** Beside the 8B model's weights it caps
-  batch × context: ~half a million tokens on one H100, ~9,000 on the 75 Groq LPUs that hold the weights, ~850,000
-  on a Spyre card (which then streams them through 64 MB of LX every step).
-- **Paging** turns a 70 % waste into ~1 % — on SRAM-only machines that is chips, not just gigabytes.
-- When the KV cache outgrows the fastest level, GPUs and TPUs slow down with HBM traffic, Spyre spills and
-  re-sticks, and the WSE and LPU add wafers or chips.
-
-Next: the **Dataflow Deep Dive** (`deepdive4_spyre`) follows one Spyre decode step op by op: the LPDDR5↔LX
-counters, what tile size and stick alignment do to them, and what happens when a working set exceeds a core's
-2 MB scratchpad."""
-
-
-def build() -> LabBuilder:
-    lab = LabBuilder(COURSE, LAB, "Course 4 · Lab: Where the bytes live — caches, scratchpads, SRAM and the KV cache")
-    lab.header(objectives=OBJECTIVES, expected_time="90–120 minutes",
-               runtime="Colab CPU runtime (2 vCPUs) or any laptop; no GPU needed (the profiled run is on the CPU)",
-               intro=INTRO.strip())
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS)
-    lab.part("Cache vs scratchpad on one kernel", P1_TEXT.strip())
-    lab.solution(P1_SOLUTION, grade_id="dma_plan")
-    lab.tests(P1_TESTS, grade_id="dma_plan_tests", points=3)
-    lab.markdown(P1B_TEXT.strip())
-    lab.solution(P1B_SOLUTION, grade_id="cache_traffic")
-    lab.tests(P1B_TESTS, grade_id="cache_traffic_tests", points=2)
-    lab.markdown(P1C_TEXT.strip())
-    lab.solution(P1C_SOLUTION, grade_id="same_capacity")
-    lab.tests(P1C_TESTS, grade_id="same_capacity_tests", points=2)
-    lab.code(P1_PLOT)
-    lab.markdown(P1_AFTER.strip())
-    lab.part("The memory timeline of LLM inference (measured)", P2_TEXT.strip())
-    lab.code(P2_PROFILE)
-    lab.markdown(P2_SPEC.strip())
-    lab.solution(P2_SOLUTION, grade_id="categorise")
-    lab.tests(P2_TESTS, grade_id="categorise_tests", points=3)
-    lab.code(P2_PLOT)
-    lab.markdown(P2_AFTER.strip())
-    lab.part("KV-cache arithmetic and each system's limit", P3_TEXT.strip())
-    lab.solution(P3_SOLUTION, grade_id="kv_formula")
-    lab.tests(P3_TESTS, grade_id="kv_formula_tests", points=3)
-    lab.tests(P3B_TESTS, grade_id="kv_limits_tests", points=3)
-    lab.code(P3_PLOT)
-    lab.markdown(P3_AFTER.strip())
-    lab.part("Managing the KV cache", P4_TEXT.strip())
-    lab.solution(P4_SOLUTION, grade_id="paged_allocator")
-    lab.tests(P4_TESTS, grade_id="paged_allocator_tests", points=4)
-    lab.markdown(P4B_TEXT.strip())
-    lab.solution(P4B_SOLUTION, grade_id="waste")
-    lab.tests(P4B_TESTS, grade_id="waste_tests", points=2)
-    lab.code(P4B_PLOT)
-    lab.markdown(P4C_TEXT.strip())
-    lab.solution(P4C_SOLUTION, grade_id="kv_sweep")
-    lab.tests(P4C_TESTS, grade_id="kv_sweep_tests", points=3)
-    lab.code(P4C_PLOT)
-    lab.analysis(ANALYSIS_TEXT)
-    lab.answer(Q1, grade_id="q_cache_vs_scratchpad", points=2, model_answer=A1)
-    lab.answer(Q2, grade_id="q_timeline", points=2, model_answer=A2)
-    lab.answer(Q3, grade_id="q_compare", points=3, model_answer=A3)
-    lab.code(Q3_CHECK)
-    lab.answer(Q4, grade_id="q_paging", points=2, model_answer=A4)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE_CODE)
-    lab.wrap_up(WRAP_UP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build))
+# %% [markdown]
+# ## Wrap-up
+#
+# - **A cache decides at run time, a scratchpad at compile time.** The scratchpad's bytes are a formula you can
+#   optimise (tile size, double buffering); the cache's depend on addresses, associativity and replacement — and
+#   a high hit rate can still mean several times the compulsory traffic.
+# - **Inference memory = weights (constant) + activations (per step) + KV cache (grows per token).** The profiler
+#   shows all three; only the KV cache grows with context and batch.
+# - **KV bytes = layers × 2 × kv_heads × head_dim × seq × batch × bytes.** Beside the 8B model's weights it caps
+#   batch × context: ~half a million tokens on one H100, ~9,000 on the 75 Groq LPUs that hold the weights, ~850,000
+#   on a Spyre card (which then streams them through 64 MB of LX every step).
+# - **Paging** turns a 70 % waste into ~1 % — on SRAM-only machines that is chips, not just gigabytes.
+# - When the KV cache outgrows the fastest level, GPUs and TPUs slow down with HBM traffic, Spyre spills and
+#   re-sticks, and the WSE and LPU add wafers or chips.
+#
+# Next: the **Dataflow Deep Dive** (`deepdive4_spyre`) follows one Spyre decode step op by op: the LPDDR5↔LX
+# counters, what tile size and stick alignment do to them, and what happens when a working set exceeds a core's
+# 2 MB scratchpad.

@@ -1,46 +1,48 @@
-"""Builds Course 4's Dataflow Deep Dive: ``python course4_memory/build_deepdive.py`` rewrites its source notebook.
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-``deepdive4_spyre`` — one decode step of a small reference decoder on the simulated IBM Spyre, from the memory
-system's side: the LPDDR5 <-> LX (scratchpad) traffic counters op by op, what stick alignment and tile size do
-to that traffic, and what the compiler does when a working set outgrows a core's LX scratchpad. The per-op
-tables come from ``common.sim.traffic``; the learner writes the formulas and checks them against the simulator.
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
 
-Run ``dfa release course4_memory`` afterwards to regenerate ``release/``.
-"""
+# %% [markdown]
+# # Course 4 · Dataflow Deep Dive — LPDDR5↔scratchpad traffic of a Spyre decode step
+#
+#
+# The hardware module of the specialization reads an IBM Spyre card's LPDDR5↔scratchpad counters. Here the
+# simulated Spyre backend (`common.sim`, a model of torch-spyre's compiler passes) produces the same counters,
+# and `common.sim.traffic` takes them apart **op by op** for one decode step. On a machine whose scratchpad is
+# managed by software, every byte that crosses between LPDDR5 and a core's LX scratchpad is a DMA the compiler
+# wrote: you can predict each one with a formula — and that is what you will do. Every figure is labelled
+# SIMULATED; every hardware number (stick size, LX capacity, reservations, bandwidth) comes from the project's
+# catalog (`common.chips`), with estimates labelled as such.
+#
+# **Learning objectives**
+#
+# - read the LPDDR5↔LX traffic counters of one Spyre decode step op by op, and add them up to the step's counters
+# - compute the stick padding a misaligned dimension (a head_dim that is not a multiple of 64 fp16) adds to traffic
+# - predict the LPDDR5 bytes of a tiled matmul from its tile schedule, and the largest tile that fits a 2 MB LX
+# - predict what a working set larger than the LX budget costs (spills, re-tiling) and check it in the simulator
+# - add Course 4's Spyre rows (and a GPU/TPU/Spyre alignment comparison) to the landscape map
+#
+# **Expected time:** 45–60 minutes  
+# **Runtime:** a free Colab CPU runtime or any laptop (the Spyre card is simulated)
 
-from __future__ import annotations
+# %% include="setup"
+# %run -m common.grading.labsource setup
 
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from common.grading.builder import LabBuilder, write_labs  # noqa: E402
-
-COURSE_DIR = Path(__file__).resolve().parent
-COURSE = COURSE_DIR.name
-LAB = "deepdive4_spyre"
-
-INTRO = r"""
-The hardware module of the specialization reads an IBM Spyre card's LPDDR5↔scratchpad counters. Here the
-simulated Spyre backend (`common.sim`, a model of torch-spyre's compiler passes) produces the same counters,
-and `common.sim.traffic` takes them apart **op by op** for one decode step. On a machine whose scratchpad is
-managed by software, every byte that crosses between LPDDR5 and a core's LX scratchpad is a DMA the compiler
-wrote: you can predict each one with a formula — and that is what you will do. Every figure is labelled
-SIMULATED; every hardware number (stick size, LX capacity, reservations, bandwidth) comes from the project's
-catalog (`common.chips`), with estimates labelled as such."""
-
-OBJECTIVES = [
-    "read the LPDDR5↔LX traffic counters of one Spyre decode step op by op, and add them up to the step's counters",
-    "compute the stick padding a misaligned dimension (a head_dim that is not a multiple of 64 fp16) adds to traffic",
-    "predict the LPDDR5 bytes of a tiled matmul from its tile schedule, and the largest tile that fits a 2 MB LX",
-    "predict what a working set larger than the LX budget costs (spills, re-tiling) and check it in the simulator",
-    "add Course 4's Spyre rows (and a GPU/TPU/Spyre alignment comparison) to the landscape map",
-]
-
-PARAMETERS = r"""
+# %% tags=["parameters"]
 import os
 
 # Learner defaults. CI and the autograder run FAST (nbgrader sets NBGRADER_EXECUTION; papermill passes FAST=True).
@@ -49,9 +51,9 @@ MODEL = "tiny-block"        # the small reference decoder (d_model 64, 4 heads o
 SEQ = 64                    # tokens already in the KV cache: the decode step reads SEQ + 1 positions
 BIG_MODEL = "qwen2.5-0.5b"  # the smallest real decoder config in common.models (24 layers), fake tensors only
 BIG_BATCH, BIG_SEQ = 64, 512
-LANDSCAPE_PATH = None       # None: ./landscape_map.json next to this notebook, or $DFA_LANDSCAPE"""
+LANDSCAPE_PATH = None       # None: ./landscape_map.json next to this notebook, or $DFA_LANDSCAPE
 
-SETTINGS = r"""
+# %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
 import tempfile
 import warnings
@@ -94,36 +96,38 @@ print(f"this machine: {info['cpu']} ({info['cores']} cores), torch {torch.__vers
       "everything below is SIMULATED, no Spyre card used")
 print(f"catalog: {SPYRE.name}: {SPYRE.compute_units} {SPYRE.compute_unit_name} x {LX.capacity / 1e6:g} MB LX, "
       f"LPDDR5 {SPYRE.main_memory.total_capacity / 1e9:g} GB at {eng(SPYRE.main_memory.bandwidth, 'B/s')}, "
-      f"stick {STICK} B = {STICK // 2} fp16; FAST={FAST}")"""
+      f"stick {STICK} B = {STICK // 2} fp16; FAST={FAST}")
 
-# ---- Part 1 ---------------------------------------------------------------------------------------------------
-P1_TEXT = r"""
-**The principle.** A cache decides at run time what stays on chip; a **scratchpad** holds exactly what the
-program put there. With a scratchpad the compiler plans every transfer: which tensor is DMA'd from main memory
-into on-chip SRAM, which intermediate stays there for the next op, which one is written back. The
-hardware counters of such a machine are therefore a *sum of planned transfers* — you can take them apart op by
-op and predict each piece.
+# %% [markdown]
+# ## Part 1 — The counters of one decode step, op by op
+#
+#
+# **The principle.** A cache decides at run time what stays on chip; a **scratchpad** holds exactly what the
+# program put there. With a scratchpad the compiler plans every transfer: which tensor is DMA'd from main memory
+# into on-chip SRAM, which intermediate stays there for the next op, which one is written back. The
+# hardware counters of such a machine are therefore a *sum of planned transfers* — you can take them apart op by
+# op and predict each piece.
+#
+# **The vendor.** An IBM Spyre card has 32 cores, each with a 2 MB **LX** scratchpad and no hardware cache, and
+# 128 GB of LPDDR5 (catalog). torch-spyre fuses each run of device ops into one SuperDSC bundle and plans LX
+# residency inside it. `spyre_step(MODEL, seq=SEQ)` simulates one decode step; `traffic_table(step)` has one row
+# per op of each compiled segment (prologue, one decoder **layer**, epilogue) with `repeat` = how many times that
+# segment runs (`n_layers` for the layer), and these columns among others:
+#
+# | column | meaning |
+# |---|---|
+# | `lpddr_read`, `lpddr_write` | bytes LPDDR5→LX and LX→LPDDR5 for one run of the op (whole sticks) |
+# | `lpddr_padding` | the part of that traffic that is stick padding |
+# | `lx_bytes` | bytes the op reads and writes in LX |
+# | `a_bytes`, `b_bytes`, `mc`, `nc`, `tm`, `tn`, `m_tiles`, `n_tiles` | a matmul's operands and tile schedule |
+# | `spill_write`, `spill_read`, `reread_bytes` | LPDDR5 bytes caused by the LX budget (Part 4) |
+#
+# **Spec.** Write `step_lpddr_by_kind(table)`: a `pandas.Series` indexed by `kind` (every kind in the table), whose
+# value is the LPDDR5 bytes (read + write) of all ops of that kind **over the whole step** — each row counts
+# `repeat` times. Summed over kinds it equals the step's counters `lpddr_to_lx_bytes + lx_to_lpddr_bytes`.
+# Worked example: a layer row with `repeat=2`, `lpddr_read=8192`, `lpddr_write=0` adds 16384 bytes to its kind.
 
-**The vendor.** An IBM Spyre card has 32 cores, each with a 2 MB **LX** scratchpad and no hardware cache, and
-128 GB of LPDDR5 (catalog). torch-spyre fuses each run of device ops into one SuperDSC bundle and plans LX
-residency inside it. `spyre_step(MODEL, seq=SEQ)` simulates one decode step; `traffic_table(step)` has one row
-per op of each compiled segment (prologue, one decoder **layer**, epilogue) with `repeat` = how many times that
-segment runs (`n_layers` for the layer), and these columns among others:
-
-| column | meaning |
-|---|---|
-| `lpddr_read`, `lpddr_write` | bytes LPDDR5→LX and LX→LPDDR5 for one run of the op (whole sticks) |
-| `lpddr_padding` | the part of that traffic that is stick padding |
-| `lx_bytes` | bytes the op reads and writes in LX |
-| `a_bytes`, `b_bytes`, `mc`, `nc`, `tm`, `tn`, `m_tiles`, `n_tiles` | a matmul's operands and tile schedule |
-| `spill_write`, `spill_read`, `reread_bytes` | LPDDR5 bytes caused by the LX budget (Part 4) |
-
-**Spec.** Write `step_lpddr_by_kind(table)`: a `pandas.Series` indexed by `kind` (every kind in the table), whose
-value is the LPDDR5 bytes (read + write) of all ops of that kind **over the whole step** — each row counts
-`repeat` times. Summed over kinds it equals the step's counters `lpddr_to_lx_bytes + lx_to_lpddr_bytes`.
-Worked example: a layer row with `repeat=2`, `lpddr_read=8192`, `lpddr_write=0` adds 16384 bytes to its kind."""
-
-P1_RUN = r"""
+# %%
 STEP = spyre_step(MODEL, seq=SEQ)
 TABLE = traffic_table(STEP)
 REPORT = STEP.report
@@ -135,17 +139,19 @@ cols = ["segment", "repeat", "index", "op", "weights", "kind", "cores", "lpddr_r
 layer = TABLE[TABLE["segment"] == "layer"]
 print(f"\none decoder layer: {len(layer)} SuperDSC ops, {int((layer['lpddr_read'] + layer['lpddr_write'] > 0).sum())} "
       "of them touch LPDDR5 (the others work on tensors resident in LX):")
-print(layer[layer["lpddr_read"] + layer["lpddr_write"] > 0][cols].to_string(index=False))"""
+print(layer[layer["lpddr_read"] + layer["lpddr_write"] > 0][cols].to_string(index=False))
 
-P1_SOLUTION = r'''
+
+# %% nbgrader={"grade": false, "grade_id": "step_lpddr_by_kind", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def step_lpddr_by_kind(table):
     """LPDDR5 bytes (read + write) per op kind over the whole step: each row weighted by its `repeat`."""
     ### BEGIN SOLUTION
     per_row = (table["lpddr_read"] + table["lpddr_write"]) * table["repeat"]
     return per_row.groupby(table["kind"]).sum()
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P1_TESTS = r"""
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "step_lpddr_by_kind_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar, check_tensor, check_type
 
 by_kind = step_lpddr_by_kind(TABLE)
@@ -172,9 +178,9 @@ _k = sorted(_t["kind"].unique())
 _ref = [float(((_t["lpddr_read"] + _t["lpddr_write"]) * _t["repeat"])[_t["kind"] == k].sum()) for k in _k]
 grader.assert_tensor(torch.tensor(_b.reindex(_k).to_numpy(float)), torch.tensor(_ref, dtype=torch.float64),
                      rtol=1e-9, dtype=torch.float64, name="per kind")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P1_PLOT = r"""
+# %%
 try:
     by_kind = step_lpddr_by_kind(TABLE)
 except NotImplementedError:  # not written yet: the same numbers from common.sim.traffic (printed note)
@@ -208,28 +214,31 @@ ax2.tick_params(axis="x", rotation=30, labelsize=8)
 plt.show()
 tot = step_totals(TABLE)
 print(f"step: {eng(tot['lpddr_bytes'], 'B')} over LPDDR5, {tot['lpddr_padding_bytes'] / tot['lpddr_bytes']:.0%} of it "
-      f"stick padding; {eng(tot['lx_bytes'], 'B')} inside LX")"""
+      f"stick padding; {eng(tot['lx_bytes'], 'B')} inside LX")
 
-# ---- Part 2 ---------------------------------------------------------------------------------------------------
-P2_TEXT = r"""
-**The principle.** Memory that is accessed in fixed-size granules charges whole granules: a cache moves whole
-lines (64 B on most CPUs), a GPU's DRAM whole 32-byte sectors, a TPU's HBM arrays whole (8, 128) tiles. If a
-tensor's innermost dimension is not a multiple of the granule, every row carries padding — stored, moved and
-(on a systolic array) multiplied.
 
-**The vendor.** Spyre stores every tensor in **sticks** of 128 bytes along its innermost dimension
-(`stick_bytes` in the catalog): 64 fp16 values per stick. A row of `n` values takes `ceil(n / 64)` sticks.
-`tiny-block` has `head_dim = 16`: every per-head tensor — the KV cache included — fills only a quarter of
-each stick. The last `bmm` of the attention (probabilities @ V) reads the V cache, shape
-`(kv_heads, SEQ + 1, head_dim)`, straight from LPDDR5; its `lpddr_padding` is the padding of that cache.
+# %% [markdown]
+# ## Part 2 — Sticks: what a misaligned dimension costs in traffic
+#
+#
+# **The principle.** Memory that is accessed in fixed-size granules charges whole granules: a cache moves whole
+# lines (64 B on most CPUs), a GPU's DRAM whole 32-byte sectors, a TPU's HBM arrays whole (8, 128) tiles. If a
+# tensor's innermost dimension is not a multiple of the granule, every row carries padding — stored, moved and
+# (on a systolic array) multiplied.
+#
+# **The vendor.** Spyre stores every tensor in **sticks** of 128 bytes along its innermost dimension
+# (`stick_bytes` in the catalog): 64 fp16 values per stick. A row of `n` values takes `ceil(n / 64)` sticks.
+# `tiny-block` has `head_dim = 16`: every per-head tensor — the KV cache included — fills only a quarter of
+# each stick. The last `bmm` of the attention (probabilities @ V) reads the V cache, shape
+# `(kv_heads, SEQ + 1, head_dim)`, straight from LPDDR5; its `lpddr_padding` is the padding of that cache.
+#
+# **Spec.** Write `padding_bytes(shape, elem_bytes, stick_bytes)`: the padding bytes (a Python `int`) of a
+# row-major tensor stored in sticks along its last dimension:
+# $\text{rows} \times (\lceil n / e \rceil \, e - n) \times \text{elem\_bytes}$ with $e$ = `stick_bytes // elem_bytes`
+# elements per stick, $n$ = the last dimension and rows = the product of the others (1 for a 1-D tensor).
+# Worked example: `(3, 100)` in fp16 → 3 × (128 − 100) × 2 = 168 bytes.
 
-**Spec.** Write `padding_bytes(shape, elem_bytes, stick_bytes)`: the padding bytes (a Python `int`) of a
-row-major tensor stored in sticks along its last dimension:
-$\text{rows} \times (\lceil n / e \rceil \, e - n) \times \text{elem\_bytes}$ with $e$ = `stick_bytes // elem_bytes`
-elements per stick, $n$ = the last dimension and rows = the product of the others (1 for a 1-D tensor).
-Worked example: `(3, 100)` in fp16 → 3 × (128 − 100) × 2 = 168 bytes."""
-
-P2_SOLUTION = r'''
+# %% nbgrader={"grade": false, "grade_id": "padding_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def padding_bytes(shape, elem_bytes, stick_bytes):
     """Stick padding (bytes, int) of a row-major tensor whose last dim is stored in sticks of `stick_bytes`."""
     ### BEGIN SOLUTION
@@ -239,9 +248,10 @@ def padding_bytes(shape, elem_bytes, stick_bytes):
     for s in outer:
         rows *= s
     return rows * (-(-n // per_stick) * per_stick - n) * elem_bytes
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P2_TESTS = r"""
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "padding_bytes_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar
 
 check_equal("padding of (3, 100) fp16", padding_bytes((3, 100), 2, STICK), 168)
@@ -262,9 +272,9 @@ _t = _tt(_step(MODEL, seq=SEQ, head_dim=72))
 _pv = _t[(_t["segment"] == "layer") & (_t["op"] == "aten.bmm")].iloc[-1]
 grader.assert_scalar(padding_bytes((_c.n_kv_heads, SEQ + 1, 72), 2, STICK), float(_pv["lpddr_padding"]), rel=1e-9,
                      name="head_dim 72 V cache")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P2_PLOT = r"""
+# %%
 hd = sweep(MODEL, "head_dim", HEAD_DIMS, seq=SEQ)
 try:
     v_pad = [padding_bytes((get_config(MODEL).n_kv_heads, SEQ + 1, h), 2, STICK) for h in HEAD_DIMS]
@@ -291,34 +301,36 @@ for ax in (ax1, ax2):
         ax.axvline(m, color="#999999", ls=":", lw=1)
 ax2.legend(fontsize=8)
 plt.show()
-print(hd[["head_dim", "lpddr_bytes", "lpddr_padding_bytes", "time_s", "floor_s"]].to_string(index=False))"""
+print(hd[["head_dim", "lpddr_bytes", "lpddr_padding_bytes", "time_s", "floor_s"]].to_string(index=False))
 
-# ---- Part 3 ---------------------------------------------------------------------------------------------------
-P3_TEXT = r"""
-**The principle.** A matmul $C = A B$ larger than the scratchpad is computed in output tiles of
-$t_m \times t_n$, with $K$ streamed through. Each output tile needs its rows of $A$ and its columns of $B$, so
-with $\lceil m / t_m \rceil$ row tiles and $\lceil n / t_n \rceil$ column tiles **A is read once per column
-tile and B once per row tile**:
-$$\text{bytes} = A \cdot \lceil n_c / t_n \rceil + B \cdot \lceil m_c / t_m \rceil .$$
-Bigger tiles mean fewer re-reads — up to what fits on chip: $(t_m t_k + t_k t_n + t_m t_n) \cdot \text{elem}
-\le$ the scratchpad budget.
+# %% [markdown]
+# ## Part 3 — Tile schedules and the largest tile that fits LX
+#
+#
+# **The principle.** A matmul $C = A B$ larger than the scratchpad is computed in output tiles of
+# $t_m \times t_n$, with $K$ streamed through. Each output tile needs its rows of $A$ and its columns of $B$, so
+# with $\lceil m / t_m \rceil$ row tiles and $\lceil n / t_n \rceil$ column tiles **A is read once per column
+# tile and B once per row tile**:
+# $$\text{bytes} = A \cdot \lceil n_c / t_n \rceil + B \cdot \lceil m_c / t_m \rceil .$$
+# Bigger tiles mean fewer re-reads — up to what fits on chip: $(t_m t_k + t_k t_n + t_m t_n) \cdot \text{elem}
+# \le$ the scratchpad budget.
+#
+# **The vendor.** The simulated torch-spyre planner splits a matmul over cores (rows `mc` and padded columns
+# `nc` per core), streams K one stick at a time ($t_k$ = 64 fp16) and picks, among tiles that fit the LX budget
+# left by resident tensors, the one with the least LPDDR5 traffic. The budget per core is what torch-spyre leaves
+# the planner: $(\text{LX capacity} - \text{reserved}) \times (1 - \text{backend share})$, rounded down to whole
+# sticks (catalog: `LX` capacity, facts `lx_reserved_bytes`, `lx_backend_reserved_fraction`). Two compiler knobs
+# change tiles: `lx_budget_bytes` (a smaller budget) and `coarse_tiles` (at least that many row tiles).
+#
+# **Spec.**
+# * `tile_traffic(a_bytes, b_bytes, mc, nc, tm, tn)`: the formula above (a Python `float`). Worked example:
+#   A = 1 MB, B = 4 MB, `mc=128, nc=1024, tm=29, tn=512` → 1e6 × 2 + 4e6 × 5 = 22 MB.
+# * `lx_tile_budget(chip)`: the budget in bytes (a Python `int`, a multiple of the chip's `stick_bytes`) from the
+#   catalog record `chip` (`chip.level("LX").capacity`, `chip.fact(...)`).
+# * `largest_tile_rows(lx_bytes, tn, tk, elem_bytes)`: the largest $t_m$ (an `int`, 0 if none) with
+#   $(t_m t_k + t_k t_n + t_m t_n) \cdot \text{elem} \le$ `lx_bytes`.
 
-**The vendor.** The simulated torch-spyre planner splits a matmul over cores (rows `mc` and padded columns
-`nc` per core), streams K one stick at a time ($t_k$ = 64 fp16) and picks, among tiles that fit the LX budget
-left by resident tensors, the one with the least LPDDR5 traffic. The budget per core is what torch-spyre leaves
-the planner: $(\text{LX capacity} - \text{reserved}) \times (1 - \text{backend share})$, rounded down to whole
-sticks (catalog: `LX` capacity, facts `lx_reserved_bytes`, `lx_backend_reserved_fraction`). Two compiler knobs
-change tiles: `lx_budget_bytes` (a smaller budget) and `coarse_tiles` (at least that many row tiles).
-
-**Spec.**
-* `tile_traffic(a_bytes, b_bytes, mc, nc, tm, tn)`: the formula above (a Python `float`). Worked example:
-  A = 1 MB, B = 4 MB, `mc=128, nc=1024, tm=29, tn=512` → 1e6 × 2 + 4e6 × 5 = 22 MB.
-* `lx_tile_budget(chip)`: the budget in bytes (a Python `int`, a multiple of the chip's `stick_bytes`) from the
-  catalog record `chip` (`chip.level("LX").capacity`, `chip.fact(...)`).
-* `largest_tile_rows(lx_bytes, tn, tk, elem_bytes)`: the largest $t_m$ (an `int`, 0 if none) with
-  $(t_m t_k + t_k t_n + t_m t_n) \cdot \text{elem} \le$ `lx_bytes`."""
-
-P3A_SOLUTION = r'''
+# %% nbgrader={"grade": false, "grade_id": "tile_traffic", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
@@ -326,9 +338,10 @@ def tile_traffic(a_bytes, b_bytes, mc, nc, tm, tn):
     """LPDDR5 bytes of a tiled matmul: A read once per column tile, B once per row tile."""
     ### BEGIN SOLUTION
     return float(a_bytes * math.ceil(nc / tn) + b_bytes * math.ceil(mc / tm))
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3A_TESTS = r"""
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "tile_traffic_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar
 
 check_scalar("worked example", tile_traffic(1e6, 4e6, 128, 1024, 29, 512), 22e6, rel=1e-12)
@@ -351,9 +364,9 @@ for _shape, _opts in [((4096, 4096, 4096), {"lx_budget_bytes": 300_000}), ((4096
                                       int(_r["tm"]), int(_r["tn"])), float(_r["lpddr_read"]), rel=1e-9,
                          name=f"matmul {_shape} {_opts}")
 grader.assert_scalar(tile_traffic(3.0, 5.0, 10, 10, 3, 4), 3.0 * 3 + 5.0 * 4, rel=1e-12, name="ceil division")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3B_SOLUTION = r'''
+# %% nbgrader={"grade": false, "grade_id": "largest_tile", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lx_tile_budget(chip):
     """LX bytes per core the planner may use: (capacity - reserved) x (1 - backend share), whole sticks."""
     ### BEGIN SOLUTION
@@ -368,9 +381,10 @@ def largest_tile_rows(lx_bytes, tn, tk, elem_bytes):
     """Largest tm with (tm*tk + tk*tn + tm*tn) * elem_bytes <= lx_bytes (0 if not even one row fits)."""
     ### BEGIN SOLUTION
     return max(0, int((lx_bytes // elem_bytes - tk * tn) // (tk + tn)))
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P3B_TESTS = r"""
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "largest_tile_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal
 
 budget = lx_tile_budget(SPYRE)
@@ -392,9 +406,9 @@ for _shape, _b in [((4096, 4096, 4096), 300_000), ((8192, 1024, 8192), None), ((
 grader.assert_equal(largest_tile_rows(1000, 64, 64, 2), 0, name="nothing fits")
 grader.assert_equal(largest_tile_rows(10_000, 32, 16, 4), (2500 - 512) // 48, name="fp32")
 grader.assert_equal(lx_tile_budget(SPYRE) % STICK, 0, name="whole sticks")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P3_PLOT = r"""
+# %%
 ct = pd.concat([sweep(BIG_MODEL, "coarse_tiles", COARSE, batch=b, seq=BIG_SEQ).assign(batch=b) for b in COARSE_BATCHES])
 bud = sweep(BIG_MODEL, "lx_budget_bytes", BUDGETS, batch=BIG_BATCH, seq=BIG_SEQ)
 try:
@@ -426,28 +440,31 @@ ax2.legend(fontsize=8, loc="upper center")
 plt.show()
 print(ct.pivot(index="coarse_tiles", columns="batch", values="bytes_per_token").map(lambda v: eng(v, "B")).to_string())
 if rows_at:
-    print(f"largest tile rows in the {budget / 1e6:.3f} MB budget:", rows_at)"""
+    print(f"largest tile rows in the {budget / 1e6:.3f} MB budget:", rows_at)
 
-# ---- Part 4 ---------------------------------------------------------------------------------------------------
-P4_TEXT = r"""
-**The principle.** A hardware cache that is too small degrades gracefully — it misses more. A scratchpad that
-is too small forces the **compiler** to change the program: cut the work into smaller tiles (more re-reads) or
-**spill** an intermediate (write it to main memory and read it back). Either way the extra traffic is known at
-compile time.
 
-**The vendor.** Inside a SuperDSC bundle the simulated planner keeps an intermediate in LX when its per-core
-slice fits the budget left by resident tensors; otherwise it spills it to LPDDR5 (one write, one read per
-consumer). A decomposed op (softmax = max, sub, exp, sum, div) whose slice does not fit streams its parts through
-LPDDR5; a matmul is re-tiled. `working_set_check(step)` lists, per op, what happened and the extra bytes.
+# %% [markdown]
+# ## Part 4 — When the working set exceeds a core's LX
+#
+#
+# **The principle.** A hardware cache that is too small degrades gracefully — it misses more. A scratchpad that
+# is too small forces the **compiler** to change the program: cut the work into smaller tiles (more re-reads) or
+# **spill** an intermediate (write it to main memory and read it back). Either way the extra traffic is known at
+# compile time.
+#
+# **The vendor.** Inside a SuperDSC bundle the simulated planner keeps an intermediate in LX when its per-core
+# slice fits the budget left by resident tensors; otherwise it spills it to LPDDR5 (one write, one read per
+# consumer). A decomposed op (softmax = max, sub, exp, sum, div) whose slice does not fit streams its parts through
+# LPDDR5; a matmul is re-tiled. `working_set_check(step)` lists, per op, what happened and the extra bytes.
+#
+# **Spec.** An elementwise chain `exp(x * 2 + 1)` on an fp16 tensor of `nbytes` (sticks aligned) runs as one
+# bundle on `cores` cores: the input is read once, the output written once, and it has `n_intermediates`
+# intermediates of `nbytes` each. Write `chain_lpddr_bytes(nbytes, n_intermediates, cores, lx_budget)`: the
+# LPDDR5 bytes of the bundle (a Python `float`) — `2 * nbytes` if an intermediate's per-core slice
+# `nbytes / cores` fits in `lx_budget`, plus `2 * nbytes` per intermediate (written out, read back) if it does
+# not. Worked example: 128 MB, 2 intermediates, 32 cores, 1.5 MB budget → 4 MB per core does not fit → 768 MB.
 
-**Spec.** An elementwise chain `exp(x * 2 + 1)` on an fp16 tensor of `nbytes` (sticks aligned) runs as one
-bundle on `cores` cores: the input is read once, the output written once, and it has `n_intermediates`
-intermediates of `nbytes` each. Write `chain_lpddr_bytes(nbytes, n_intermediates, cores, lx_budget)`: the
-LPDDR5 bytes of the bundle (a Python `float`) — `2 * nbytes` if an intermediate's per-core slice
-`nbytes / cores` fits in `lx_budget`, plus `2 * nbytes` per intermediate (written out, read back) if it does
-not. Worked example: 128 MB, 2 intermediates, 32 cores, 1.5 MB budget → 4 MB per core does not fit → 768 MB."""
-
-P4_SETUP = r"""
+# %%
 class Chain(torch.nn.Module):
     # exp(x * 2 + 1): two full-size intermediates (mul, add) between the input and the output
     def forward(self, x):
@@ -457,17 +474,19 @@ class Chain(torch.nn.Module):
 def chain_step(rows, cols, module=Chain(), **options):
     with FakeTensorMode():
         x = torch.empty(rows, cols, dtype=torch.float16)
-    return workload_step(graph_workload(module, (x,), dtype="fp16"), **options)"""
+    return workload_step(graph_workload(module, (x,), dtype="fp16"), **options)
 
-P4_SOLUTION = r'''
+
+# %% nbgrader={"grade": false, "grade_id": "chain_lpddr_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def chain_lpddr_bytes(nbytes, n_intermediates, cores, lx_budget):
     """LPDDR5 bytes of an elementwise chain bundle: input + output, + a write and a read per spilled intermediate."""
     ### BEGIN SOLUTION
     spilled = nbytes / cores > lx_budget
     return float(2 * nbytes + (2 * n_intermediates * nbytes if spilled else 0))
-    ### END SOLUTION'''
+    ### END SOLUTION
 
-P4_TESTS = r"""
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "chain_lpddr_bytes_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar
 
 check_scalar("worked example", chain_lpddr_bytes(128e6, 2, 32, 1.5e6), 768e6, rel=1e-12)
@@ -496,9 +515,9 @@ for _rows, _cols, _m, _k, _opts in [(4096, 16384, Chain(), 2, {}), (1000, 640, C
     _t = _tt(_st)
     grader.assert_scalar(chain_lpddr_bytes(_rows * _cols * 2, _k, int(_t["cores"].iloc[0]), _st.lx_budget_bytes),
                          _tot(_t)["lpddr_bytes"], rel=1e-9, name=f"chain {_rows}x{_cols} k={_k}")
-### END HIDDEN TESTS"""
+### END HIDDEN TESTS
 
-P4_PLOT = r"""
+# %%
 sizes, sim, pred, cores_of = [], [], [], []
 for rows in CHAIN_ROWS:
     st = chain_step(rows, 16384)
@@ -535,25 +554,33 @@ for label, st in (("default budget", BIG), ("32 kB budget", TIGHT)):
           f"{eng(st.report.time_s, 's')}")
     cols = ["segment", "repeat", "index", "op", "ws_bytes_per_core", "action", "extra_lpddr_bytes"]
     print(ws[cols].to_string(index=False) if len(ws) else
-          "  every working set fits: no re-tiling that costs LPDDR5, no spills")"""
+          "  every working set fits: no re-tiling that costs LPDDR5, no spills")
 
-# ---- Analysis ---------------------------------------------------------------------------------------------------
-ANALYSIS = "Answer in a few sentences each, with numbers from your runs."
-Q1 = r"""
-**Q1 (comparative prediction, then check).** Change `tiny-block`'s `head_dim` from 64 to 72. *Before running the
-next cell*, predict the ratio (LPDDR5/HBM bytes per decode token at 72) / (at 64) on three simulated systems:
-a **GPU** (HBM read through caches in 32-byte sectors; the simulator charges unpadded bytes), a **TPU v5e**
-(arrays stored in (8, 128) tiles: the last dimension padded to 128 lanes) and **Spyre** (128-byte sticks = 64
-fp16). Which one pays for the misalignment, and why does the TPU not pay *more* at 72 than at 64? Then run the
-cell and explain any difference from your prediction."""
-A1 = r"""
-Useful bytes grow by well under 72/64 = 1.125 (weights of d_model-sized projections grow; the norms, embedding and
-LM head do not), so GPU ≈ 1.07. TPU: both 64 and 72 pad to 128 lanes, so per-head tensors cost the same at 64
-and 72 — the ratio is ≈ the GPU's (~1.07); it already paid 2x at 64. Spyre: 64 fills one stick exactly, 72 needs
-two (56 of 128 slots padding): KV-cache reads, the K^T restickify and per-head activations almost double →
-≈ 1.25 in the simulator. Full marks: Spyre highest with the stick reason; GPU ≈ TPU ratio with the lane
-reason; the numbers from the check cell compared with the prediction."""
-Q1_CHECK = r"""
+# %% [markdown]
+# ## Analysis
+#
+# Answer in a few sentences each, with numbers from your runs.
+
+# %% [markdown]
+# **Q1 (comparative prediction, then check).** Change `tiny-block`'s `head_dim` from 64 to 72. *Before running the
+# next cell*, predict the ratio (LPDDR5/HBM bytes per decode token at 72) / (at 64) on three simulated systems:
+# a **GPU** (HBM read through caches in 32-byte sectors; the simulator charges unpadded bytes), a **TPU v5e**
+# (arrays stored in (8, 128) tiles: the last dimension padded to 128 lanes) and **Spyre** (128-byte sticks = 64
+# fp16). Which one pays for the misalignment, and why does the TPU not pay *more* at 72 than at 64? Then run the
+# cell and explain any difference from your prediction.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd4_q_alignment", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+#
+# Useful bytes grow by well under 72/64 = 1.125 (weights of d_model-sized projections grow; the norms, embedding and
+# LM head do not), so GPU ≈ 1.07. TPU: both 64 and 72 pad to 128 lanes, so per-head tensors cost the same at 64
+# and 72 — the ratio is ≈ the GPU's (~1.07); it already paid 2x at 64. Spyre: 64 fills one stick exactly, 72 needs
+# two (56 of 128 slots padding): KV-cache reads, the K^T restickify and per-head activations almost double →
+# ≈ 1.25 in the simulator. Full marks: Spyre highest with the stick reason; GPU ≈ TPU ratio with the lane
+# reason; the numbers from the check cell compared with the prediction.
+# === END MARK SCHEME ===
+
+# %%
 import dataclasses
 
 from common.models import get_config
@@ -567,33 +594,40 @@ for h in (64, 72):
 ALIGN = pd.DataFrame(rows).pivot(index="system", columns="head_dim", values="main_memory_bytes_per_token")
 ALIGN["ratio 72/64"] = ALIGN[72] / ALIGN[64]
 print(f"SIMULATED {MODEL} decode ({SEQ} cached): main-memory bytes per token")
-print(ALIGN.round(3).to_string())"""
+print(ALIGN.round(3).to_string())
 
-Q2 = r"""
-**Q2 (working set beyond LX).** From Part 4's tables for the batch-64 decode step: which ops change when the LX
-budget drops to 32 kB, what does the compiler do with each (re-tile, spill, stream), and how much extra LPDDR5
-traffic does it cost per step? Why does the decode step at batch 1 not care about tile size (Part 3 left panel),
-and what would you change in the model or the schedule to keep the attention working set inside LX at long
-contexts?"""
-A2 = r"""
-With 32 kB per core the K^T restickify copy and the Q·K^T scores no longer fit beside the resident tensors, so
-they spill (written, then read back by their consumer); the softmax streams its sub/exp parts through LPDDR5;
-P@V is re-tiled into several row tiles and re-reads V; the projections are re-tiled into many column tiles
-(free while their input row stays in LX, but the up projection splits M too and reads its weight twice, and
-gate/up outputs spill). Summed over the 24 layers this is ~0.8–1 GB extra, about +65–70 % of the step's
-LPDDR5 bytes (1.2 → 2.0 GB in the FAST run), and the step slows in proportion because it is memory-bound.
-At batch 1 every core holds one output row (mc = 1): B is read once whatever the
-tile, so coarse_tiles changes nothing; at batch 64 or 256 more row tiles re-read the weights once each. To keep
-attention inside LX: tile the KV sequence (flash-attention-style online softmax, so only a block of scores is
-resident), split heads/sequence over more cores, keep head_dim a multiple of 64, or lower the batch per card.
-Full marks: actions named per op with the extra bytes, the mc = 1 argument, one concrete remedy."""
+# %% [markdown]
+# **Q2 (working set beyond LX).** From Part 4's tables for the batch-64 decode step: which ops change when the LX
+# budget drops to 32 kB, what does the compiler do with each (re-tile, spill, stream), and how much extra LPDDR5
+# traffic does it cost per step? Why does the decode step at batch 1 not care about tile size (Part 3 left panel),
+# and what would you change in the model or the schedule to keep the attention working set inside LX at long
+# contexts?
 
-LANDSCAPE_TEXT = r"""
-Add Course 4's Deep Dive rows: Spyre's alignment granule and LX budget (catalog, computed by you), what the
-simulated compiler does past the LX budget, and the GPU/TPU/Spyre head_dim comparison you just checked
-(simulated). `overwrite=True` refreshes the rows when you re-run."""
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd4_q_working_set", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+#
+# With 32 kB per core the K^T restickify copy and the Q·K^T scores no longer fit beside the resident tensors, so
+# they spill (written, then read back by their consumer); the softmax streams its sub/exp parts through LPDDR5;
+# P@V is re-tiled into several row tiles and re-reads V; the projections are re-tiled into many column tiles
+# (free while their input row stays in LX, but the up projection splits M too and reads its weight twice, and
+# gate/up outputs spill). Summed over the 24 layers this is ~0.8–1 GB extra, about +65–70 % of the step's
+# LPDDR5 bytes (1.2 → 2.0 GB in the FAST run), and the step slows in proportion because it is memory-bound.
+# At batch 1 every core holds one output row (mc = 1): B is read once whatever the
+# tile, so coarse_tiles changes nothing; at batch 64 or 256 more row tiles re-read the weights once each. To keep
+# attention inside LX: tile the KV sequence (flash-attention-style online softmax, so only a block of scores is
+# resident), split heads/sequence over more cores, keep head_dim a multiple of 64, or lower the batch per card.
+# Full marks: actions named per op with the extra bytes, the mc = 1 argument, one concrete remedy.
+# === END MARK SCHEME ===
 
-LANDSCAPE = r"""
+# %% [markdown]
+# ## Landscape map
+#
+#
+# Add Course 4's Deep Dive rows: Spyre's alignment granule and LX budget (catalog, computed by you), what the
+# simulated compiler does past the LX budget, and the GPU/TPU/Spyre head_dim comparison you just checked
+# (simulated). `overwrite=True` refreshes the rows when you re-run.
+
+# %%
 from common.landscape import LandscapeMap
 
 try:
@@ -614,56 +648,20 @@ for backend, system in (("gpu", "GPU"), ("tpu", "TPU"), ("spyre", "Spyre")):
            course=4, source="simulated", overwrite=True)
 print(f"saved {LM.save()}")
 LM.render(title=f"Accelerator landscape map with the Course 4 Deep Dive rows ({len(LM)} cells; [S] = SIMULATED)")
-plt.show()"""
+plt.show()
 
-WRAP = r"""
-- On a scratchpad machine the LPDDR5↔LX counters are a **sum of planned DMAs**: op by op, each is predictable
-  from shapes, the stick layout and the tile schedule.
-- **Alignment is traffic**: a dimension that is not a multiple of 64 fp16 carries stick padding in every read
-  and write (head_dim 72 costs Spyre ~25 % more decode bytes than 64 for this decoder; a GPU ~7 %).
-- **Tiles trade re-reads for LX**: A is re-read per column tile, B per row tile; the largest tile is fixed by
-  the LX budget the catalog implies (~1.55 MB of 2 MB). At batch-1 decode nothing is re-read.
-- **Past the budget the compiler, not the hardware, pays**: re-tiling, spills and streamed softmax parts are
-  extra LPDDR5 bytes you can read in the plan before anything runs.
-
-Back to the core lab ([`lab4_memory`](../lab4_memory/lab4_memory.ipynb)) for caches vs scratchpads and KV-cache
-management on all five systems."""
-
-
-def build_deepdive() -> LabBuilder:
-    lab = LabBuilder(COURSE, LAB, "Course 4 · Dataflow Deep Dive — LPDDR5↔scratchpad traffic of a Spyre decode step")
-    lab.header(objectives=OBJECTIVES, expected_time="45–60 minutes",
-               runtime="a free Colab CPU runtime or any laptop (the Spyre card is simulated)", intro=INTRO)
-    lab.parameters(PARAMETERS)
-    lab.code(SETTINGS)
-    lab.part("The counters of one decode step, op by op", P1_TEXT)
-    lab.code(P1_RUN)
-    lab.solution(P1_SOLUTION, grade_id="step_lpddr_by_kind")
-    lab.tests(P1_TESTS, grade_id="step_lpddr_by_kind_tests", points=2)
-    lab.code(P1_PLOT)
-    lab.part("Sticks: what a misaligned dimension costs in traffic", P2_TEXT)
-    lab.solution(P2_SOLUTION, grade_id="padding_bytes")
-    lab.tests(P2_TESTS, grade_id="padding_bytes_tests", points=3)
-    lab.code(P2_PLOT)
-    lab.part("Tile schedules and the largest tile that fits LX", P3_TEXT)
-    lab.solution(P3A_SOLUTION, grade_id="tile_traffic")
-    lab.tests(P3A_TESTS, grade_id="tile_traffic_tests", points=3)
-    lab.solution(P3B_SOLUTION, grade_id="largest_tile")
-    lab.tests(P3B_TESTS, grade_id="largest_tile_tests", points=3)
-    lab.code(P3_PLOT)
-    lab.part("When the working set exceeds a core's LX", P4_TEXT)
-    lab.code(P4_SETUP)
-    lab.solution(P4_SOLUTION, grade_id="chain_lpddr_bytes")
-    lab.tests(P4_TESTS, grade_id="chain_lpddr_bytes_tests", points=3)
-    lab.code(P4_PLOT)
-    lab.analysis(ANALYSIS)
-    lab.answer(Q1, grade_id="dd4_q_alignment", points=3, model_answer=A1)
-    lab.code(Q1_CHECK)
-    lab.answer(Q2, grade_id="dd4_q_working_set", points=3, model_answer=A2)
-    lab.landscape(LANDSCAPE_TEXT, LANDSCAPE)
-    lab.wrap_up(WRAP)
-    return lab
-
-
-if __name__ == "__main__":
-    sys.exit(write_labs(COURSE_DIR, build_deepdive))
+# %% [markdown]
+# ## Wrap-up
+#
+#
+# - On a scratchpad machine the LPDDR5↔LX counters are a **sum of planned DMAs**: op by op, each is predictable
+#   from shapes, the stick layout and the tile schedule.
+# - **Alignment is traffic**: a dimension that is not a multiple of 64 fp16 carries stick padding in every read
+#   and write (head_dim 72 costs Spyre ~25 % more decode bytes than 64 for this decoder; a GPU ~7 %).
+# - **Tiles trade re-reads for LX**: A is re-read per column tile, B per row tile; the largest tile is fixed by
+#   the LX budget the catalog implies (~1.55 MB of 2 MB). At batch-1 decode nothing is re-read.
+# - **Past the budget the compiler, not the hardware, pays**: re-tiling, spills and streamed softmax parts are
+#   extra LPDDR5 bytes you can read in the plan before anything runs.
+#
+# Back to the core lab ([`lab4_memory`](../lab4_memory/lab4_memory.ipynb)) for caches vs scratchpads and KV-cache
+# management on all five systems.

@@ -1,0 +1,1111 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
+
+# %% [markdown]
+# # Course 1 · Lab 1 — One model, five machines: the accelerator landscape
+#
+# One PyTorch model, five machines. A **GPU** runs it as a stream of kernels that a host program launches one
+# after another (control flow: the program counter decides what happens next). The four others are, to
+# different degrees, **dataflow** machines: a compiler lays the whole graph out ahead of time and data arriving
+# is what makes work happen — a **Google TPU** (XLA compiles the graph for systolic matrix units fed from HBM),
+# a **Cerebras WSE** (the model is spread over ~900,000 cores on one wafer, weights stay in on-wafer SRAM),
+# a **Groq LPU** (a statically scheduled, deterministic chip with no caches: the compiler knows every cycle) and
+# an **IBM Spyre** (32 dataflow cores with software-managed scratchpads fed from LPDDR5).
+#
+# Before comparing machines you need two instruments that do not lie: a **timer** and a **work counter**. You
+# build both here, measure your own CPU, predict a GPU from its datasheet, and then run one decoder through the
+# five simulated backends of `common.sim`. Every number you see is labelled **measured** (this machine),
+# **catalog** (a vendor datasheet, with its source in `common.chips`) or **simulated** (`common.sim`, a cost
+# model built from those datasheets — not a measurement of the real chip).
+#
+# **Learning objectives**
+#
+# - build a benchmark harness (warm-up, device sync, median and IQR) and say why a naive timer misleads
+# - count FLOPs and compulsory bytes of a GEMM, a softmax and a decoder forward pass; compute their intensity
+# - measure your CPU's roofline and place measured ops on it
+# - predict GPU times from the catalog (compute term vs memory term) and explain why the CPU–GPU gap differs per op
+# - run one decoder through five simulated machines and read time, throughput, bottleneck and bytes per level
+# - start the accelerator landscape map that the next five courses extend
+#
+# **Expected time:** 90–120 minutes  
+# **Runtime:** a free Colab CPU runtime (2 vCPUs) or any laptop; a GPU is used when present
+
+# %% include="setup"
+# %run -m common.grading.labsource setup
+
+# %%
+# Environment report: every measured figure below says which machine it came from.
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from common import bench, roofline
+from common.chips import get_chip
+
+INFO = bench.machine_info()
+print(json.dumps(INFO, indent=1))
+MACHINE = f"{INFO['cpu']}, {INFO['num_threads']} threads"
+
+
+def attempt(what, fn, *args, **kwargs):
+    """Run one of your functions; while it is not written yet, say so and return None (later cells skip it)."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        print(f"({what} is not written yet: this step is skipped until it is)")
+        return None
+
+
+# %% tags=["parameters"]
+import os
+
+FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # the autograder and CI set this: small sizes, short runs
+MODEL = "tiny-block"  # the small reference decoder (common.models): 2 layers, d_model 64, byte vocabulary
+BATCH, SEQ = 4, 64  # the forward pass you measure on this CPU (batch, sequence length)
+GEMM_SIZES = None  # N of the N x N GEMM sweep; None: 64 ... 1024 (fast: 64 ... 256)
+MIN_RUN_TIME = None  # seconds each measurement runs for; None: 0.2 (fast: 0.02)
+LANDSCAPE_PATH = None  # None: ./landscape_map.json next to this notebook, or $DFA_LANDSCAPE
+
+# %%
+# Resolve the parameters (papermill may have set FAST=True after the cell above).
+import tempfile
+
+if FAST:
+    BATCH, SEQ = min(BATCH, 2), min(SEQ, 32)
+    GEMM_SIZES = GEMM_SIZES or [64, 128, 256]
+    MIN_RUN_TIME = MIN_RUN_TIME or 0.02
+    PEAK_KW = {"gemm_n": 256, "copy_bytes": 16 << 20, "min_run_time": 0.05}  # a quick, rougher roofline
+    SOFTMAX_SHAPE = (512, 1024)
+    GAP_GEMM_N = 256  # the GEMM of Part 4 (large enough to be compute-bound on a GPU in the full run)
+    # CI and the autograder write the map to a fresh scratch file, never into your workspace
+    LANDSCAPE_PATH = LANDSCAPE_PATH or os.path.join(tempfile.mkdtemp(prefix="dfa_"), "landscape_map.json")
+else:
+    GEMM_SIZES = GEMM_SIZES or [64, 128, 256, 512, 1024]
+    MIN_RUN_TIME = MIN_RUN_TIME or 0.2
+    PEAK_KW = {}  # common.bench.measure_peaks defaults: a 1024 GEMM and a 256 MiB copy (a few seconds)
+    SOFTMAX_SHAPE = (4096, 1024)
+    GAP_GEMM_N = 2048  # about 17 GFLOP: a second or so per call on a laptop CPU
+print(f"FAST={FAST}: model {MODEL}, batch {BATCH}, seq {SEQ}, GEMM sizes {GEMM_SIZES}, "
+      f"{MIN_RUN_TIME} s per measurement")
+
+# %% [markdown]
+# ## Part 1 — A benchmark harness from scratch
+#
+# **Principle.** A time you can compare has four properties: the work before the clock starts is done (lazy
+# initialisation, allocator and cache warm-up, autotuning), the clock reads *finished* work (a GPU runs kernels
+# asynchronously: `torch.cuda.synchronize()` before each read), there are many samples (one call is noise), and
+# the summary is robust (the **median**, with the **IQR** = 75th − 25th percentile as the spread; a mean is
+# dragged by one preempted run).
+#
+# **Vendor.** PyTorch ships this as `torch.utils.benchmark`: `Timer(stmt, globals, timer=...)` and
+# `Timer.blocked_autorange(min_run_time)` pick how many calls go in one timed block so that clock overhead is
+# negligible, and return a `Measurement` with `.median`, `.iqr`, `.times` (seconds per call).
+#
+# **Spec.** `measure(fn, *args, warmup=3, min_run_time=0.2, device=None)`:
+# 1. finds the device (`device`, else that of the first tensor in `args`, else the CPU);
+# 2. calls `fn(*args)` `warmup` times, then synchronises if the device is CUDA;
+# 3. times with `torch.utils.benchmark.Timer(..., timer=clock)` where `clock()` synchronises (on CUDA) and then
+#    reads `timeit.default_timer()`, using `blocked_autorange(min_run_time=min_run_time)`;
+# 4. returns `{"median_s": float, "iqr_s": float, "n_runs": int}` (seconds per call).
+#
+# Worked example: `measure(torch.mm, A, A)` for a 256 × 256 `A` on a laptop →
+# `{"median_s": 0.00021, "iqr_s": 4e-06, "n_runs": 9}` (yours will differ; `common.bench.measure` is the
+# reference and must agree within a factor of 4).
+
+# %% nbgrader={"grade": false, "grade_id": "measure", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import timeit
+
+import torch.utils.benchmark as benchmark
+
+
+def measure(fn, *args, warmup=3, min_run_time=0.2, device=None):
+    """Median and IQR (seconds per call) of fn(*args), after warm-up, with device sync on a GPU."""
+    ### BEGIN SOLUTION
+    if device is not None:
+        dev = torch.device(device)
+    else:
+        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
+    for _ in range(warmup):
+        fn(*args)
+    sync()
+
+    def clock():
+        sync()
+        return timeit.default_timer()
+
+    timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args}, timer=clock)
+    m = timer.blocked_autorange(min_run_time=min_run_time)
+    return {"median_s": float(m.median), "iqr_s": float(m.iqr), "n_runs": len(m.times)}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "measure_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_in_range, check_type
+
+A = torch.randn(256, 256)
+mine = measure(torch.mm, A, A, min_run_time=MIN_RUN_TIME)
+check_type("measure(...) returns", mine, dict)
+check_type("median_s", mine["median_s"], float, hint="return float(m.median)")
+check_type("iqr_s", mine["iqr_s"], float, hint="return float(m.iqr)")
+for _ in range(3):  # a busy machine can disturb one pair of measurements: compare up to three pairs
+    ref = bench.measure(torch.mm, A, A, min_run_time=MIN_RUN_TIME, num_threads=1)
+    ratio = mine["median_s"] / ref.median_s
+    if 0.25 <= ratio <= 4.0:
+        break
+    mine = measure(torch.mm, A, A, min_run_time=MIN_RUN_TIME)
+check_in_range("your median / common.bench.measure's median", ratio, 0.25, 4.0,
+               hint="warm up first, then time with Timer.blocked_autorange and report m.median")
+check_in_range("IQR in seconds", mine["iqr_s"], 0.0, 10 * mine["median_s"],
+               hint="the IQR is p75 - p25 of the per-call times: never negative, usually much smaller than the median")
+print(f"256x256 GEMM: yours {mine['median_s'] * 1e6:.1f} µs (IQR {mine['iqr_s'] * 1e6:.1f} µs), "
+      f"reference {ref.median_s * 1e6:.1f} µs")
+### BEGIN HIDDEN TESTS
+from common import bench as _bench
+from common.checks import grader
+
+
+def _spin(n):  # pure Python work whose cost grows linearly with n
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+
+
+for _try in range(3):  # timing on a shared machine is noisy: the implementation gets three chances
+    _small = measure(_spin, 20_000, min_run_time=0.05)
+    _big = measure(_spin, 80_000, min_run_time=0.05)
+    for _r in (_small, _big):
+        grader.assert_type(_r, dict, name="measure returns a dict")
+        grader.assert_type(_r["median_s"], float, name="median_s is a float")
+        grader.assert_type(_r["iqr_s"], float, name="iqr_s is a float")
+        grader.assert_in_range(_r["median_s"], 1e-6, 1.0, name="median of a busy loop")
+        grader.assert_in_range(_r["iqr_s"], 0.0, 20 * _r["median_s"], name="IQR is a spread, not a time")
+    _scale = _big["median_s"] / _small["median_s"]
+    _agree = _big["median_s"] / _bench.measure(_spin, 80_000, min_run_time=0.05, num_threads=1).median_s
+    if 2.0 <= _scale <= 8.0 and 0.25 <= _agree <= 4.0:
+        break
+grader.assert_in_range(_scale, 2.0, 8.0, name="4x the work takes about 4x the time")
+grader.assert_in_range(_agree, 0.25, 4.0, name="agrees with the reference harness")
+### END HIDDEN TESTS
+
+# %%
+# Now the naive way: common.bench.naive_time = time.perf_counter() around a loop, no warm-up, no sync, one mean.
+from common.models import build_model, get_config, step_inputs
+
+CFG = get_config(MODEL)
+model = build_model(MODEL).eval()
+margs, mkw = step_inputs(model, "prefill", BATCH, SEQ)
+
+
+def forward():
+    with torch.no_grad():
+        return model(*margs, **mkw)
+
+
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # one thread for every row, as your harness times it
+first_call = bench.naive_time(forward, n=1)  # the very first call: pays for lazy initialisation
+repeats = [bench.naive_time(forward, n=3) for _ in range(5)]
+yours = attempt("measure", measure, forward, min_run_time=MIN_RUN_TIME)
+ref = bench.measure(forward, min_run_time=MIN_RUN_TIME, num_threads=1)
+torch.set_num_threads(threads)
+rows = [("naive, first call (n=1)", first_call, None),
+        ("naive, 5 repeats of n=3: min", min(repeats), None), ("naive, 5 repeats of n=3: max", max(repeats), None),
+        ("common.bench.measure: median", ref.median_s, ref.iqr_s)]
+if yours is not None:
+    rows.append(("your measure: median", yours["median_s"], yours["iqr_s"]))
+timing = pd.DataFrame(rows, columns=["method", "seconds per call", "IQR (s)"]).set_index("method")
+print(f"MEASURED on {INFO['cpu']}, 1 thread: {MODEL} forward, batch {BATCH}, seq {SEQ}, fp32")
+print(timing.to_string(float_format=lambda v: f"{v * 1e3:.3f} ms"))
+if torch.cuda.is_available():  # on a GPU the naive timer reads the clock before the kernels finish
+    g = build_model(MODEL, device="cuda")
+    gargs, gkw = step_inputs(g, "prefill", BATCH, SEQ)
+    with torch.no_grad():
+        naive_gpu = bench.naive_time(lambda: g(*gargs, **gkw), n=10)
+        synced_gpu = bench.measure(lambda: g(*gargs, **gkw), device="cuda", min_run_time=MIN_RUN_TIME).median_s
+    print(f"MEASURED on {torch.cuda.get_device_name()}: naive (no sync) {naive_gpu * 1e3:.3f} ms, "
+          f"synced median {synced_gpu * 1e3:.3f} ms")
+
+# %% [markdown]
+# Compare the rows: the first call is usually the slowest (allocations, one-time kernel selection), and the
+# naive repeats scatter by more than the IQR of the harness. On a GPU the gap is worse: without a sync the naive
+# loop measures how fast Python can *enqueue* kernels, not how long they take. You will explain this in the
+# Analysis (question 1).
+
+# %% [markdown]
+# ## Part 2 — Count the work: FLOPs, bytes, intensity
+#
+# **Principle.** Time alone says nothing about a machine; time *for a known amount of work* does. Two numbers
+# describe an op: its **FLOPs** (multiply and add count as 2 per multiply-accumulate) and its **compulsory
+# bytes** — every input read once and every output written once, the least traffic any machine must move if
+# nothing is already on chip. Their ratio, **arithmetic intensity** (FLOP/byte), decides whether an op can ever
+# be compute-bound on a given machine: above the machine's ridge point (peak FLOP/s ÷ bandwidth) it can, below it
+# the memory system sets its speed.
+#
+# **Vendor.** `common.costs` counts every node of a captured graph: FLOPs from `torch.utils.flop_counter` (matmul,
+# attention) plus a per-element convention for the rest (softmax: 5 FLOPs per element — max, subtract, exp, sum,
+# divide), bytes from tensor shapes. `summarize(node_table(gm))` gives the totals. You check your formulas
+# against it.
+#
+# **Spec.**
+# - `gemm_cost(m, k, n, dtype_bytes=4)` for `(m, k) @ (k, n)` and `softmax_cost(rows, cols, dtype_bytes=4)` over
+#   the last dimension each return `{"flops": float, "bytes": float, "intensity": float}` with compulsory bytes.
+#   Example: `gemm_cost(2, 3, 4)` → 48 FLOPs, (6 + 12 + 8) × 4 = 104 bytes, intensity 0.46.
+# - `decoder_cost(cfg, batch, seq, dtype_bytes=4)` for one prefill forward pass of a `DecoderLM` config returns
+#   `{"matmul_flops": float, "min_bytes": float, "intensity": float}`: FLOPs of every matrix multiply (per layer
+#   the q, k, v, o projections with `n_heads`/`n_kv_heads` × `head_dim` columns, the three SwiGLU matrices, and
+#   attention: scores Q·Kᵀ and their product with V, each `2 × batch × n_heads × seq × seq × head_dim` — the
+#   reference model computes all `seq × seq` scores and masks afterwards; then the LM head), and compulsory bytes =
+#   every parameter once (`cfg.n_params × dtype_bytes`) + the int64 token ids + the logits
+#   (`batch × seq × vocab_size`). Intensity = matmul_flops / min_bytes.
+
+# %%
+# common's counters: capture one function at aten level (on fake tensors), count every node, sum.
+from common.capture import capture_aten
+from common.costs import annotate, node_table, summarize
+
+
+class OneOp(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def counted(fn, *shapes, dtype=torch.float32):
+    """Totals of common.costs for fn on tensors of these shapes: nodes, flops, bytes, intensity."""
+    gm = capture_aten(OneOp(fn), tuple(torch.empty(s, dtype=dtype) for s in shapes))
+    annotate(gm, *gm.meta["example_inputs"])
+    return summarize(node_table(gm))
+
+
+print("GEMM 128x256 @ 256x64:", counted(torch.mm, (128, 256), (256, 64)))
+
+
+# %% nbgrader={"grade": false, "grade_id": "op_costs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def gemm_cost(m, k, n, dtype_bytes=4):
+    """FLOPs, compulsory bytes and intensity of (m, k) @ (k, n)."""
+    ### BEGIN SOLUTION
+    flops = 2.0 * m * k * n
+    nbytes = float((m * k + k * n + m * n) * dtype_bytes)
+    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
+    ### END SOLUTION
+
+
+def softmax_cost(rows, cols, dtype_bytes=4):
+    """FLOPs (5 per element), compulsory bytes and intensity of a softmax over the last dim of (rows, cols)."""
+    ### BEGIN SOLUTION
+    flops = 5.0 * rows * cols
+    nbytes = 2.0 * rows * cols * dtype_bytes
+    return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "op_costs_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_scalar, check_type
+
+ref_mm = counted(torch.mm, (128, 256), (256, 64))
+mine = gemm_cost(128, 256, 64)
+check_type("gemm_cost(...)", mine, dict)
+check_scalar("GEMM FLOPs", mine["flops"], ref_mm["flops"], hint="2 x m x k x n")
+check_scalar("GEMM bytes", mine["bytes"], ref_mm["bytes"], hint="A, B read once, C written once")
+check_scalar("GEMM intensity", mine["intensity"], ref_mm["intensity"], rel=1e-6)
+ref_sm = counted(lambda x: torch.softmax(x, dim=-1), (64, 1000))
+mine = softmax_cost(64, 1000)
+check_type("softmax_cost(...)", mine, dict)
+check_scalar("softmax FLOPs", mine["flops"], ref_sm["flops"], hint="5 per element")
+check_scalar("softmax bytes", mine["bytes"], ref_sm["bytes"], hint="the input read once, the output written once")
+check_scalar("softmax intensity", mine["intensity"], ref_sm["intensity"], rel=1e-6)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+
+_g = gemm_cost(1000, 2000, 3000, 2)
+grader.assert_type(_g, dict, name="gemm_cost returns a dict")
+grader.assert_scalar(_g["flops"], 1.2e10, name="GEMM FLOPs, fp16")
+grader.assert_scalar(_g["bytes"], 22e6, name="GEMM bytes, fp16")
+grader.assert_scalar(_g["intensity"], 1.2e10 / 22e6, rel=1e-6, name="GEMM intensity")
+_s = softmax_cost(10, 7, 2)
+grader.assert_type(_s, dict, name="softmax_cost returns a dict")
+grader.assert_scalar(_s["flops"], 350.0, name="softmax FLOPs")
+grader.assert_scalar(_s["bytes"], 280.0, name="softmax bytes, fp16")
+grader.assert_scalar(_s["intensity"], 1.25, rel=1e-6, name="softmax intensity")
+### END HIDDEN TESTS
+
+# %%
+# The decoder, counted by common: every aten node of one prefill forward pass.
+gm = capture_aten(model, margs, mkw)
+annotate(gm, *gm.meta["example_inputs"])
+DEC_TABLE = node_table(gm)
+DEC = summarize(DEC_TABLE)
+MATMUL_FLOPS = float(DEC_TABLE[DEC_TABLE["op"].isin(["aten.mm", "aten.bmm"])]["flops"].sum())
+
+
+def _nbytes(val):
+    leaves = torch.utils._pytree.tree_leaves(val)
+    return sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor))
+
+
+placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+WEIGHT_BYTES = sum(_nbytes(n.meta["val"]) for n in placeholders if n.meta.get("kind") == "param")
+TOKEN_BYTES = sum(_nbytes(n.meta["val"]) for n in placeholders if n.meta.get("kind") == "input")
+LOGIT_BYTES = _nbytes(forward())  # the logits of one forward pass
+DEC_MIN_BYTES = float(WEIGHT_BYTES + TOKEN_BYTES + LOGIT_BYTES)
+print(f"{MODEL}, batch {BATCH}, seq {SEQ}: {DEC['nodes']} ops, {DEC['flops'] / 1e6:.2f} MFLOP in total, "
+      f"{MATMUL_FLOPS / 1e6:.2f} MFLOP in matmuls")
+print(f"unfused traffic (every op reads and writes DRAM): {DEC['bytes'] / 1e6:.2f} MB; compulsory: "
+      f"{DEC_MIN_BYTES / 1e6:.2f} MB (weights {WEIGHT_BYTES / 1e6:.2f} MB)")
+print(DEC_TABLE.groupby("op")[["flops", "bytes"]].sum().sort_values("flops", ascending=False).head(6).to_string())
+
+
+# %% nbgrader={"grade": false, "grade_id": "decoder_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def decoder_cost(cfg, batch, seq, dtype_bytes=4):
+    """Matmul FLOPs, compulsory bytes and intensity of one prefill forward pass of a DecoderLM config."""
+    ### BEGIN SOLUTION
+    t = batch * seq
+    c, h, kv, hd = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    projections = 2 * t * (c * h * hd + 2 * c * kv * hd + h * hd * c + 3 * c * cfg.ffn_dim)
+    attention = 2 * (2 * batch * h * seq * seq * hd)
+    flops = float(cfg.n_layers * (projections + attention) + 2 * t * c * cfg.vocab_size)
+    min_bytes = float(cfg.n_params * dtype_bytes + t * 8 + t * cfg.vocab_size * dtype_bytes)
+    return {"matmul_flops": flops, "min_bytes": min_bytes, "intensity": flops / min_bytes}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "decoder_cost_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_scalar, check_type
+
+mine = decoder_cost(CFG, BATCH, SEQ)
+check_type("decoder_cost(...)", mine, dict)
+check_scalar("decoder matmul FLOPs", mine["matmul_flops"], MATMUL_FLOPS,
+             hint="projections + Q.K^T + scores.V per layer, times n_layers, plus the LM head")
+check_scalar("decoder compulsory bytes", mine["min_bytes"], DEC_MIN_BYTES,
+             hint="parameters once + int64 token ids + logits")
+check_scalar("decoder intensity", mine["intensity"], MATMUL_FLOPS / DEC_MIN_BYTES, rel=1e-6)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.models import get_config as _get_config
+
+_d = decoder_cost(_get_config("llama-3.1-8b"), 1, 128, 2)
+grader.assert_type(_d, dict, name="decoder_cost returns a dict")
+grader.assert_scalar(_d["matmul_flops"], 1929782493184.0, rel=1e-9, name="llama-3.1-8b matmul FLOPs (GQA)")
+grader.assert_scalar(_d["min_bytes"], 16093357056.0, rel=1e-9, name="llama-3.1-8b compulsory bytes, bf16")
+_d = decoder_cost(_get_config("tiny-block"), 3, 16, 4)
+grader.assert_scalar(_d["matmul_flops"], 13762560.0, rel=1e-9, name="tiny-block matmul FLOPs, batch 3")
+grader.assert_scalar(_d["min_bytes"], 673408.0, rel=1e-9, name="tiny-block compulsory bytes, batch 3")
+### END HIDDEN TESTS
+
+# %%
+# Intensity of the three workloads, fp32: compare them with your CPU's ridge point in Part 3.
+N_BIG = max(GEMM_SIZES)
+work = {f"GEMM {N_BIG}^3": attempt("gemm_cost", gemm_cost, N_BIG, N_BIG, N_BIG),
+        f"softmax {SOFTMAX_SHAPE}": attempt("softmax_cost", softmax_cost, *SOFTMAX_SHAPE),
+        f"{MODEL} forward (compulsory bytes)": attempt("decoder_cost", decoder_cost, CFG, BATCH, SEQ)}
+if all(v is not None for v in work.values()):
+    dec = work[f"{MODEL} forward (compulsory bytes)"]
+    work[f"{MODEL} forward (compulsory bytes)"] = {"flops": dec["matmul_flops"], "bytes": dec["min_bytes"],
+                                                  "intensity": dec["intensity"]}
+    work[f"{MODEL} forward (unfused, all ops)"] = {"flops": DEC["flops"], "bytes": DEC["bytes"],
+                                                  "intensity": DEC["intensity"]}
+    print(pd.DataFrame(work).T.to_string(float_format=lambda v: f"{v:.3g}"))
+
+
+# %% [markdown]
+# ## Part 3 — Measure the CPU: sweep, forward pass, roofline
+#
+# **Principle.** A roofline bounds what a machine can do at a given intensity: `attainable = min(peak FLOP/s,
+# intensity × bandwidth)`. The two roofs of *your* CPU are measured, not looked up: a large GEMM for the compute
+# roof and a large copy (far bigger than the caches) for the bandwidth roof (`common.roofline.measure_roofline`).
+# Then each op you time becomes a point: x = its intensity, y = its achieved FLOP/s; the distance to the roof is
+# what is left on the table.
+#
+# **Vendor.** `common.bench.sweep(factory, params)` calls `factory(**p)` for each parameter set and measures what it
+# returns: a dict `{"fn": callable, "args": (...), "flops": ..., "bytes": ...}`; the DataFrame has one row per
+# parameter set with `median_s`, `flops_per_s`, `bytes_per_s` and `intensity`.
+#
+# **Spec.**
+# - `gemm_spec(n, dtype=torch.float32)` → `{"fn": torch.mm, "args": (A, B), "flops": ..., "bytes": ...}` for two
+#   random `n × n` tensors of `dtype`, with FLOPs and compulsory bytes from your `gemm_cost`.
+# - `achieved(result, rl)` for a `bench.BenchResult` (with `flops`, `bytes`, `median_s`) and a `roofline.Roofline`
+#   → `{"flops_per_s", "bytes_per_s", "intensity", "attainable_flops_per_s", "fraction"}` as floats, where
+#   attainable = `rl.attainable(intensity)` and fraction = achieved ÷ attainable. Example: 1 GFLOP and 1 MB in
+#   2 ms under a roof of 1 TFLOP/s and 10 GB/s → 0.5 TFLOP/s, intensity 1000, attainable 1 TFLOP/s, fraction 0.5.
+
+# %% nbgrader={"grade": false, "grade_id": "gemm_spec", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def gemm_spec(n, dtype=torch.float32):
+    """A bench.sweep factory: an n x n @ n x n GEMM with its FLOPs and compulsory bytes."""
+    ### BEGIN SOLUTION
+    a = torch.randn(n, n, dtype=dtype)
+    b = torch.randn(n, n, dtype=dtype)
+    cost = gemm_cost(n, n, n, torch.empty((), dtype=dtype).element_size())
+    return {"fn": torch.mm, "args": (a, b), "flops": cost["flops"], "bytes": cost["bytes"]}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "gemm_spec_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_scalar, check_type
+
+spec = gemm_spec(64)
+check_type("gemm_spec(64)", spec, dict)
+check_scalar("flops of a 64^3 GEMM", spec["flops"], 2 * 64**3)
+check_scalar("bytes of a 64^3 fp32 GEMM", spec["bytes"], 3 * 64 * 64 * 4)
+check_type("args", spec["args"], tuple, hint="args is a tuple (A, B)")
+check_type("A", spec["args"][0], torch.Tensor)
+check_equal("shapes of A and B", [list(spec["args"][0].shape), list(spec["args"][1].shape)], [[64, 64], [64, 64]])
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+
+_spec = gemm_spec(96, torch.float64)
+grader.assert_type(_spec, dict, name="gemm_spec returns a dict")
+grader.assert_scalar(_spec["flops"], 1769472.0, name="flops of a 96^3 GEMM")
+grader.assert_scalar(_spec["bytes"], 221184.0, name="bytes of a 96^3 fp64 GEMM")
+grader.assert_type(_spec["args"], tuple, name="args is a tuple")
+grader.assert_type(_spec["args"][0], torch.Tensor, name="A is a tensor")
+grader.assert_equal(str(_spec["args"][0].dtype), "torch.float64", name="A has the requested dtype")
+### END HIDDEN TESTS
+
+# %%
+# Measure: the GEMM sweep, the decoder forward pass, and this CPU's roofline (a big GEMM + a big copy).
+SWEEP = attempt("gemm_spec", bench.sweep, gemm_spec, [{"n": n} for n in GEMM_SIZES],
+                min_run_time=MIN_RUN_TIME, progress=False, label="GEMM")
+DEC_RESULT = bench.measure(forward, label=f"{MODEL} forward", flops=DEC["flops"], bytes=DEC_MIN_BYTES,
+                           min_run_time=MIN_RUN_TIME)
+ROOF = roofline.measure_roofline("cpu", torch.float32, **PEAK_KW)
+print(f"MEASURED roofline of {MACHINE}: {ROOF.peak_flops / 1e9:.1f} GFLOP/s, {ROOF.bandwidth() / 1e9:.1f} GB/s, "
+      f"ridge {ROOF.ridge_point():.1f} FLOP/byte")
+if SWEEP is not None:
+    print(SWEEP[["n", "median_s", "iqr_s", "flops_per_s", "bytes_per_s", "intensity"]].to_string(
+        index=False, float_format=lambda v: f"{v:.3g}"))
+print(f"{MODEL} forward (batch {BATCH}, seq {SEQ}): {DEC_RESULT.median_s * 1e3:.3f} ms, "
+      f"{DEC_RESULT.flops_per_s / 1e9:.2f} GFLOP/s, {DEC_RESULT.bytes_per_s / 1e9:.2f} GB/s (compulsory bytes)")
+
+
+# %% nbgrader={"grade": false, "grade_id": "achieved", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def achieved(result, rl):
+    """Achieved FLOP/s and bytes/s of a BenchResult, its intensity, the roof above it and the fraction reached."""
+    ### BEGIN SOLUTION
+    flops_per_s = result.flops / result.median_s
+    bytes_per_s = result.bytes / result.median_s
+    intensity = result.flops / result.bytes
+    roof = float(rl.attainable(intensity))
+    return {"flops_per_s": float(flops_per_s), "bytes_per_s": float(bytes_per_s), "intensity": float(intensity),
+            "attainable_flops_per_s": roof, "fraction": float(flops_per_s / roof)}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "achieved_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_in_range, check_scalar, check_type
+
+mine = achieved(DEC_RESULT, ROOF)
+check_type("achieved(...)", mine, dict)
+check_scalar("achieved FLOP/s", mine["flops_per_s"], DEC_RESULT.flops_per_s, rel=1e-6)
+check_scalar("achieved bytes/s", mine["bytes_per_s"], DEC_RESULT.bytes_per_s, rel=1e-6)
+check_scalar("intensity", mine["intensity"], DEC_RESULT.intensity, rel=1e-6)
+check_scalar("attainable FLOP/s", mine["attainable_flops_per_s"], ROOF.attainable(DEC_RESULT.intensity), rel=1e-6,
+             hint="rl.attainable(intensity) = min(peak, intensity x bandwidth)")
+check_in_range("fraction of the roof", mine["fraction"], 1e-5, 10.0)
+print(f"the {MODEL} forward pass reaches {mine['fraction']:.1%} of this CPU's roof at its intensity")
+### BEGIN HIDDEN TESTS
+from common import bench as _bench
+from common import roofline as _roofline
+from common.checks import grader
+
+
+def _result(flops, nbytes, median_s):
+    return _bench.BenchResult(label="t", sub_label=None, description=None, device="cpu", dtype="float32",
+                              median_s=median_s, iqr_s=0.0, mean_s=median_s, n_runs=1, flops=flops, bytes=nbytes)
+
+
+_rl = _roofline.Roofline("t", 1e12, (_roofline.Ceiling("mem", "bandwidth", 1e10, level="DRAM"),), "measured", "fp32")
+_a = achieved(_result(1e9, 1e6, 2e-3), _rl)
+grader.assert_type(_a, dict, name="achieved returns a dict")
+grader.assert_scalar(_a["flops_per_s"], 5e11, rel=1e-9, name="compute-bound: FLOP/s")
+grader.assert_scalar(_a["attainable_flops_per_s"], 1e12, rel=1e-9, name="compute-bound: the roof is the peak")
+grader.assert_scalar(_a["fraction"], 0.5, rel=1e-9, name="compute-bound: fraction")
+_a = achieved(_result(1e6, 1e7, 1e-3), _rl)
+grader.assert_scalar(_a["bytes_per_s"], 1e10, rel=1e-9, name="memory-bound: bytes/s")
+grader.assert_scalar(_a["intensity"], 0.1, rel=1e-9, name="memory-bound: intensity")
+grader.assert_scalar(_a["attainable_flops_per_s"], 1e9, rel=1e-9, name="memory-bound: the roof is the slope")
+grader.assert_scalar(_a["fraction"], 1.0, rel=1e-9, name="memory-bound: fraction")
+### END HIDDEN TESTS
+
+# %%
+# Your CPU's roofline with your measured ops on it.
+pts = []
+if SWEEP is not None:
+    pts.append(pd.DataFrame({"label": [f"GEMM N={n}" for n in SWEEP["n"]], "flops": SWEEP["flops"],
+                             "intensity": SWEEP["intensity"], "flops_per_s": SWEEP["flops_per_s"],
+                             "source": "measured"}))
+pts.append(pd.DataFrame({"label": [f"{MODEL} fwd"], "flops": [DEC["flops"]], "intensity": [DEC_RESULT.intensity],
+                         "flops_per_s": [DEC_RESULT.flops_per_s], "source": "measured"}))
+ax = roofline.plot_roofline(ROOF, pd.concat(pts, ignore_index=True), point_label_col="label",
+                            title=f"MEASURED roofline and ops of {INFO['cpu']}\n"
+                                  f"fp32, {INFO['num_threads']} threads; {MODEL} forward at batch {BATCH}, seq {SEQ}")
+plt.show()
+
+# %% [markdown]
+# ## Part 4 — The CPU–GPU gap from first principles
+#
+# **Principle.** Before running anything on a GPU, predict it. An op cannot finish faster than its
+# **compute term** (FLOPs ÷ peak FLOP/s) or its **memory term** (bytes ÷ memory bandwidth); the larger one is its
+# bound. The peak itself is not magic: an NVIDIA GPU has some SMs, each with a few tensor cores, each doing a fixed
+# number of fused multiply-adds per clock — `peak = SMs × tensor cores per SM × FMA per clock × 2 × clock`.
+# Bandwidth comes from the memory (GDDR6 on a T4, HBM on an H100). A GEMM's intensity grows with N, so on a GPU it
+# becomes compute-bound; a softmax stays at about 1 FLOP/byte, so it never does, and the GPU's advantage on it
+# is only the ratio of memory bandwidths, not of FLOP/s. A small model is neither: it is bound by the time to
+# *launch* dozens of small kernels, which no datasheet lists.
+#
+# **Vendor.** `common.chips.get_chip("t4")` holds the catalog record (every number with its source);
+# `common.landscape.tensor_core_terms(chip)` reads the SM count, tensor cores and FMA rate out of it.
+# `common.sim.simulate_op(op, shape, "gpu", chip=...)` and `simulate_llm(...)` are the GPU *simulator*: the same
+# terms plus tiling efficiency, achievable (not spec) bandwidth and kernel-launch overheads.
+#
+# **Spec.**
+# - `tensor_core_peak(terms)` → float: SMs × tensor cores per SM × FMA per clock per tensor core × 2 × clock,
+#   from the dict `tensor_core_terms` returns (it must land within 1% of the catalog's fp16 peak).
+# - `expected_time(flops, nbytes, chip, dtype="fp16")` → `{"compute_s", "memory_s", "time_s", "bound"}`:
+#   compute term with `get_chip(chip).peak(dtype)`, memory term with `get_chip(chip).main_memory.bandwidth`,
+#   time = the larger, bound = `"compute"` or `"memory"` (compute on a tie). Example: 1 TFLOP and 1 GB on a chip
+#   with 100 TFLOP/s and 1 TB/s → 10 ms compute, 1 ms memory, 10 ms, compute.
+
+# %%
+from common.landscape import tensor_core_terms
+
+GPUS = ("t4", "h100-sxm")
+print(pd.DataFrame([tensor_core_terms(c) for c in GPUS]).set_index("chip").T.to_string())
+
+
+# %% nbgrader={"grade": false, "grade_id": "gpu_terms", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def tensor_core_peak(terms):
+    """Tensor-core peak FLOP/s from SMs, tensor cores per SM, FMA per clock and clock."""
+    ### BEGIN SOLUTION
+    return float(terms["sms"] * terms["tensor_cores_per_sm"] * terms["fma_per_clock_per_tc"] * 2 * terms["clock_hz"])
+    ### END SOLUTION
+
+
+def expected_time(flops, nbytes, chip, dtype="fp16"):
+    """Compute term, memory term, the larger of both, and which one it is, from the catalog."""
+    ### BEGIN SOLUTION
+    c = get_chip(chip)
+    compute_s = float(flops / c.peak(dtype))
+    memory_s = float(nbytes / c.main_memory.bandwidth)
+    return {"compute_s": compute_s, "memory_s": memory_s, "time_s": max(compute_s, memory_s),
+            "bound": "compute" if compute_s >= memory_s else "memory"}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "gpu_terms_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_scalar, check_type
+
+for chip in GPUS:
+    check_scalar(f"{chip}: tensor-core peak from its parts", tensor_core_peak(tensor_core_terms(chip)),
+                 get_chip(chip).peak("fp16"), rel=0.01, hint="SMs x TC per SM x FMA/clock x 2 x clock")
+h100 = get_chip("h100-sxm")
+mine = expected_time(2 * 4096**3, 3 * 4096**2 * 2, "h100-sxm")
+check_type("expected_time(...)", mine, dict)
+check_scalar("H100 4096^3 GEMM: compute term", mine["compute_s"], 2 * 4096**3 / h100.peak("fp16"), rel=1e-6)
+check_scalar("H100 4096^3 GEMM: memory term", mine["memory_s"], 3 * 4096**2 * 2 / h100.main_memory.bandwidth,
+             rel=1e-6)
+check_scalar("H100 4096^3 GEMM: time", mine["time_s"], 2 * 4096**3 / h100.peak("fp16"), rel=1e-6)
+check_equal("H100 4096^3 GEMM: bound", mine["bound"], "compute")
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.chips import get_chip as _get_chip
+from common.landscape import tensor_core_terms as _terms
+
+grader.assert_scalar(tensor_core_peak(_terms("a100-40gb")), 311869440000000.0, rel=1e-6, name="A100 peak from parts")
+_t4 = _get_chip("t4")
+_e = expected_time(5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 2, "t4")
+grader.assert_type(_e, dict, name="expected_time returns a dict")
+grader.assert_scalar(_e["memory_s"], 2.0 * 4096 * 4096 * 2 / _t4.main_memory.bandwidth, rel=1e-6,
+                     name="T4 softmax memory term")
+grader.assert_scalar(_e["compute_s"], 5.0 * 4096 * 4096 / _t4.peak("fp16"), rel=1e-6, name="T4 softmax compute term")
+grader.assert_scalar(_e["time_s"], _e["memory_s"], rel=1e-9, name="time is the larger term")
+grader.assert_equal(_e["bound"], "memory", name="a softmax is memory-bound")
+_e = expected_time(1e12, 1e9, "a100-80gb", "bf16")
+grader.assert_scalar(_e["compute_s"], 1e12 / _get_chip("a100-80gb").peak("bf16"), rel=1e-6, name="dtype is used")
+grader.assert_equal(_e["bound"], "compute", name="compute-bound case")
+### END HIDDEN TESTS
+
+# %%
+# The same three ops: MEASURED on this CPU (fp32) vs EXPECTED on two GPUs from the catalog (fp16) vs SIMULATED.
+from common.sim import simulate_llm, simulate_op
+
+n_big = GAP_GEMM_N
+soft_x = torch.randn(*SOFTMAX_SHAPE)
+cpu_s = {"GEMM": bench.measure(torch.mm, torch.randn(n_big, n_big), torch.randn(n_big, n_big),
+                               min_run_time=MIN_RUN_TIME).median_s,
+         "softmax": bench.measure(torch.softmax, soft_x, -1, min_run_time=MIN_RUN_TIME).median_s,
+         f"{MODEL} fwd": DEC_RESULT.median_s}
+# work at fp16 (2 bytes per element): common's FLOP counts, compulsory bytes
+fp16_work = {"GEMM": (2.0 * n_big**3, 3.0 * n_big * n_big * 2),
+             "softmax": (5.0 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1], 2.0 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1] * 2),
+             f"{MODEL} fwd": (DEC["flops"], WEIGHT_BYTES / 2 + TOKEN_BYTES + LOGIT_BYTES / 2)}
+gap_rows = []
+for op, (flops, nbytes) in fp16_work.items():
+    row = {"op": op, "FLOPs": flops, "bytes (fp16)": nbytes, "CPU measured (s)": cpu_s[op]}
+    for chip in GPUS:
+        if op == "GEMM":
+            sim = simulate_op("matmul", (n_big, n_big, n_big), "gpu", chip=chip, dtype="fp16")
+        elif op == "softmax":
+            sim = simulate_op("softmax", SOFTMAX_SHAPE, "gpu", chip=chip, dtype="fp16")
+        else:
+            sim = simulate_llm(MODEL, "gpu", phase="prefill", batch=BATCH, seq=SEQ, chip=chip, dtype="fp16")
+        exp = attempt("expected_time", expected_time, flops, nbytes, chip)
+        if exp is not None:
+            row[f"{chip} expected (s)"] = exp["time_s"]
+            row[f"{chip} bound"] = exp["bound"]
+            row[f"CPU / {chip} expected"] = cpu_s[op] / exp["time_s"]
+        row[f"{chip} simulated (s)"] = sim.time_s
+        row[f"{chip} sim bottleneck"] = sim.bottleneck
+    gap_rows.append(row)
+GAP = pd.DataFrame(gap_rows).set_index("op")
+if torch.cuda.is_available():  # a real GPU: measure the same ops there too (fp16)
+    dev_name = torch.cuda.get_device_name()
+    a16 = torch.randn(n_big, n_big, device="cuda", dtype=torch.float16)
+    s16 = torch.randn(*SOFTMAX_SHAPE, device="cuda", dtype=torch.float16)
+    g16 = build_model(MODEL, device="cuda", dtype=torch.float16).eval()
+    g_args, g_kw = step_inputs(g16, "prefill", BATCH, SEQ)
+    with torch.no_grad():
+        GAP[f"{dev_name} measured (s)"] = [
+            bench.measure(torch.mm, a16, a16, min_run_time=MIN_RUN_TIME).median_s,
+            bench.measure(torch.softmax, s16, -1, min_run_time=MIN_RUN_TIME).median_s,
+            bench.measure(lambda: g16(*g_args, **g_kw), device="cuda", min_run_time=MIN_RUN_TIME).median_s]
+with pd.option_context("display.width", 200, "display.max_columns", 30):
+    print(f"CPU: MEASURED on {MACHINE} (fp32). GPUs: EXPECTED from the catalog and SIMULATED (fp16). "
+          f"{MODEL}: batch {BATCH}, seq {SEQ}.")
+    print(GAP.T.to_string(float_format=lambda v: f"{v:.3g}"))
+
+# %%
+fig, ax = plt.subplots(figsize=(10, 4.6), layout="constrained")
+series = [c for c in GAP.columns if c.endswith("(s)") and not c.startswith("bytes")]
+x = np.arange(len(GAP))
+width = 0.8 / len(series)
+for i, col in enumerate(series):
+    kind = "measured" if "measured" in col else "simulated" if "simulated" in col else "catalog"
+    hatch = {"measured": "", "catalog": "//", "simulated": ".."}[kind]
+    ax.bar(x + (i - (len(series) - 1) / 2) * width, GAP[col], width, label=col.replace(" (s)", ""), hatch=hatch)
+ax.set_xticks(x, GAP.index)
+ax.set_yscale("log")
+ax.set_ylabel("time per call [s] (log scale)")
+gpu_note = f" + MEASURED on {torch.cuda.get_device_name()} (fp16)" if torch.cuda.is_available() else ""
+ax.set_title(f"CPU MEASURED ({INFO['cpu']}, fp32) vs GPU EXPECTED from the catalog and SIMULATED (fp16){gpu_note}\n"
+             f"GEMM {n_big}^3, softmax {SOFTMAX_SHAPE}, {MODEL} forward at batch {BATCH}, seq {SEQ}", fontsize=10)
+ax.legend(fontsize=8, ncol=2)
+ax.grid(True, axis="y", which="major", color="#dddddd")
+plt.show()
+
+# %% [markdown]
+# Read the table per op (the full run, with the 2048³ GEMM): for the GEMM the expected GPU time is the compute
+# term, so the gap to your CPU is roughly the ratio of peak FLOP/s; for the softmax it is the memory term, so the
+# gap is only the ratio of bandwidths (and the H100 gains much less over the T4 than for the GEMM); for the small
+# decoder both terms are microseconds or less, yet the simulator says tens of microseconds or more: every op is
+# a kernel launch, and launches, not physics, set the time. You will explain this in the Analysis (question 2).
+
+# %% [markdown]
+# ## Part 5 — Five machines, one model
+#
+# **Principle.** The same graph, five execution models. `torch.compile(model, backend="dfa_<system>")` hands the
+# decoder's graph to a simulated compiler for that machine: the output is computed on your CPU with the target's
+# numerics (bf16 matmul inputs on a TPU, fp16 storage on Spyre …) and the compiler's cost model records what the
+# real chip would have done. `simulate_llm(MODEL, system, phase="decode", batch=1, seq=SEQ)` does the same for
+# one autoregressive **decode step** — one new token with `SEQ` tokens already in the KV cache — which is what a
+# chat user waits for.
+#
+# **Vendor.** Each backend's `Report` gives `time_s`, `tokens_per_s`, `bottleneck` (compute, memory, scheduling or
+# communication: what bounded the critical engine most of the time), `bytes` (per memory level: HBM and SMEM
+# on a GPU, HBM and VMEM on a TPU, on-chip SRAM on an LPU and a WSE, LPDDR5 and the LX scratchpad on Spyre),
+# `chip` and `chips` (how many the model needed).
+#
+# **Spec.** `five_machine_table(reports, errors)` → a `pandas.DataFrame`, one row per system in `reports` (a dict
+# system name → Report, in its order; the index is the system name) with columns `chip`, `chips`, `dtype`,
+# `time_s`, `tokens_per_s`, `bottleneck`, `max_abs_error` (from `errors`, a dict system → float; NaN when a
+# system is missing there) and one column `bytes_<level>` per memory level of the report (NaN where a machine has
+# no such level).
+
+# %%
+# 1. Numerics: compile the decoder for each simulated machine and compare its output with eager PyTorch.
+import torch._dynamo
+
+from common.landscape import SYSTEM_OF_BACKEND, SYSTEMS
+from common.sim import BACKEND_NAMES, last_report
+
+with torch.no_grad():
+    eager = model(*margs, **mkw)
+ERRORS, COMPILED = {}, {}
+for backend in BACKEND_NAMES:
+    system = SYSTEM_OF_BACKEND[backend]
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            out = torch.compile(model, backend=f"dfa_{backend}")(*margs, **mkw)
+    except Exception as exc:  # a backend this version of common does not ship yet
+        print(f"{system}: not available here ({type(exc).__name__}: {str(exc).splitlines()[0][:90]})")
+        continue
+    ERRORS[system] = float((out - eager).abs().max())
+    COMPILED[system] = last_report(backend)
+torch._dynamo.reset()
+print("max |compiled - eager| of the logits:", {k: f"{v:.2e}" for k, v in ERRORS.items()})
+
+# 2. Cost: one SIMULATED decode step (batch 1, SEQ cached tokens) on each machine.
+REPORTS = {}
+for backend in BACKEND_NAMES:
+    try:
+        REPORTS[SYSTEM_OF_BACKEND[backend]] = simulate_llm(MODEL, backend, phase="decode", batch=1, seq=SEQ)
+    except Exception as exc:
+        print(f"{SYSTEM_OF_BACKEND[backend]}: not available here ({type(exc).__name__})")
+print(f"simulated: {', '.join(REPORTS)}")
+
+
+# %% nbgrader={"grade": false, "grade_id": "five_machines", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def five_machine_table(reports, errors):
+    """One row per system: chip, chips, dtype, time_s, tokens_per_s, bottleneck, max_abs_error, bytes_<level>."""
+    ### BEGIN SOLUTION
+    rows = {}
+    for system, r in reports.items():
+        row = dict(chip=r.chip, chips=r.chips, dtype=r.dtype, time_s=r.time_s, tokens_per_s=r.tokens_per_s,
+                   bottleneck=r.bottleneck, max_abs_error=errors.get(system, float("nan")))
+        row.update({f"bytes_{level}": b for level, b in r.bytes.items()})
+        rows[system] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "five_machines_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_scalar, check_type
+
+TABLE = five_machine_table(REPORTS, ERRORS)
+check_type("five_machine_table(...)", TABLE, pd.DataFrame)
+check_equal("rows", [str(s) for s in TABLE.index], list(REPORTS))
+for system, r in REPORTS.items():
+    check_scalar(f"{system} time_s", float(TABLE.loc[system, "time_s"]), r.time_s, rel=1e-9)
+    check_scalar(f"{system} tokens_per_s", float(TABLE.loc[system, "tokens_per_s"]), r.tokens_per_s, rel=1e-9)
+    check_equal(f"{system} bottleneck", str(TABLE.loc[system, "bottleneck"]), r.bottleneck)
+    for level, b in r.bytes.items():
+        check_scalar(f"{system} bytes_{level}", float(TABLE.loc[system, f"bytes_{level}"]), b, rel=1e-9)
+with pd.option_context("display.width", 200, "display.max_columns", 30):
+    print(f"SIMULATED decode step of {MODEL}, batch 1, {SEQ} cached tokens (max_abs_error: compiled vs eager logits)")
+    print(TABLE.to_string(float_format=lambda v: f"{v:.3g}"))
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+
+_t = five_machine_table(REPORTS, {})
+grader.assert_type(_t, pd.DataFrame, name="returns a DataFrame")
+for _s, _r in REPORTS.items():
+    grader.assert_scalar(float(_t.loc[_s, "time_s"]), _r.time_s, rel=1e-9, name="time_s per system")
+    grader.assert_equal(str(_t.loc[_s, "chip"]), _r.chip, name="chip per system")
+    grader.assert_equal(int(_t.loc[_s, "chips"]), _r.chips, name="chips per system")
+    grader.assert_equal(bool(_t.loc[_s, "max_abs_error"] != _t.loc[_s, "max_abs_error"]), True,
+                        name="a missing error is NaN")
+_one = dict(list(REPORTS.items())[:1])
+grader.assert_equal(len(five_machine_table(_one, ERRORS)), 1, name="one row per report")
+### END HIDDEN TESTS
+
+# %%
+from common.sim.report import COLORS
+
+if len(REPORTS):
+    tab = pd.DataFrame({s: {"time_s": r.time_s, "tokens_per_s": r.tokens_per_s, "bottleneck": r.bottleneck,
+                            **{f"bytes_{k}": v for k, v in r.bytes.items()}} for s, r in REPORTS.items()}).T
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.4), layout="constrained")
+    names = list(tab.index)
+    y = np.arange(len(names))
+    ax1.barh(y, tab["time_s"].astype(float), color=[COLORS[b] for b in tab["bottleneck"]])
+    for i, s in enumerate(names):
+        ax1.text(float(tab.loc[s, "time_s"]) * 1.15, i, f"{float(tab.loc[s, 'tokens_per_s']):,.0f} tok/s "
+                 f"({tab.loc[s, 'bottleneck']})", va="center", fontsize=8)
+    ax1.set_yticks(y, [f"{s}\n{REPORTS[s].chips}x {REPORTS[s].chip}" for s in names], fontsize=8)
+    ax1.invert_yaxis()
+    ax1.set_xscale("log")
+    lo, hi = tab["time_s"].astype(float).min(), tab["time_s"].astype(float).max()
+    ax1.set_xlim(lo / 3, hi * 60)
+    ax1.set_xlabel("simulated time of one decode step [s] (log scale)")
+    ax1.set_title("time per step, coloured by bottleneck", fontsize=10)
+    levels = [c for c in tab.columns if c.startswith("bytes_")]
+    width = 0.8 / len(levels)
+    for j, col in enumerate(levels):
+        vals = tab[col].astype(float)
+        ax2.bar(y + (j - (len(levels) - 1) / 2) * width, vals.fillna(0), width, label=col.removeprefix("bytes_"))
+    ax2.set_xticks(y, names)
+    ax2.set_yscale("log")
+    ax2.set_ylabel("bytes moved per step [B] (log scale)")
+    ax2.set_title("bytes per memory level", fontsize=10)
+    ax2.set_ylim(top=float(tab[levels].astype(float).max().max()) * 40)
+    ax2.legend(fontsize=7, ncol=4, loc="upper center")
+    fig.suptitle(f"SIMULATED (common.sim): one decode step of {MODEL}, batch 1, {SEQ} cached tokens, "
+                 f"each machine in its native 16-bit type", fontsize=11)
+    plt.show()
+
+# %% [markdown]
+# ## Analysis
+#
+# Answer in the cells below (a few sentences each; these are graded by hand).
+
+# %% [markdown]
+# **Question 1 (naive timing).** In Part 1 the naive timer and your harness disagreed. Name the three things the
+# harness does that `naive_time` does not, say which one matters most on a CPU and which on a GPU, and why a
+# median with an IQR is a better summary than one mean.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_naive", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Warm-up (the first call pays lazy initialisation, allocator growth, oneDNN/cuBLAS kernel selection — it was the
+# slowest row), device synchronisation before each clock read (CUDA launches are asynchronous: without a sync the
+# loop times kernel *launches*, so a GPU looks impossibly fast), and many samples summarised robustly
+# (blocked_autorange sizes blocks so timer overhead is negligible). On a CPU warm-up and noise matter most (no
+# async execution); on a GPU the missing sync dominates. The median ignores a few preempted/slow runs that drag a
+# mean; the IQR reports how much to trust the number (two medians closer than their IQRs are not different).
+# Full marks: all three named + CPU vs GPU + median/IQR justified.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# **Question 2 (the gap is not one number).** Using your Part 4 table: for each of the three ops, which term
+# dominates the expected GPU time and why? Why is the CPU→H100 gap so much larger for the GEMM than for the
+# softmax, and why does the simulator disagree most with the catalog estimate for the small decoder?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_gap", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# GEMM: intensity ~N/3 FLOP/byte at fp16 (hundreds for N ≥ 512), above both GPUs' ridge points (T4 ≈ 200, H100 ≈ 300
+# FLOP/B) for large N, so the compute term (tensor-core peak) dominates and the gap ≈ ratio of peak FLOP/s (huge:
+# tensor cores vs a few CPU cores). Softmax: ~1.25 FLOP/byte, far below any ridge: memory-bound everywhere, so the
+# gap ≈ ratio of memory bandwidths (CPU tens of GB/s vs 0.32 / 3.35 TB/s) — one to two orders of magnitude, and
+# H100/T4 only ≈10x. Decoder: tiny work per op (KFLOPs–MFLOPs), both terms are sub-microsecond, but it is ~100
+# kernels; the simulator adds a few µs of launch overhead per kernel (catalog estimate kernel_launch_s), so it is
+# scheduling-bound and the GPU barely beats (or loses to) the CPU. Full marks: the per-op bound, the ratio
+# argument, and launch overhead for the small model.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# **Question 3 (predict, then check).** Before running the next cell: which of the five machines would give the
+# lowest latency per token for **batch-1 decode of a 70B model** (Llama 3.1 70B, 1024 tokens in context), and
+# which the highest? Rank all five and give the reason in terms of where the weights live and how fast they can
+# be streamed (about 140 GB of 16-bit weights must be read for every token). Then run the cell and say where you
+# were wrong.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_70b", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Batch-1 decode reads every weight once per token: intensity ≈ 1 FLOP/byte, so time ≈ weight bytes ÷ aggregate
+# bandwidth of wherever the weights live. Cerebras WSE (on-wafer SRAM, ~21 PB/s per wafer; 140 GB needs several
+# wafers, so wafer-to-wafer communication bounds it) and Groq LPU (weights over hundreds of chips' SRAM) win; a TPU
+# slice (16 v5e chips of HBM in parallel) next; the GPU (2 H100 of HBM, 3.35 TB/s each) after; Spyre last (LPDDR5
+# at ~0.2 TB/s per card). Those winners buy their speed with many chips (hundreds of LPUs), i.e. cost and
+# power per token. Full marks: a ranking justified by bandwidth of the memory holding the weights and chip count,
+# checked against the simulator output (and any surprise explained).
+# === END MARK SCHEME ===
+
+# %%
+# Check your prediction: one SIMULATED decode step of Llama 3.1 70B (batch 1, 1024 tokens of context).
+big = {}
+for backend in BACKEND_NAMES:
+    try:
+        big[SYSTEM_OF_BACKEND[backend]] = simulate_llm("llama-3.1-70b", backend, phase="decode", batch=1, seq=1024)
+    except Exception as exc:
+        print(f"{SYSTEM_OF_BACKEND[backend]}: not available here ({type(exc).__name__})")
+BIG = pd.DataFrame({s: {"chip": r.chip, "chips": r.chips, "dtype": r.dtype, "ms per token": r.time_s * 1e3,
+                        "tokens/s": r.tokens_per_s, "bottleneck": r.bottleneck} for s, r in big.items()}).T
+print("SIMULATED llama-3.1-70b decode, batch 1, seq 1024 (fastest first):")
+print(BIG.sort_values("ms per token").to_string(float_format=lambda v: f"{v:.3g}"))
+
+# %% [markdown]
+# **Question 4 (trade-offs).** For each of the four dataflow designs (TPU, WSE, LPU, Spyre), say what it gives up
+# relative to a GPU and what it gets in exchange. One or two sentences each, citing something you saw in this lab.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_tradeoffs", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# TPU: gives up general-purpose SIMT flexibility (dynamic shapes, arbitrary kernels; XLA needs static graphs and
+# pads to (8,128) tiles / MXU size) for dense systolic matmul efficiency and a compiler-scheduled memory system.
+# WSE: gives up the memory-capacity hierarchy (no HBM; weights must fit in SRAM or be streamed) and yields
+# flexible in exchange for enormous on-wafer bandwidth and no off-chip traffic for activations. LPU: gives up
+# caches, dynamic scheduling and memory capacity (230 MB SRAM per chip → hundreds of chips for 70B) for a
+# deterministic static schedule and very low, predictable latency. Spyre: gives up peak bandwidth and op coverage
+# (fallbacks to the host, stick layouts with padding, restickify copies) for low power, scratchpad-managed
+# dataflow cores attached to an enterprise server. Full marks: a give-up and a gain for each, tied to an
+# observation.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Landscape map
+#
+# The landscape map is Figure 1 of this specialization: one column per system, one row per attribute, and every
+# course adds rows. It is saved as `landscape_map.json` next to this notebook (or where `$DFA_LANDSCAPE` says), so
+# the next courses find it. Each cell says where its value came from: **[M]** measured, **[S]** simulated,
+# **[C]** catalog, **[L]** your own description.
+#
+# **Spec.** Fill `QUALITATIVE[system][attribute]` — one short phrase each, in your own words — for the five
+# attributes below and all five systems. Then write `add_course1_rows(lm, qualitative, reports)`, which adds, with
+# `course=1` and `overwrite=True` (re-running this lab refreshes its own rows; a different value from another
+# course is never replaced silently):
+# - each of the five qualitative attributes, `source="learner"`;
+# - for each system in `reports` (the simulated decode steps of Part 5), `source="simulated"`:
+#   `"decode step latency (s)"` = `time_s`, `"decode throughput (tokens/s)"` = `tokens_per_s`,
+#   `"dominant operator"` = `"<op> (<share>% of compute time)"` from `common.landscape.dominant_operator(report)`
+#   (e.g. `"aten.mm (91% of compute time)"`, the share rounded to a whole percent), and
+#   `"main-memory bytes per decode step"` = the bytes the report moved at the chip's main-memory level
+#   (`get_chip(report.chip).main_memory.name`);
+# - and `"peak memory: weights + KV (bytes)"`, `source="learner"`: what the decode step must hold resident,
+#   `CFG.n_params × b + CFG.kv_bytes_per_token(b) × (SEQ + 1)` with `b` the bytes of the report's `dtype`
+#   (`common.chips.DTYPE_BYTES`).
+
+# %%
+from common.landscape import LandscapeMap, dominant_operator
+
+ATTRIBUTES = ("execution model", "memory hierarchy", "programming model", "compiler strategy", "key trade-off")
+LM = LandscapeMap.load(LANDSCAPE_PATH)
+print(f"{LM}: {len(LM)} cells so far")
+
+# %% nbgrader={"grade": false, "grade_id": "qualitative", "locked": false, "schema_version": 3, "solution": true, "task": false}
+QUALITATIVE = {system: {} for system in SYSTEMS}
+### BEGIN SOLUTION
+QUALITATIVE["GPU"] = {
+    "execution model": "control flow: a host launches SIMT kernels one by one on SMs",
+    "memory hierarchy": "registers, SMEM/L1 per SM, L2, HBM/GDDR (hardware-managed caches)",
+    "programming model": "CUDA kernels; PyTorch eager or torch.compile -> Triton",
+    "compiler strategy": "per-kernel compilation, fusion of pointwise chains, runtime dispatch",
+    "key trade-off": "flexibility and ecosystem, paid for with launch overheads and HBM-bound decode",
+}
+QUALITATIVE["TPU"] = {
+    "execution model": "XLA-compiled static graph on systolic MXUs, one program per step",
+    "memory hierarchy": "VMEM (software-managed) + HBM; ICI links between chips",
+    "programming model": "JAX / PyTorch-XLA: whole-graph tracing, static shapes",
+    "compiler strategy": "whole-program fusion, (8,128) layout, padding to MXU tiles",
+    "key trade-off": "dense matmul efficiency for static shapes, at the cost of padding and recompiles",
+}
+QUALITATIVE["WSE"] = {
+    "execution model": "spatial dataflow: layers mapped onto ~900k cores of one wafer",
+    "memory hierarchy": "distributed on-wafer SRAM next to every core; no HBM",
+    "programming model": "Cerebras SDK / PyTorch front end, model compiled to a placement",
+    "compiler strategy": "place and route the graph across the fabric; pipeline layers",
+    "key trade-off": "enormous on-chip bandwidth, limited by SRAM capacity and wafer cost",
+}
+QUALITATIVE["LPU"] = {
+    "execution model": "deterministic, statically scheduled streams through functional slices",
+    "memory hierarchy": "on-chip SRAM only (230 MB per chip); no caches, no DRAM",
+    "programming model": "GroqFlow / compiler from ONNX or PyTorch graphs",
+    "compiler strategy": "cycle-exact static schedule of compute and chip-to-chip transfers",
+    "key trade-off": "predictable low latency, needs hundreds of chips to hold a large model",
+}
+QUALITATIVE["Spyre"] = {
+    "execution model": "dataflow cores run compiler-built bundles of fused ops",
+    "memory hierarchy": "per-core LX scratchpad (software-managed) fed from LPDDR5",
+    "programming model": "torch-spyre: torch.compile backend with CPU fallbacks",
+    "compiler strategy": "fuse device-op runs, tile into 128-byte sticks, plan scratchpad residency",
+    "key trade-off": "low power in the server, limited by LPDDR5 bandwidth and op coverage",
+}
+### END SOLUTION
+
+# %% nbgrader={"grade": false, "grade_id": "landscape_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from common.chips import DTYPE_BYTES
+
+
+def add_course1_rows(lm, qualitative, reports):
+    """Course 1's rows of the landscape map: five descriptions per system and the simulated numbers."""
+    ### BEGIN SOLUTION
+    for system, attrs in qualitative.items():
+        for attribute, text in attrs.items():
+            lm.add(system, attribute, text, course=1, source="learner", overwrite=True)
+    for system, r in reports.items():
+        op, share = dominant_operator(r)
+        b = DTYPE_BYTES[r.dtype]
+        simulated = {"decode step latency (s)": r.time_s, "decode throughput (tokens/s)": r.tokens_per_s,
+                     "dominant operator": f"{op} ({share:.0%} of compute time)",
+                     "main-memory bytes per decode step": r.bytes.get(get_chip(r.chip).main_memory.name, 0.0)}
+        for attribute, value in simulated.items():
+            lm.add(system, attribute, value, course=1, source="simulated", overwrite=True)
+        resident = CFG.n_params * b + CFG.kv_bytes_per_token(b) * (SEQ + 1)
+        lm.add(system, "peak memory: weights + KV (bytes)", resident, course=1, source="learner", overwrite=True)
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "landscape_rows_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+import tempfile
+
+from common.checks import check_equal, check_in_range, check_scalar, check_type
+
+probe = LandscapeMap(os.path.join(tempfile.mkdtemp(), "probe.json"))
+add_course1_rows(probe, QUALITATIVE, REPORTS)
+cells = {(r["system"], r["attribute"]): r for r in probe.rows}
+for system in SYSTEMS:
+    for attribute in ATTRIBUTES:
+        row = cells.get((system, attribute))
+        check_equal(f"{system} / {attribute} is filled", row is not None, True,
+                    hint="fill QUALITATIVE[system][attribute] for all five systems and attributes")
+        check_equal(f"{system} / {attribute} source", row["source"], "learner")
+        check_in_range(f"{system} / {attribute} length", len(row["value"]), 8, 200,
+                       hint="a short phrase of your own")
+for system, r in REPORTS.items():
+    check_scalar(f"{system} latency", cells[(system, "decode step latency (s)")]["value"], r.time_s, rel=1e-9)
+    check_equal(f"{system} latency source", cells[(system, "decode step latency (s)")]["source"], "simulated")
+    check_scalar(f"{system} throughput", cells[(system, "decode throughput (tokens/s)")]["value"], r.tokens_per_s,
+                 rel=1e-9)
+    op, share = dominant_operator(r)
+    check_equal(f"{system} dominant operator", cells[(system, "dominant operator")]["value"],
+                f"{op} ({share:.0%} of compute time)")
+    check_scalar(f"{system} main-memory bytes", cells[(system, "main-memory bytes per decode step")]["value"],
+                 r.bytes.get(get_chip(r.chip).main_memory.name, 0.0), rel=1e-9)
+### BEGIN HIDDEN TESTS
+from common.chips import DTYPE_BYTES as _DB
+from common.checks import grader
+from common.landscape import LandscapeMap as _LM
+
+_lm = _LM(os.path.join(tempfile.mkdtemp(), "hidden.json"))
+_lm.add("GPU", "decode step latency (s)", 123.0, course=1, source="simulated")
+add_course1_rows(_lm, QUALITATIVE, REPORTS)  # must refresh its own rows (overwrite=True)
+_cells = {(r["system"], r["attribute"]): r for r in _lm.rows}
+for _s, _r in REPORTS.items():
+    grader.assert_scalar(_cells[(_s, "decode step latency (s)")]["value"], _r.time_s, rel=1e-9, name="latency")
+    _b = _DB[_r.dtype]
+    grader.assert_scalar(_cells[(_s, "peak memory: weights + KV (bytes)")]["value"],
+                         CFG.n_params * _b + CFG.kv_bytes_per_token(_b) * (SEQ + 1), rel=1e-9, name="resident bytes")
+    grader.assert_equal(_cells[(_s, "peak memory: weights + KV (bytes)")]["source"], "learner", name="its source")
+    grader.assert_equal(_cells[(_s, "dominant operator")]["source"], "simulated", name="dominant op source")
+### END HIDDEN TESTS
+
+# %%
+attempt("add_course1_rows", add_course1_rows, LM, QUALITATIVE, REPORTS)
+if torch.cuda.is_available():  # a real GPU: add what you measured on it (Part 4), labelled measured
+    LM.add("GPU", f"measured {MODEL} forward, batch {BATCH}, seq {SEQ}, fp16 (s)",
+           float(GAP.iloc[-1, -1]), course=1, source="measured", overwrite=True)
+print(f"saved {LM.save()}")
+ax = LM.render(title=f"Accelerator landscape map after Course 1 ({len(LM)} cells; numbers: {MODEL} decode, "
+                     f"batch 1, {SEQ} cached tokens)")
+plt.show()
+
+# %% [markdown]
+# ## Wrap-up
+#
+# - **Measure like an instrument**: warm up, synchronise, take many samples, report median and IQR, and say on
+#   which machine, batch, sequence length and dtype.
+# - **Count the work first**: FLOPs and compulsory bytes give the intensity; the intensity and a machine's ridge
+#   point tell you which roof an op will hit before you run it.
+# - **The gap between machines is per op**: compute-bound ops scale with peak FLOP/s, memory-bound ops with
+#   bandwidth, and small graphs with launch and scheduling overheads that no datasheet prints.
+# - **Five designs, five answers to the same question** — where do the weights live, and who decides what runs
+#   next: the GPU's host program, XLA's static graph, the WSE's placement, the LPU's cycle-exact schedule, Spyre's
+#   bundles and scratchpads.
+#
+# Next: the **Dataflow Deep Dive** of this course,
+# [`deepdive1_spyre`](../deepdive1_spyre/deepdive1_spyre.ipynb), compiles the same decoder for the simulated IBM
+# Spyre and follows its tensors into sticks and scratchpads. Course 2 then turns the decoder into an explicit
+# dataflow graph.

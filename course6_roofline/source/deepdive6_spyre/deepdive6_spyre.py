@@ -1,0 +1,461 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] include="badge"
+# *(shared cell `badge`: `dfa release` writes it here)*
+
+# %% [markdown]
+# # Course 6 · Dataflow Deep Dive: a roofline for Spyre's LPDDR5/LX
+#
+# The hardware module of the specialization reads an IBM Spyre card's counters. Here the simulated Spyre backend (`common.sim`, a model of torch-spyre's compiler) provides the same counters; every figure is labelled SIMULATED, and the numbers Spyre does not publish are catalog estimates.
+#
+# **Learning objectives**
+#
+# - build a two-level roofline (LPDDR5 and LX scratchpad) from Spyre's hardware counters
+# - place every op of a prefill step on it, with the scheduling ceiling of bundle launches
+# - see how tile size moves the LPDDR5 intensity
+# - compare Spyre's LPDDR5/LX roofline with the TPU's HBM/VMEM roofline
+#
+# **Expected time:** 45–60 minutes  
+# **Runtime:** Colab CPU runtime or any laptop (everything is simulated: no Spyre card needed)
+
+# %% include="setup"
+# %run -m common.grading.labsource setup
+
+# %% tags=["parameters"]
+import os
+
+# Learner defaults; CI and the autograder run FAST (nbgrader sets NBGRADER_EXECUTION; papermill passes FAST=True).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+MODEL = "llama-3.1-8b"   # the reference decoder at 8B scale, on fake tensors
+
+# %%
+SEQ = 256 if FAST else 1024
+TILES = (1, 2, 4) if FAST else (1, 2, 4, 8, 16)
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from common.chips import get_chip
+from common.errors import DFAError
+from common.roofline import Ceiling, add_overhead_ceiling, eng, plot_roofline, points_from_node_table, \
+    roofline_for_chip
+from common.sim import simulate_llm
+
+SPYRE, TPU = get_chip("spyre"), get_chip("tpu-v5e")
+# Levels whose bandwidth the vendor does not publish: the catalog's labelled estimate for each.
+ESTIMATED_LEVELS = {"LX": "lx_bandwidth", "VMEM": "vmem_bandwidth"}
+prefill = simulate_llm(MODEL, "spyre", phase="prefill", batch=1, seq=SEQ)
+decode = simulate_llm(MODEL, "spyre", phase="decode", batch=1, seq=SEQ)
+print(f"SIMULATED {MODEL} on {prefill.chips}x {prefill.chip} ({prefill.dtype}): prefill {eng(prefill.time_s, 's')}, "
+      f"decode {eng(decode.time_s, 's')} per token")
+print("hardware counters of the decode step:", {k: v for k, v in decode.counters.items()})
+
+
+# %% [markdown]
+# ## Part 1 — From counters to a roofline
+#
+# **The principle.** On a machine whose scratchpad is managed by the compiler, the bytes that cross each level are
+# not a guess: the program says exactly what is DMA'd from LPDDR5 into each core's LX scratchpad, what is written
+# back, and what each core reads and writes in LX. Spyre's profiler exposes them as counters; the simulator
+# (`common.sim`, backend `spyre`) reports the same counters in `report.counters` (totals over the step). With
+# them, a roofline is built from **counted** traffic at both levels.
+#
+# **The vendor.** An IBM Spyre card: 32 cores, 2 MB of LX scratchpad per core, 128 GB of LPDDR5 at 204.8 GB/s
+# (catalog); the fp16 peak and the LX bandwidth are not published, so the catalog carries labelled estimates.
+#
+# **Spec.** Write `counter_point(report)`: a dict with `flops` (`report.flops`), `lpddr_bytes` (LPDDR5→LX plus
+# LX→LPDDR5 counters), `lx_bytes` (the `lx_bytes` counter), `I_LPDDR5` and `I_LX` (flops / those bytes) and
+# `flops_per_s` (`report.flops / report.time_s`). Worked example: 2e12 FLOPs, 1e10 + 0 LPDDR5 bytes, 4e10 LX bytes
+# → I_LPDDR5 = 200, I_LX = 50 FLOP/B.
+
+# %% nbgrader={"grade": false, "grade_id": "counter_point", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def counter_point(report):
+    """The whole step as one roofline point per level, from the hardware counters."""
+    ### BEGIN SOLUTION
+    c = report.counters
+    lpddr = c["lpddr_to_lx_bytes"] + c["lx_to_lpddr_bytes"]
+    return {"flops": report.flops, "lpddr_bytes": lpddr, "lx_bytes": c["lx_bytes"],
+            "I_LPDDR5": report.flops / lpddr, "I_LX": report.flops / c["lx_bytes"],
+            "flops_per_s": report.flops / report.time_s}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "counter_point_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_scalar, check_type
+
+cp = counter_point(decode)
+check_type("counter_point", cp, dict)
+c = decode.counters
+check_scalar("decode I_LPDDR5", cp.get("I_LPDDR5"), decode.flops / (c["lpddr_to_lx_bytes"] + c["lx_to_lpddr_bytes"]),
+             rel=1e-9, hint="FLOPs / (LPDDR5->LX + LX->LPDDR5 bytes)")
+check_scalar("decode I_LX", cp.get("I_LX"), decode.flops / c["lx_bytes"], rel=1e-9)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_llm as _sim
+
+_r = _sim("test", "spyre", phase="prefill", batch=2, seq=16)
+_p = counter_point(_r)
+_c = _r.counters
+_lp = _c["lpddr_to_lx_bytes"] + _c["lx_to_lpddr_bytes"]
+grader.assert_scalar(_p.get("lpddr_bytes"), _lp, rel=1e-9, name="LPDDR5 bytes")
+grader.assert_scalar(_p.get("lx_bytes"), _c["lx_bytes"], rel=1e-9, name="LX bytes")
+grader.assert_scalar(_p.get("I_LPDDR5"), _r.flops / _lp, rel=1e-9, name="I_LPDDR5")
+grader.assert_scalar(_p.get("I_LX"), _r.flops / _c["lx_bytes"], rel=1e-9, name="I_LX")
+grader.assert_scalar(_p.get("flops_per_s"), _r.flops / _r.time_s, rel=1e-9, name="attained")
+### END HIDDEN TESTS
+
+# %%
+def spyre_roofline():
+    lx = SPYRE.estimates["lx_bandwidth"]
+    return roofline_for_chip(SPYRE, "fp16").with_ceiling(
+        Ceiling(f"LX {eng(lx.value, 'B/s')} (catalog ESTIMATE)", "bandwidth", lx.value, level="LX", note=lx.derivation))
+
+
+def safe_counter_point(report):
+    try:
+        return counter_point(report)
+    except NotImplementedError:  # not written yet: the same numbers, from the report's totals
+        lp, lx = report.bytes["LPDDR5"], report.bytes["LX"]
+        return dict(flops=report.flops, lpddr_bytes=lp, lx_bytes=lx, I_LPDDR5=report.flops / lp,
+                    I_LX=report.flops / lx, flops_per_s=report.achieved_flops)
+
+
+rows = [{"label": f"{r.phase} step", **safe_counter_point(r)} for r in (prefill, decode)]
+steps = pd.DataFrame(rows)
+steps["duration_s"] = [prefill.time_s, decode.time_s]
+plot_roofline(spyre_roofline(), points_from_node_table(steps, spyre_roofline(), kind="simulated",
+                                                        level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"}),
+              label_points=True,
+              title=f"SIMULATED Spyre (fp16, 1 card): {MODEL} steps (batch 1, {SEQ} tokens) from the LPDDR5/LX "
+                    "counters\nroofs: LPDDR5 datasheet; peak and LX catalog ESTIMATES")
+plt.show()
+print(steps.drop(columns=["label"]).round(3).to_string(index=False))
+
+
+# %% [markdown]
+# ## Part 2 — Every op, and the scheduling ceiling
+#
+# **Per op, and the scheduling ceiling.** Each SuperDSC op's event carries its own LPDDR5 read/write
+# (`event.detail["lpddr_read"]`, `["lpddr_write"]`) and LX bytes (`event.bytes["LX"]`) — the per-op counters.
+#
+# **Spec.** Write `op_counters(report)`: a `DataFrame` with one row per compute event on the `"cores"` engine with
+# FLOPs > 0, columns `name`, `flops`, `lpddr_bytes` (read + write), `lx_bytes`, `duration_s`. Your rows' LPDDR5
+# bytes summed over **all** compute events on `"cores"` must equal the counters, so a good check is that the
+# totals match.
+
+# %% nbgrader={"grade": false, "grade_id": "op_counters", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def op_counters(report):
+    """One row per compute op on the cores with FLOPs: name, flops, lpddr_bytes, lx_bytes, duration_s."""
+    ### BEGIN SOLUTION
+    rows = [{"name": e.name, "flops": e.flops, "lpddr_bytes": e.detail["lpddr_read"] + e.detail["lpddr_write"],
+             "lx_bytes": e.bytes.get("LX", 0.0), "duration_s": e.duration}
+            for e in report.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
+    return pd.DataFrame(rows, columns=["name", "flops", "lpddr_bytes", "lx_bytes", "duration_s"])
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "op_counters_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_scalar, check_type
+
+oc = op_counters(prefill)
+check_type("op_counters", oc, pd.DataFrame)
+ev = [e for e in prefill.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
+check_equal("one row per op with FLOPs", len(oc), len(ev))
+check_scalar("LPDDR5 bytes of the ops", float(oc["lpddr_bytes"].sum()),
+             sum(e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in ev), rel=1e-9)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_llm as _sim
+
+_r = _sim("test", "spyre", phase="decode", batch=1, seq=16)
+_o = op_counters(_r)
+_ev = [e for e in _r.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
+grader.assert_equal(len(_o), len(_ev), name="rows")
+grader.assert_tensor(torch.tensor(_o["lx_bytes"].to_numpy(float)),
+                     torch.tensor([e.bytes.get("LX", 0.0) for e in _ev], dtype=torch.float64), rtol=1e-9,
+                     dtype=torch.float64, name="LX bytes per op")
+grader.assert_tensor(torch.tensor(_o["lpddr_bytes"].to_numpy(float)),
+                     torch.tensor([e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in _ev],
+                                  dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="LPDDR5 bytes per op")
+### END HIDDEN TESTS
+
+# %%
+try:
+    ops = op_counters(prefill)
+except NotImplementedError:  # not written yet: the same table from the report's frame
+    f = prefill.frame()
+    f = f[(f["kind"] == "compute") & (f["engine"] == "cores") & (f["flops"] > 0)]
+    ops = f[["name", "flops", "bytes_LPDDR5", "bytes_LX", "duration_s"]].rename(
+        columns={"bytes_LPDDR5": "lpddr_bytes", "bytes_LX": "lx_bytes"}).fillna(0.0)
+ops = ops[ops["name"].str.startswith("L0.")].copy()  # one decoder layer (the others repeat it)
+ops.attrs["label"] = f"prefill ops, layer 0"
+att = prefill.attribution
+n_ops = sum(1 for e in prefill.events if e.engine == prefill.critical_engine and e.kind == "compute")
+t0 = att["scheduling"] / n_ops
+f_ref = float(ops["flops"].median())
+rl = add_overhead_ceiling(spyre_roofline(), t0, flops=f_ref,
+                          name=f"scheduling {eng(t0, 's')}/op (SIMULATED: bundle launches), {eng(f_ref, 'FLOP')} ops")
+pts = points_from_node_table(ops, rl, kind="simulated", level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"})
+fig, ax = plt.subplots(figsize=(10, 6.4), layout="constrained")
+plot_roofline(rl, pts, ax=ax, label_points=5,
+              title=f"SIMULATED Spyre hierarchical roofline from per-op counters: {MODEL} prefill, {SEQ} tokens, fp16"
+                    "\nLPDDR5 datasheet; LX bandwidth and fp16 peak are catalog ESTIMATES")
+plt.show()
+print("bound of each op (lowest roof):", pts[pts["level"] == "LPDDR5"]["bound"].value_counts().to_dict())
+print("bundle launch estimate:", SPYRE.estimates["kernel_launch_s"].derivation)
+
+
+# %% [markdown]
+# ## Part 3 — Tile size and the LPDDR5 ceiling
+#
+# **Tile size moves the LPDDR5 point.** torch-spyre tiles a matmul's rows into `coarse_tiles` tiles per core;
+# each extra row tile re-reads the weight operand from LPDDR5. Fewer, larger tiles → fewer LPDDR5 bytes → a
+# higher LPDDR5 intensity, as long as the tile fits the LX budget.
+#
+# **Spec.** Write `tile_sweep(model, tiles, seq)`: for each `coarse_tiles` value simulate a Spyre prefill
+# (`simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t)`) and return a `DataFrame`
+# with columns `coarse_tiles`, `lpddr_bytes` (counters, read + write), `I_LPDDR5` (report.flops / lpddr_bytes)
+# and `time_s`.
+
+# %% nbgrader={"grade": false, "grade_id": "tile_sweep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def tile_sweep(model, tiles, seq):
+    """Spyre prefill per coarse_tiles value: coarse_tiles, lpddr_bytes, I_LPDDR5, time_s."""
+    ### BEGIN SOLUTION
+    rows = []
+    for t in tiles:
+        r = simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t)
+        lp = r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"]
+        rows.append({"coarse_tiles": t, "lpddr_bytes": lp, "I_LPDDR5": r.flops / lp, "time_s": r.time_s})
+    return pd.DataFrame(rows)
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "tile_sweep_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_tensor, check_type
+
+ts = tile_sweep(MODEL, TILES, SEQ)
+check_type("tile_sweep", ts, pd.DataFrame)
+ref = [simulate_llm(MODEL, "spyre", phase="prefill", batch=1, seq=SEQ, coarse_tiles=t) for t in TILES]
+check_tensor("I_LPDDR5 per tiling", torch.tensor(ts["I_LPDDR5"].to_numpy(float)),
+             torch.tensor([r.flops / (r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"]) for r in ref],
+                          dtype=torch.float64), rtol=1e-9, dtype=torch.float64)
+check_equal("more row tiles, lower LPDDR5 intensity", bool(np.all(np.diff(ts["I_LPDDR5"].to_numpy(float)) < 0)), True)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.sim import simulate_llm as _sim
+
+_t = tile_sweep("test", (1, 3), 16)
+_r = [_sim("test", "spyre", phase="prefill", batch=1, seq=16, coarse_tiles=t) for t in (1, 3)]
+grader.assert_tensor(torch.tensor(_t["time_s"].to_numpy(float)), torch.tensor([r.time_s for r in _r],
+                     dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="time per tiling")
+grader.assert_tensor(torch.tensor(_t["lpddr_bytes"].to_numpy(float)),
+                     torch.tensor([r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"] for r in _r],
+                                  dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="LPDDR5 bytes")
+### END HIDDEN TESTS
+
+# %%
+try:
+    ts = tile_sweep(MODEL, TILES, SEQ)
+except NotImplementedError:
+    ts = None
+    print("tile_sweep is not written yet")
+if ts is not None:
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
+    ax.loglog(ts["I_LPDDR5"], ts["time_s"] * 1e3, "s-", color="#6a3d9a")
+    for _, row in ts.iterrows():
+        ax.annotate(f"coarse_tiles={int(row['coarse_tiles'])}", (row["I_LPDDR5"], row["time_s"] * 1e3),
+                    xytext=(5, 4), textcoords="offset points", fontsize=8)
+    ax.axvline(roofline_for_chip(SPYRE, "fp16").ridge_point(), color="#1f77b4", ls="--", lw=1)
+    ax.text(roofline_for_chip(SPYRE, "fp16").ridge_point(), ax.get_ylim()[1], " LPDDR5 ridge", va="top", fontsize=8,
+            color="#1f77b4")
+    ax.set(xlabel="step intensity vs LPDDR5 [FLOP/byte] (counters)", ylabel="step time [ms]",
+           title=f"SIMULATED Spyre prefill of {MODEL} ({SEQ} tokens, fp16): tile size vs LPDDR5 intensity")
+    from matplotlib.ticker import FuncFormatter
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(round(v, 6))[0] in "25" else ""))
+    ax.grid(True, which="both", color="#dddddd", lw=0.5)
+    plt.show()
+    print(ts.to_string(index=False))
+
+
+# %% [markdown]
+# ## Part 4 — Spyre's LX vs the TPU's VMEM
+#
+# **Spyre vs the TPU.** Both are software-managed: the TPU's XLA stages fusions' operands from HBM into VMEM, as
+# Spyre's compiler stages sticks from LPDDR5 into LX. Their ridge points per level tell you how much reuse each
+# level demands.
+#
+# **Spec.** Write `level_ridges(chip_name, dtype)`: `{level: ridge point}` for every memory level of the chip whose
+# bandwidth is published (`chip.memory_levels`, `.bandwidth`) or, if not, has a catalog estimate named in
+# `ESTIMATED_LEVELS` (`chip.estimate(name)`); levels with neither are left out. Use the chip's
+# `compute_peak(dtype)[0]`. Worked example: Spyre fp16 → `{"LX": 36.6..., "LPDDR5": 732.4...}`.
+
+# %% nbgrader={"grade": false, "grade_id": "level_ridges", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def level_ridges(chip_name, dtype):
+    """{level: peak / bandwidth} for levels with a published bandwidth or a catalog estimate."""
+    ### BEGIN SOLUTION
+    chip = get_chip(chip_name)
+    peak, _ = chip.compute_peak(dtype)
+    out = {}
+    for lv in chip.memory_levels:
+        bw = lv.bandwidth
+        if not bw and lv.name in ESTIMATED_LEVELS and ESTIMATED_LEVELS[lv.name] in chip.estimates:
+            bw = chip.estimate(ESTIMATED_LEVELS[lv.name])
+        if bw:
+            out[lv.name] = peak / bw
+    return out
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "level_ridges_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_scalar, check_type
+
+lr = level_ridges("spyre", "fp16")
+check_type("level_ridges", lr, dict)
+peak = SPYRE.compute_peak("fp16")[0]
+check_scalar("Spyre LPDDR5 ridge", lr.get("LPDDR5"), peak / SPYRE.main_memory.bandwidth, rel=1e-9)
+check_scalar("Spyre LX ridge (estimate)", lr.get("LX"), peak / SPYRE.estimate("lx_bandwidth"), rel=1e-9)
+### BEGIN HIDDEN TESTS
+from common.checks import grader
+from common.chips import get_chip as _gc
+
+_t = level_ridges("tpu-v5e", "bf16")
+_c = _gc("tpu-v5e")
+_p = _c.compute_peak("bf16")[0]
+grader.assert_scalar(_t.get("HBM"), _p / _c.main_memory.bandwidth, rel=1e-9, name="v5e HBM ridge")
+grader.assert_scalar(_t.get("VMEM"), _p / _c.estimate("vmem_bandwidth"), rel=1e-9, name="v5e VMEM ridge")
+_v4 = level_ridges("tpu-v4", "bf16")
+grader.assert_equal(sorted(_v4), ["HBM"], name="unpublished levels without an estimate are left out")
+### END HIDDEN TESTS
+
+# %%
+vmem = TPU.estimates["vmem_bandwidth"]
+tpu_rl = roofline_for_chip(TPU, "bf16").with_ceiling(
+    Ceiling(f"VMEM {eng(vmem.value, 'B/s')} (catalog ESTIMATE)", "bandwidth", vmem.value, level="VMEM",
+            note=vmem.derivation))
+tpu_prefill = simulate_llm(MODEL, "tpu", phase="prefill", batch=1, seq=SEQ)
+tdf = tpu_prefill.frame()
+tdf = tdf[(tdf["kind"] == "compute") & (tdf["flops"] > 0) & tdf["name"].str.startswith("L0.")].copy()
+tdf["bytes_VMEM"] = tdf.get("bytes_VMEM", 0.0)
+tdf.attrs["label"] = "prefill fusions, layer 0"
+fig, axes = plt.subplots(1, 2, figsize=(16, 6.2), layout="constrained", sharey=True)
+plot_roofline(spyre_roofline(), points_from_node_table(ops, spyre_roofline(), kind="simulated",
+                                                        level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"}),
+              ax=axes[0], label_points=3, title=f"SIMULATED Spyre, fp16, 1 card: {MODEL} prefill ({SEQ} tokens)\n"
+                                                 "LX and peak: catalog ESTIMATES")
+plot_roofline(tpu_rl, points_from_node_table(tdf, tpu_rl, kind="simulated",
+                                             level_bytes={"HBM": "bytes_HBM", "VMEM": "bytes_VMEM"}),
+              ax=axes[1], label_points=3, title=f"SIMULATED TPU v5e, bf16, per chip ({tpu_prefill.chips} chips): same "
+                                                 "prefill\nVMEM: catalog ESTIMATE")
+plt.show()
+try:
+    print({c: {k: round(v, 2) for k, v in level_ridges(c, d).items()} for c, d in (("spyre", "fp16"),
+                                                                                   ("tpu-v5e", "bf16"))})
+except NotImplementedError:
+    print("level_ridges is not written yet")
+
+# %% [markdown]
+# ## Analysis
+#
+# Answer in a few sentences each, with numbers from your runs.
+
+# %% [markdown]
+# **Q1 (comparative prediction).** Spyre's LPDDR5 ridge (~730 FLOP/B) is about 3x the TPU v5e's HBM ridge (~240)
+# and 2.5x the H100's (~300). Predict, for the 8B decode step at batch 1, how the three compare in tokens/s and
+# which level binds each; then predict the batch size at which each one's *weight* matmuls would reach their
+# main-memory ridge. Check the first part with `simulate_llm` (GPU, TPU, Spyre).
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Decode at batch 1 has intensity ~1 FLOP/B on all three, so all are bound by main memory and tokens/s scales with
+# main-memory bandwidth per model copy: H100 (3.35 TB/s) > TPU v5e x2 (2 x 819 GB/s) > Spyre (204.8 GB/s), roughly
+# 16x between H100 and Spyre. Weight matmuls have intensity ~batch (2-byte weights), so they reach the ridge at a
+# batch of ~ridge: ~300 on the H100, ~240 on the v5e, ~730 on Spyre — Spyre needs the largest batch (or int8
+# weights, halving the bytes) to leave the memory-bound region.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# **Q2.** From your per-op roofline: which level binds most Spyre prefill ops, LPDDR5 or LX? Why can an op whose
+# LPDDR5 intensity is high still be slow, and what did the tile-size sweep change at which level?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_levels", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Pointwise and reduction ops (norms, RoPE, softmax parts) are bound by LPDDR5 when their inputs come from LPDDR5,
+# and by LX when they work on resident tensors (LX intensity < 1 FLOP/B against an LX ridge of ~37). Matmuls have
+# high LPDDR5 intensity, but every K-stick re-reads tiles from LX, so their LX point is far lower; a tiny tile or
+# a spill moves them down. More coarse row tiles re-read the weights from LPDDR5 once per tile: LPDDR5 bytes grow,
+# the LPDDR5 intensity falls below the ridge and the step slows almost in proportion.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# **Q3.** Compare the scheduling ceilings: Spyre launches one SuperDSC bundle at a time from the host, the TPU runs
+# one compiled program with a fill/drain bubble per matmul fusion. Which of the two is more exposed to scheduling
+# overhead in decode, and what would you change in the compiler to lower it?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_scheduling", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Spyre: every bundle pays a host launch (a catalog estimate of tens of µs) and every graph break a host round trip;
+# in decode, where ops are tiny, these are a visible share of the step. The TPU pays only sub-µs fill/drain
+# bubbles per matmul fusion and no per-op launch. Lower it on Spyre by making bundles larger (fewer graph breaks,
+# more ops per SuperDSC), capturing the whole step once (graph replay), and removing CPU fallbacks.
+# === END MARK SCHEME ===
+
+# %% [markdown]
+# ## Landscape map
+#
+# Add the Deep Dive's rows for Spyre (and the TPU for comparison): the scratchpad ridge point (catalog estimate)
+# and the LPDDR5 / HBM bytes a decode token moves according to the counters (simulated).
+
+# %%
+import tempfile
+
+from common.landscape import LandscapeMap
+
+try:
+    ridges = {"Spyre": level_ridges("spyre", "fp16")["LX"], "TPU": level_ridges("tpu-v5e", "bf16")["VMEM"]}
+except NotImplementedError:
+    ridges = {"Spyre": SPYRE.compute_peak("fp16")[0] / SPYRE.estimate("lx_bandwidth"),
+              "TPU": TPU.compute_peak("bf16")[0] / TPU.estimate("vmem_bandwidth")}
+lm = LandscapeMap.load(os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+for system, ridge in ridges.items():
+    lm.add(system, "scratchpad ridge (FLOP/B, est. bandwidth)", float(ridge), course=6, source="learner",
+           overwrite=True)
+c = decode.counters
+lm.add("Spyre", "main-memory bytes per decode token", (c["lpddr_to_lx_bytes"] + c["lx_to_lpddr_bytes"]) / decode.tokens,
+       course=6, source="simulated", overwrite=True)
+tpu_decode = simulate_llm(MODEL, "tpu", phase="decode", batch=1, seq=SEQ)
+lm.add("TPU", "main-memory bytes per decode token", tpu_decode.bytes["HBM"] / tpu_decode.tokens, course=6,
+       source="simulated", overwrite=True)
+lm.save()
+fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
+lm.render(ax=ax, title="Accelerator landscape with the Course 6 Deep Dive rows (learner and SIMULATED labelled)")
+plt.show()
+
+# %% [markdown]
+# ## Wrap-up
+#
+# - A compiler-managed hierarchy makes the roofline **exact**: the LPDDR5↔LX counters are the bytes, not an
+#   estimate from cache models.
+# - Spyre needs ~730 FLOP per LPDDR5 byte to be compute-bound — prefill can get there, decode cannot without
+#   batching or narrower weights.
+# - Inside the card, the LX ceiling (an estimate) binds ops that re-read tiles; tile size trades LX reuse against
+#   LPDDR5 re-reads.
+# - Bundle launches and graph breaks are Spyre's scheduling ceiling; the TPU's single compiled program pays
+#   almost none.
+#
+# Back to the core lab (`lab6_roofline`) for the landscape map of all five systems.
