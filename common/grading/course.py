@@ -1,7 +1,8 @@
 """A course folder as nbgrader sees it, and how ``dfa`` finds one and talks to nbgrader about it.
 
 Each ``courseN_*`` folder is one nbgrader course: ``nbgrader_config.py`` (course id, gradebook, limits),
-``source/<lab>/<lab>.py`` (the lab source, jupytext) and the ``<lab>.ipynb`` it renders, ``release/<lab>/<lab>.ipynb`` (student notebooks,
+``source/<lab>/<lab>.py`` (the lab source, jupytext) and the ``<lab>.ipynb`` it renders,
+``release/<lab>/<lab>.ipynb`` (student notebooks,
 committed), and — never committed — ``gradebook.db``, ``submitted/``, ``autograded/``, ``feedback/`` and
 ``grades/``.
 """

@@ -1,8 +1,9 @@
 """``dfa release``: regenerate the student notebooks that the Colab badges open.
 
 For each lab: render its jupytext source ``source/<lab>/<lab>.py`` into the source notebook ``<lab>.ipynb``
-(shared cells included, stable cell ids: ``labsource``), then let nbgrader's ``generate_assignment`` write ``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs
-removed, the lab recorded in the course gradebook). Last, the lab tables between ``<!-- labs:start -->`` and
+(shared cells included, stable cell ids: ``labsource``), then let nbgrader's ``generate_assignment`` write
+``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs removed, the lab recorded in the
+course gradebook). Last, the lab tables between ``<!-- labs:start -->`` and
 ``<!-- labs:end -->`` in the README files are rewritten; a README without the markers is left alone.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from common.errors import DFAError
-from common.grading import labsource
+from common.grading import colab, labsource
 from common.grading.course import Course, all_courses
 
 
