@@ -1,9 +1,9 @@
 """``dfa check``: is every lab gradable, standard, released and leak-free? One line per problem; CI fails.
 
-For each lab: its source notebook is what its jupytext source ``<lab>.py`` renders now, nbgrader metadata valid
-(schema 3, unique grade ids, points on graded cells), the lab-standard sections present and in order. For each
-release notebook: identical to what ``dfa release`` would write now, no outputs, no solution, hidden-test or mark-scheme text.
-Last, the README lab tables are current.
+For each lab: its source notebook is what its jupytext source ``<lab>.py`` renders now, nbgrader metadata
+valid (schema 3, unique grade ids, points on graded cells), the lab-standard sections present and in order.
+For each release notebook: identical to what ``dfa release`` would write now, no outputs, no solution,
+hidden-test or mark-scheme text. Last, the README lab tables are current.
 """
 
 from __future__ import annotations
