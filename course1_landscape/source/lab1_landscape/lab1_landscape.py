@@ -45,6 +45,9 @@
 # **Expected time:** 90–120 minutes  
 # **Runtime:** a free Colab CPU runtime (2 vCPUs) or any laptop; a GPU is used when present
 
+# %% [markdown] include="grading"
+# *(shared cell `grading`: `dfa release` writes it here)*
+
 # %% include="setup"
 # %run -m common.grading.labsource setup
 

@@ -38,6 +38,9 @@
 # **Expected time:** 45–60 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated)
 
+# %% [markdown] include="grading"
+# *(shared cell `grading`: `dfa release` writes it here)*
+
 # %% include="setup"
 # %run -m common.grading.labsource setup
 

@@ -33,6 +33,9 @@
 # **Expected time:** 90–120 minutes  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop with a C++ compiler (Inductor generates C++ on CPU)
 
+# %% [markdown] include="grading"
+# *(shared cell `grading`: `dfa release` writes it here)*
+
 # %% include="setup"
 # %run -m common.grading.labsource setup
 

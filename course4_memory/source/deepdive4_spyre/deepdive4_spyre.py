@@ -39,6 +39,9 @@
 # **Expected time:** 45–60 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre card is simulated)
 
+# %% [markdown] include="grading"
+# *(shared cell `grading`: `dfa release` writes it here)*
+
 # %% include="setup"
 # %run -m common.grading.labsource setup
 

@@ -32,6 +32,9 @@
 # **Expected time:** 90–120 minutes  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no accelerator (the Spyre stack is simulated)
 
+# %% [markdown] include="grading"
+# *(shared cell `grading`: `dfa release` writes it here)*
+
 # %% include="setup"
 # %run -m common.grading.labsource setup
 

@@ -31,6 +31,9 @@
 # **Expected time:** 45–60 minutes  
 # **Runtime:** Colab CPU runtime or any laptop (everything is simulated: no Spyre card needed)
 
+# %% [markdown] include="grading"
+# *(shared cell `grading`: `dfa release` writes it here)*
+
 # %% include="setup"
 # %run -m common.grading.labsource setup
 
