@@ -1,4 +1,4 @@
-"""The instructor sub-commands of ``dfa``: release, check, collect, autograde, feedback, grades.
+"""The instructor sub-commands of ``dfa``: release, check, collect, autograde, grade-one, feedback, grades.
 
 Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
 (0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli.py).
@@ -128,6 +128,18 @@ def _grades(args) -> int:
     return 0
 
 
+def _grade_one(args) -> int:
+    from common.grading.grade_one import grade_one
+
+    if args.unsafe_no_sandbox:
+        print("WARNING: --unsafe-no-sandbox: student code runs with your permissions, unisolated.",
+              file=sys.stderr)
+    result = grade_one(args.lab, Path(args.submission), Path(args.out), unsafe_no_sandbox=args.unsafe_no_sandbox)
+    print(f"{result['course']}/{result['lab']}: {result['score']:.1f} / {result['max_score']:.1f} "
+          f"{result['status']} {result['message']}".rstrip() + f"; wrote {Path(args.out) / 'result.json'}")
+    return 1 if result["status"] == "grading_error" else 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "release", help="render source/<lab>/<lab>.py, then generate the student notebooks (nbgrader) + Colab"
@@ -184,3 +196,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("course")
     p.add_argument("--csv", help="CSV path (default COURSE/grades/grades.csv; PNGs go next to it)")
     p.set_defaults(func=_grades)
+
+    p = sub.add_parser("grade-one", help="grade one submission in a sandbox; write OUT/result.json + feedback.html")
+    p.add_argument("--lab", required=True, help="lab id (e.g. lab1_landscape) or COURSE/LAB")
+    p.add_argument("--submission", required=True, metavar="NOTEBOOK", help="the learner's .ipynb")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for result.json and feedback.html")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run student code without isolation (trusted notebooks only)")
+    p.set_defaults(func=_grade_one)
