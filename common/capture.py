@@ -19,6 +19,7 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
+from common import torch_compat
 from common.errors import DFAError
 
 try:  # public since torch 2.0, but under "experimental": guard so the rest of the module still imports
@@ -60,7 +61,8 @@ def capture_aten(model: torch.nn.Module, args: tuple = (), kwargs: dict | None =
     their FakeTensorMode is reused. The returned graph's ``meta["val"]`` carries every node's fake output.
     """
     if make_fx is None:  # pragma: no cover
-        raise DFAError("this torch has no torch.fx.experimental.proxy_tensor.make_fx; upgrade torch >= 2.4")
+        raise DFAError("this torch has no torch.fx.experimental.proxy_tensor.make_fx; "
+                       f"install {torch_compat.requirement()}")
     kwargs = dict(kwargs or {})
     params = dict(model.named_parameters(remove_duplicate=False))
     buffers = dict(model.named_buffers(remove_duplicate=False))
@@ -136,7 +138,7 @@ def explain_dynamo(model, *args, **kwargs) -> DynamoReport:
         import torch._dynamo as dynamo
         explain = dynamo.explain
     except (ImportError, AttributeError) as exc:  # pragma: no cover
-        raise DFAError("this torch has no torch._dynamo.explain; upgrade torch >= 2.4") from exc
+        raise DFAError(f"this torch has no torch._dynamo.explain; install {torch_compat.requirement()}") from exc
     dynamo.reset()
     out = explain(model)(*args, **kwargs)
     reasons = []

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 import torch.fx as fx
 
-from common import bench
+from common import bench, torch_compat
 from common.errors import DFAError, unknown
 
 DECOMPOSITIONS = ("none", "core", "inductor")
@@ -110,7 +110,8 @@ def capture_with(backend, model, *args, backward: bool = True, decompositions: s
         import torch._dynamo as dynamo
         from torch._dynamo.backends.common import aot_autograd
     except ImportError as exc:  # pragma: no cover
-        raise DFAError(f"this torch has no torch._dynamo / aot_autograd ({exc}); upgrade torch >= 2.4") from exc
+        raise DFAError(f"this torch has no torch._dynamo / aot_autograd ({exc}); "
+                       f"install {torch_compat.requirement()}") from exc
     got = Captured()
 
     def stage(name):

@@ -2,6 +2,7 @@
 
 A fork changes ``REPO_GIT_URL`` (and ``REPO_BRANCH`` if it publishes another branch), then runs
 ``dfa release``: every badge, every setup cell and the README lab tables are rewritten from these constants.
+A new release of the package is a git tag: push it, set ``RELEASE_REF`` to it, run ``dfa release``.
 """
 
 from __future__ import annotations
@@ -9,9 +10,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from common import torch_compat
+
 # The one place that says where this project lives: setup cells install from it, badges open from it.
 REPO_GIT_URL = "https://github.com/dataflow-labs/open-labs.git"
 REPO_BRANCH = "main"
+# What setup cells install: a tag, so a learner's lab keeps the package it was written against while the branch
+# moves on. Only the package is pinned: torch and numpy stay Colab's own (pyproject's floors apply).
+RELEASE_REF = "v0.1.0"
 # Tests (and anyone installing from a mirror) point the setup cell elsewhere with this environment variable.
 INSTALL_SOURCE_ENV = "DFA_INSTALL_SOURCE"
 
@@ -38,28 +44,36 @@ def badge_markdown(notebook_path: str) -> str:
 
 
 def install_source() -> str:
-    return f"git+{REPO_GIT_URL}@{REPO_BRANCH}"
+    """The pip requirement setup cells install: ``git+URL@RELEASE_REF``."""
+    return f"git+{REPO_GIT_URL}@{RELEASE_REF}"
 
 
 def setup_cell_source() -> str:
-    """The first code cell of every lab: in Colab it installs this package; elsewhere it only reports."""
-    return f'''# Setup. In Google Colab this installs the course package (about a minute); on your own
-# machine, where you installed it already, it changes nothing. Then it picks the GPU if
-# there is one, else the CPU.
+    """The first code cell of every lab: in Colab it installs this package; elsewhere it only reports.
+
+    ``%pip`` rather than ``subprocess``: it installs into the running kernel, and Colab's own pip magic then
+    offers to restart the session when the install replaced a package already imported. Its output is left
+    visible: a minute of silence looks like a hang. On a torch older than the floor, ``import common`` raises
+    ``TorchVersionError``, which IPython shows as its one line (``_render_traceback_``), and the cell stops.
+    """
+    return f'''# Setup. In Google Colab this installs the course package, release {RELEASE_REF} (about a
+# minute; if Colab then offers to restart the session, restart and run this cell again); on
+# your own machine, where you installed it already, it changes nothing. Then it picks the GPU
+# if there is one, else the CPU.
 import os
 import sys
 
 if "google.colab" in sys.modules:
     import importlib
-    import subprocess
 
     source = os.environ.get("{INSTALL_SOURCE_ENV}", "{install_source()}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    %pip install {{source}}
     importlib.invalidate_caches()
 
+# The checks load before any of your code runs. On a torch older than {torch_compat.floor()} this
+# line stops the cell with one line saying which torch it found and how to upgrade.
+import common.checks  # noqa: F401
 import torch
-
-import common.checks  # noqa: F401  (the checks are loaded before any of your code runs)
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 print(f"torch {{torch.__version__}} on {{DEVICE}}"
