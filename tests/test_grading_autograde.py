@@ -85,9 +85,10 @@ def read_gradebook(course) -> dict[str, float]:
 LEAK_PROBE = """
 import os
 def relu(x):
-    for path in ["../../../gradebook.db", "../../gradebook.db", "{course}/gradebook.db",
+    for path in ["lab1.py", "../../../gradebook.db", "../../gradebook.db", "{course}/gradebook.db",
                  "../../../source/lab1/lab1.ipynb", "{course}/source/lab1/lab1.ipynb",
-                 "{course}/submitted/alice/lab1/lab1.ipynb", "{repo}/tests/fixtures/course0_fixture/source/lab1/lab1.py"]:
+                 "{course}/submitted/alice/lab1/lab1.ipynb",
+                 "{repo}/tests/fixtures/course0_fixture/source/lab1/lab1.py"]:
         try:
             print("OPENED", path, open(path, "rb").read(60))
         except OSError as exc:
@@ -272,9 +273,9 @@ def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
     assert read_gradebook(course) == {g.student: g.score for g in graded}
 
     texts = {name: all_output_text(autograded_nb(course, name.replace("_", "-"))) for name in hostile}
-    assert texts["gradebook_read"].count("blocked") == 7 and "OPENED" not in texts["gradebook_read"]
+    assert texts["gradebook_read"].count("blocked") == 8 and "OPENED" not in texts["gradebook_read"]
     assert "REPO ['common'] HOME ['lab1']" in texts["gradebook_read"]  # no courses, tests or other students
-    assert texts["source_read"].count("blocked") == 7 and "OPENED" not in texts["source_read"]
+    assert texts["source_read"].count("blocked") == 8 and "OPENED" not in texts["source_read"]
     assert "WROTE" not in texts["gradebook_write"] and "blocked" in texts["gradebook_write"]
     assert "read-only" in texts["monkeypatched_checker"]
     assert "50 GB refused" in texts["memory_bomb"] and "MemoryError" in texts["memory_bomb"]

@@ -84,6 +84,8 @@ def release_problems(course: Course, lab: str, regenerated: dict | None) -> list
         problems.append(
             f"release/{lab}/{lab}.ipynb is out of date with its source: run `dfa release {course.name}`"
         )
+    for extra in sorted(path.parent.glob("*.py")):  # a lab source next to its release: the answers ship
+        problems.append(f"release/{lab}/{extra.name} is in the release folder: it must never be released")
     release_nb = nbformat.read(path, as_version=4)
     if any(cell.get("outputs") for cell in release_nb.cells):
         problems.append(f"release/{lab}/{lab}.ipynb has stored outputs")

@@ -22,5 +22,9 @@ def configure(c, config_file: str) -> None:
     # Warnings PyTorch and friends print on stderr must not zero a correct answer (common/grading/stderr.py).
     c.IgnorePattern.enabled = True
     c.IgnorePattern.pattern = HARMLESS_STDERR_PATTERN
+    # A lab's source, source/<lab>/<lab>.py, holds the solutions and hidden tests: nbgrader must neither release
+    # it nor copy it into the folder a submission is graded in (nbgrader copies a lab's other files to both).
+    # nbgrader's own defaults, then the lab sources.
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.py"]
     # A learner who deletes a test cell gets it back from the gradebook instead of escaping it.
     c.OverwriteCells.add_missing_cells = True

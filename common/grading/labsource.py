@@ -186,6 +186,9 @@ def source_problems(course, lab: str) -> list[str]:
 
 
 if __name__ == "__main__":  # `%run -m common.grading.labsource setup`: an author running a .py in Jupyter
-    if sys.argv[1:] != ["setup"]:
-        raise SystemExit("usage: python -m common.grading.labsource setup")
-    exec(colab.setup_cell_source())
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if sys.argv[1:] != ["setup"] or shell is None:
+        raise SystemExit("usage, in Jupyter: %run -m common.grading.labsource setup")
+    shell.run_cell(colab.setup_cell_source())  # in the notebook's namespace; %pip needs IPython anyway
