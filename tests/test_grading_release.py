@@ -66,7 +66,7 @@ def test_check_finds_stale_leaky_and_orphaned_releases(tmp_path, capsys):
         "leaks solution or hidden-test text",
         "release/lab_gone has no source notebook",
         "does not mention: learning objectives",
-        "the badge or setup cell is not the canonical one",
+        "source/lab1/lab1.ipynb is out of date with lab1.py",
     ):
         assert expected in out, out
 
