@@ -11,14 +11,21 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 
-import pandas as pd
+WIDTH = 120  # `dfa chips` output fits a terminal this wide
+# (header, ``catalog_rows`` key) of the two ``dfa chips`` tables; the units are in the titles, not in every header
+COMPUTE_COLUMNS = (("chip", "chip"), ("vendor", "vendor"), ("backend", "kind"),
+                   *((d, f"{d}_tflops") for d in ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")),
+                   ("units", "units"), ("GHz", "clock_ghz"))
+MEMORY_COLUMNS = (("chip", "chip"), ("on-chip memory", "on_chip"), ("main memory", "main_memory"),
+                  ("TB/s", "main_bw_tbs"), ("link GB/s", "link_gbs"), ("W", "power_w"))
 
 
 def add_commands(sub) -> None:
     p = sub.add_parser("chips", help="the hardware catalog as a table (every number has a source)")
-    p.add_argument("--sources", action="store_true", help="list each chip's sources and estimates")
+    p.add_argument("--sources", action="store_true", help="instead of the tables: each number's source or estimate")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_chips)
     p = sub.add_parser("tour", help="analyse and simulate the built-in model; write roofline/Gantt/trace files")
@@ -30,30 +37,56 @@ def add_commands(sub) -> None:
 
 def cmd_chips(args: argparse.Namespace) -> int:
     from common.chips import CHIPS, catalog_rows
+    if args.sources:
+        print("Where each number of `dfa chips` comes from (ESTIMATE: not published; its derivation follows).")
+        for chip in CHIPS.values():
+            print(f"\n{chip.name} ({chip.vendor}; {chip.matrix_unit})")
+            keys_by_source: dict[str, list[str]] = {}  # one line per document, not one per number
+            for key, src in chip.sources.items():
+                keys_by_source.setdefault(src, []).append(key)
+            for src, keys in keys_by_source.items():
+                print(_wrap(f"{', '.join(keys)}: {src}"))
+            for key, est in chip.estimates.items():
+                print(_wrap(f"ESTIMATE {key} = {est.value:g} {est.unit}: {est.derivation}"))
+        return 0
     rows = catalog_rows()
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
         return 0
-    df = pd.DataFrame(rows).set_index("chip")
-    with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 38):
-        print(df.drop(columns=["matrix_unit", "estimates"]).to_string(na_rep="-", float_format=lambda v: f"{v:g}"))
-    print("\n- = not supported or not published. Dense peaks only (sparse marketing figures are not used).")
-    if args.sources:
-        for chip in CHIPS.values():
-            print(f"\n{chip.name} ({chip.vendor}; {chip.matrix_unit})")
-            for key, src in chip.sources.items():
-                print(f"  {key}: {src}")
-            for key, est in chip.estimates.items():
-                print(f"  ESTIMATE {key} = {est.value:g} {est.unit}: {est.derivation}")
-    else:
-        print("Sources: `dfa chips --sources`.")
+    print("Compute: dense peak TFLOP/s by dtype (sparse marketing figures are not used); clock in GHz")
+    print(_table(rows, COMPUTE_COLUMNS))
+    print("\nMemory: capacity of each level (all units together); main-memory TB/s; chip-to-chip link GB/s; "
+          "board power W")
+    print(_table(rows, MEMORY_COLUMNS))
+    print("\n- = not supported or not published. Sources: `dfa chips --sources`.")
     return 0
 
 
+def _table(rows: list[dict], columns) -> str:
+    """A plain text table: numbers right-aligned, text left-aligned, None as '-'."""
+    def cell(v) -> str:
+        return "-" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+    numeric = [all(isinstance(r[k], (int, float)) or r[k] is None for r in rows) for _, k in columns]
+    cells = [[h for h, _ in columns]] + [[cell(r[k]) for _, k in columns] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return "\n".join("  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(line, widths, numeric,
+                                                                                       strict=True)).rstrip()
+                     for line in cells)
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, WIDTH, initial_indent="  ", subsequent_indent="      ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def cmd_tour(args: argparse.Namespace) -> int:
+    # the clock started with the `dfa` process (common.cli.main): importing torch alone can take longer than
+    # the work, so the "done in" line counts it and says how much of it was start-up and imports
+    started = getattr(args, "started", time.perf_counter())
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import pandas as pd
     import torch
 
     from common import bench, roofline
@@ -93,7 +126,7 @@ def cmd_tour(args: argparse.Namespace) -> int:
     try:
         from common.sim import BACKEND_NAMES, simulate_llm
     except ImportError:  # pragma: no cover - the simulator package is optional at this stage
-        print(f"done in {time.perf_counter() - t0:.1f} s")
+        print(_done(started, t0))
         return 0
     reports = []
     for name in BACKEND_NAMES:
@@ -115,9 +148,19 @@ def cmd_tour(args: argparse.Namespace) -> int:
         trace = os.path.join(args.out, "trace_gpu.json")
         reports[0].chrome_trace(trace)
         print(f"   wrote {path} and {trace} (open in ui.perfetto.dev)")
-    print(f"\ndone in {time.perf_counter() - t0:.1f} s")
+    print("\n" + _done(started, t0))
     return 0
 
 
+def _done(started: float, work_started: float) -> str:
+    now = time.perf_counter()
+    # Python's exit after this line (torch's teardown: up to a second) cannot be counted in it, so say so
+    return (f"done in {now - started:.1f} s of wall time since dfa started: {work_started - started:.1f} s "
+            f"start-up and imports (torch, matplotlib, common), {now - work_started:.1f} s the steps above "
+            "(exiting Python is not counted)")
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(cmd_tour(argparse.Namespace(out="dfa_out", model="tiny-block", quick=False)))
+    from common.cli import process_age_s
+    sys.exit(cmd_tour(argparse.Namespace(out="dfa_out", model="tiny-block", quick=False,
+                                         started=time.perf_counter() - process_age_s())))

@@ -1,9 +1,13 @@
 """The dfa command: help, the catalog table, the tour, and one-line errors with exit code 2."""
 import json
+import subprocess
+import sys
 
 import pytest
 
-from common.cli import main
+from common.cli import main, process_age_s
+
+HEAVY = ("torch", "pandas", "matplotlib", "nbgrader")
 
 
 def test_help_lists_commands(capsys):
@@ -11,15 +15,59 @@ def test_help_lists_commands(capsys):
         main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert "chips" in out and "tour" in out
+    assert "chips" in out and "tour" in out and "simulate" in out and "autograde" in out
 
 
-def test_chips_table_and_sources(capsys):
+def test_parser_builds_without_heavy_imports():
+    # `dfa --help` and argument errors must answer at once: building the parser may not import torch & co.
+    # A fresh interpreter, because this test process has long imported them all.
+    code = ("import sys; from common.cli import build_parser; build_parser(); import common; "
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"building the parser imported {out.strip()}"
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--bogus"], ["simulate", "llama-3.1-8b", "--backend", "xpu"],
+                                  ["op", "conv"], ["autograde"], ["frobnicate"]])
+def test_argument_error_is_one_line_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "error:" in err and "\n" not in err and "--help" in err
+    assert captured.out == ""
+
+
+def test_sim_choices_match_the_simulator():
+    # common.sim_cli copies these so that the parser builds without importing common.sim (torch)
+    from common import sim, sim_cli
+    from common.sim import run
+
+    assert sim_cli.BACKEND_NAMES == sim.BACKEND_NAMES
+    assert sim_cli.OPS == run.OPS
+
+
+def test_chips_table_fits_120_columns(capsys):
+    assert main(["chips"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 120, max(lines, key=len)
+    for name in ("t4", "h100-sxm", "tpu-v5e", "wse-3", "groq-lpu", "spyre"):
+        assert sum(line.startswith(name + " ") for line in lines) == 2  # one row in each of the two tables
+    assert "989.4" in out and "dfa chips --sources" in out
+
+
+def test_chips_sources_lists_sources_only(capsys):
     assert main(["chips", "--sources"]) == 0
     out = capsys.readouterr().out
     for name in ("t4", "h100-sxm", "tpu-v5e", "wse-3", "groq-lpu", "spyre"):
-        assert name in out
+        assert f"\n{name} (" in out
     assert "ESTIMATE dense_fp16_flops" in out and "cloud.google.com/tpu/docs/v5e" in out
+    assert "Compute:" not in out and "Memory:" not in out  # not the table again
+    assert max(len(line) for line in out.splitlines()) <= 120
+    # every citation is a public document, not a file of some other checkout
+    assert "shared/" not in out and "accelerators.md" not in out
 
 
 def test_chips_json(capsys):
@@ -29,10 +77,19 @@ def test_chips_json(capsys):
     assert h100["bf16_tflops"] == pytest.approx(989.4)
 
 
+def test_process_age_counts_from_process_start():
+    code = "import time; time.sleep(0.5); from common.cli import process_age_s; print(process_age_s())"
+    age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    if sys.platform.startswith("linux"):
+        assert 0.45 <= age < 60
+    assert process_age_s() >= 0.0
+
+
 def test_tour_writes_pngs_and_trace(tmp_path, capsys):
     assert main(["tour", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "measured roofline" in out and "SIMULATED" in out
+    assert "s of wall time since dfa started:" in out.splitlines()[-1]
     for name in ("roofline.png", "gantt.png", "trace_gpu.json"):
         assert (tmp_path / name).stat().st_size > 1000
     assert json.loads((tmp_path / "trace_gpu.json").read_text())["traceEvents"]

@@ -2,4 +2,3 @@
 
 Every number in these files has a source (``sources`` keys) or is an ``Estimate`` with its derivation.
 """
-REF = "shared/reference/accelerators.md"

@@ -1,7 +1,6 @@
 """IBM Spyre (one PCIe card): 32 cores with 2 MB LX scratchpads, LPDDR5, sticks of 128 bytes."""
 from __future__ import annotations
 
-from common.catalog import REF
 from common.chip_types import GB, MB, Estimate, MemoryLevel, T, make_chip
 
 SPYRE = ("torch-spyre docs (docs/source/architecture/spyre_accelerator.md) and IBM Research blog "
@@ -31,7 +30,7 @@ CHIPS = (
                  "release newsroom.ibm.com/ai-on-z)",
                  "facts.lx_reserved_bytes": SCRATCHPAD + " (64 KB program/debug reservation per core)",
                  "facts.lx_backend_reserved_fraction": SCRATCHPAD + " (20% backend-reserved, DXP_LX_FRAC_AVAIL)",
-                 "memory.LPDDR5": f"capacity: {SPYRE}; bandwidth: {REF} (~200 GB/s), = LPDDR5-6400 x 256 bit",
+                 "memory.LPDDR5": f"capacity: {SPYRE}; bandwidth: derived, LPDDR5-6400 x 256 bit = 204.8 GB/s",
                  "link_bandwidth": SPYRE + " (PCIe gen5 x16: 64 GB/s per direction)", "power_w": SPYRE},
         estimates={
             "dense_fp16_flops": Estimate(150 * T, "FLOP/s", "half the published 300 TOPS (int8 assumed): fp16 "

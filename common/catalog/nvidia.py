@@ -1,7 +1,6 @@
 """NVIDIA GPUs: T4, A100-40GB/80GB, H100-SXM, H200 (dense tensor-core peaks; fp32 = CUDA cores)."""
 from __future__ import annotations
 
-from common.catalog import REF
 from common.chip_types import GB, MB, TB, Estimate, KiB, MemoryLevel, MiB, T, make_chip
 
 CUDA_SMEM = ("CUDA C++ Programming Guide, 'Shared Memory': 32 banks x 4 B per clock per SM = 128 B/clk/SM; "
@@ -24,8 +23,9 @@ def _gpu_estimates(copy_fraction: float, how: str) -> dict:
     }
 
 
-H100_COPY = f"{REF}: H100 device-to-device copy measured at ~2.9 TB/s = 0.87 of 3.35 TB/s"
-ASSUMED_COPY = f"assumed equal to the H100 measurement ({REF}); no measurement for this part"
+# Measured copy rates; re-measure on a GPU with common.bench.measure_peaks("cuda") (a large dst.copy_(src)).
+H100_COPY = f"H100 device-to-device copy measured at ~2.9 TB/s = 0.87 of the 3.35 TB/s in the {H100_SRC}"
+ASSUMED_COPY = "assumed equal to the H100 measurement (~2.9 TB/s of 3.35 TB/s); no measurement for this part"
 
 
 def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dram_name, link, link_name, power,
@@ -70,12 +70,14 @@ CHIPS = (
          smem_per_sm=228 * KiB, l2=50 * MB, dram=80 * GB, dram_bw=3.35 * TB, dram_name="HBM",
          link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h100",),
          copy=(0.87, H100_COPY),
-         extra_sources={"clock_hz": f"{REF}: ~1.83 GHz, consistent with 528 TC x 512 FMA x 2 x f = 989.4 TF"}),
+         extra_sources={"clock_hz": f"derived from the {H100_SRC}: 989.4 TF dense bf16 = 528 TC x 512 FMA x 2 x f, "
+                                    "so f = 1.83 GHz"}),
     _gpu("h200", H200_SRC,
          peaks={"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
                 "fp8": 1978.9 * T, "int8": 1978.9 * T},
          tc="528 4th-gen tensor cores, 512 fp16 FMA per clock each", sms=132, clock=1.83e9,
          smem_per_sm=228 * KiB, l2=50 * MB, dram=141 * GB, dram_bw=4.8 * TB, dram_name="HBM",
          link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h200-sxm",),
-         copy=(0.896, f"{REF}: H200 device copy measured through PyTorch at ~4.3 TB/s = 0.896 of 4.8 TB/s")),
+         copy=(0.896, "H200 device copy measured through PyTorch at ~4.3 TB/s = 0.896 of the 4.8 TB/s in the "
+                     "NVIDIA H200 datasheet (2024)")),
 )

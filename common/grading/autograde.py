@@ -213,7 +213,7 @@ def autograde(
     report=print,
 ) -> list[Graded]:
     """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result."""
-    course.require_lab(lab)
+    lab = course.require_lab(lab)  # a unique prefix names the lab
     notebooks = assignment_notebooks(course, lab)
     available = submitted_students(course, lab)
     missing = sorted(set(students or []) - set(available))

@@ -2,6 +2,8 @@
 
 Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
 (0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli.py).
+Only the standard library is imported up here: ``dfa --help`` must not wait for traitlets or nbgrader.
+A LAB argument may be a unique prefix (``lab1``); ``Course.require_lab`` resolves it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import time
 from pathlib import Path
 
 from common.errors import DFAError
-from common.grading.course import quiet_nbgrader
+
+LAB_HELP = "a lab of COURSE, or a unique prefix of its name (lab1 = lab1_landscape)"
 
 
 def _release(args) -> int:
-    from common.grading.course import courses_from_args
+    from common.grading.course import courses_from_args, quiet_nbgrader
     from common.grading.release import readme_updates, release
 
     courses = courses_from_args(args.course)
@@ -35,7 +38,7 @@ def _release(args) -> int:
 
 def _check(args) -> int:
     from common.grading.check import check
-    from common.grading.course import courses_from_args
+    from common.grading.course import courses_from_args, quiet_nbgrader
 
     courses = courses_from_args(args.course)
     with quiet_nbgrader():
@@ -51,20 +54,22 @@ def _collect(args) -> int:
     from common.grading.collect import collect
     from common.grading.course import find_course
 
-    report = collect(find_course(args.course), args.lab, Path(args.source), pattern=args.pattern)
+    course = find_course(args.course)
+    lab = course.require_lab(args.lab)
+    report = collect(course, lab, Path(args.source), pattern=args.pattern)
     for note in report.notes:
         print(f"note: {note}")
     for skipped in report.skipped:
         print(f"skipped: {skipped}")
     print(
-        f"collected {len(report.students)} submission(s) of {args.lab}: {', '.join(report.students) or '-'}"
+        f"collected {len(report.students)} submission(s) of {lab}: {', '.join(report.students) or '-'}"
     )
     return 0 if report.students else 1
 
 
 def _autograde(args) -> int:
     from common.grading.autograde import autograde
-    from common.grading.course import find_course
+    from common.grading.course import find_course, quiet_nbgrader
     from common.grading.limits import GB, Limits
 
     if args.workers < 1:
@@ -105,7 +110,7 @@ def _autograde(args) -> int:
 
 
 def _feedback(args) -> int:
-    from common.grading.course import find_course
+    from common.grading.course import find_course, quiet_nbgrader
     from common.grading.feedback import generate_feedback
 
     with quiet_nbgrader():
@@ -117,7 +122,7 @@ def _feedback(args) -> int:
 
 
 def _grades(args) -> int:
-    from common.grading.course import find_course
+    from common.grading.course import find_course, quiet_nbgrader
     from common.grading.grades import export
 
     with quiet_nbgrader():
@@ -159,7 +164,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "collect", help="put downloaded submissions (LMS zip or folder) into COURSE/submitted/"
     )
     p.add_argument("course")
-    p.add_argument("lab")
+    p.add_argument("lab", help=LAB_HELP)
     p.add_argument("source", metavar="ZIP_OR_DIR")
     p.add_argument(
         "--pattern", help="regular expression naming the student: must contain (?P<student_id>...)"
@@ -168,7 +173,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("autograde", help="grade every submission of a lab, each in a sandbox")
     p.add_argument("course")
-    p.add_argument("lab")
+    p.add_argument("lab", help=LAB_HELP)
     p.add_argument(
         "--workers",
         type=int,
@@ -189,7 +194,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("feedback", help="HTML feedback per submission, without hidden tests")
     p.add_argument("course")
-    p.add_argument("lab")
+    p.add_argument("lab", help=LAB_HELP)
     p.set_defaults(func=_feedback)
 
     p = sub.add_parser("grades", help="export the gradebook: nbgrader CSV + a score histogram per lab")

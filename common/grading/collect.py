@@ -83,7 +83,7 @@ def _match(name: str, patterns: list[str]) -> dict | None:
 
 
 def collect(course: Course, lab: str, source: Path, *, pattern: str | None = None) -> Collected:
-    course.require_lab(lab)
+    lab = course.require_lab(lab)  # a unique prefix names the lab
     if pattern and "(?P<student_id>" not in pattern:
         raise DFAError("--pattern needs a (?P<student_id>...) group")
     patterns = [pattern] if pattern else list(DEFAULT_PATTERNS)

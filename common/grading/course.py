@@ -97,9 +97,20 @@ class Course:
                       if (p / f"{p.name}.py").is_file() or (p / f"{p.name}.ipynb").is_file())
 
     def require_lab(self, lab: str) -> str:
-        if lab not in self.labs():
-            raise unknown(f"lab of {self.name}", lab, self.labs() or ["(none: add source/<lab>/<lab>.ipynb)"])
-        return lab
+        """The lab ``lab`` names: itself, or the one lab it is a prefix of (``lab1`` -> ``lab1_landscape``).
+
+        Every command that takes a lab resolves it here, so a short name works the same everywhere.
+        """
+        labs = self.labs()
+        if lab in labs:
+            return lab
+        matches = [name for name in labs if lab and name.startswith(lab)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise DFAError(f"ambiguous lab {lab!r} of {self.name}: matches {', '.join(matches)}; "
+                           f"valid: {', '.join(labs)}")
+        raise unknown(f"lab of {self.name}", lab, labs or ["(none: add source/<lab>/<lab>.py)"])
 
     def source_notebook(self, lab: str) -> Path:
         return self.source_dir / lab / f"{lab}.ipynb"

@@ -55,7 +55,7 @@ def _leaks(page: Path, course: Course, lab: str, secrets: list[str]) -> list[str
 
 def generate_feedback(course: Course, lab: str) -> tuple[list[Path], list[str]]:
     """Write ``feedback/<student>/<lab>/*.html``; returns (pages written, problems found)."""
-    course.require_lab(lab)
+    lab = course.require_lab(lab)  # a unique prefix names the lab
     if not (course.autograded_dir.is_dir() and any(course.autograded_dir.glob(f"*/{lab}"))):
         raise DFAError(
             f"nothing autograded for {course.name}/{lab} yet: run `dfa autograde {course.name} {lab}`"

@@ -1,17 +1,20 @@
 """``dfa simulate`` and ``dfa op``: the simulators from the shell. ``--json`` output is a contract other tools
-read: a list with one object per backend (see ``Report.summary_row``)."""
+read: a list with one object per backend (see ``Report.summary_row``).
+
+This module is outside ``common.sim`` on purpose: importing anything in that package imports torch, and the
+parser of ``dfa`` must build without it. So the choices below are copies of ``common.sim.BACKEND_NAMES`` and
+``common.sim.run.OPS`` (``tests/test_cli.py`` keeps them equal), and the commands import the simulator.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 
-import pandas as pd
-
 from common.errors import DFAError
-from common.sim import BACKEND_NAMES
-from common.sim.run import OPS
 
+BACKEND_NAMES = ("gpu", "tpu", "wse", "lpu", "spyre")
+OPS = ("matmul", "sdpa", "softmax", "layernorm", "gelu", "add", "clone")
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp32")
 
 
@@ -86,6 +89,8 @@ def _print(reports, as_json: bool, extra) -> None:
     if as_json:
         print(json.dumps(rows, indent=1, default=float))
         return
+    import pandas as pd
+
     table = pd.DataFrame([{k: row[k] for k in ("backend", "chip", "chips", "dtype", "time_s", "tokens_per_s",
                                                 "bottleneck")} for row in rows])
     print("SIMULATED (common.sim cost models, not measurements)")
