@@ -29,6 +29,7 @@ from fixtures.grading_support import (
     cell_index,
     colab_stripped,
     copy_course,
+    needs_sandbox,
     release_nb,
     right_answers,
     source_nb,
@@ -40,20 +41,9 @@ from common.cli import main
 from common.grading.autograde import autograde
 from common.grading.limits import GB, Limits
 from common.grading.release import release
-from common.grading.sandbox import Sandbox, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 
-try:
-    Sandbox().check_available()
-    SANDBOX_PROBLEM = None
-except SandboxUnavailable as exc:
-    SANDBOX_PROBLEM = str(exc)
-# CI sets DFA_REQUIRE_SANDBOX=1: there a machine without a working sandbox is a failure, not a skip.
-needs_sandbox = pytest.mark.skipif(
-    SANDBOX_PROBLEM is not None and not os.environ.get("DFA_REQUIRE_SANDBOX"),
-    reason=f"no sandbox here: {SANDBOX_PROBLEM}",
-)
 pytestmark = [pytest.mark.slow, needs_sandbox]
 
 FAST_LIMITS = Limits(cell_timeout_s=6, notebook_timeout_s=240, memory_bytes=2 * GB, max_processes=64)

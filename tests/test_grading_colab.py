@@ -29,6 +29,7 @@ from fixtures.grading_support import (
     RIGHT_RELU,
     cell_index,
     copy_course,
+    needs_sandbox,
     read,
     right_answers,
     with_code,
@@ -38,7 +39,6 @@ from nbclient import NotebookClient
 import common
 from common import torch_compat
 from common.grading import colab, rematch
-from common.grading.sandbox import Sandbox, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASE = FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb"
@@ -238,16 +238,10 @@ def test_a_colab_saved_notebook_gets_its_cells_back(cell_ids):
     nbformat.validate(submission)
 
 
-try:
-    Sandbox().check_available()
-    SANDBOX_PROBLEM = None
-except SandboxUnavailable as exc:
-    SANDBOX_PROBLEM = str(exc)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(SANDBOX_PROBLEM is not None and not os.environ.get("DFA_REQUIRE_SANDBOX"),
-                    reason=f"no sandbox here: {SANDBOX_PROBLEM}")
+@needs_sandbox
 def test_an_honest_notebook_saved_by_colab_keeps_full_marks(tmp_path):
     from common.grading.autograde import autograde
     from common.grading.limits import GB, Limits

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import nbformat
 import pytest
@@ -13,6 +12,7 @@ from fixtures.grading_support import (
     LAB,
     colab_stripped,
     copy_course,
+    needs_sandbox,
     release_nb,
     right_answers,
     with_code,
@@ -22,21 +22,13 @@ from common.cli import main
 from common.errors import DFAError
 from common.grading.course import Course
 from common.grading.grade_one import find_lab
-from common.grading.sandbox import Sandbox, SandboxUnavailable
-
-try:
-    Sandbox().check_available()
-    SANDBOX_PROBLEM = None
-except SandboxUnavailable as exc:
-    SANDBOX_PROBLEM = str(exc)
-needs_sandbox = pytest.mark.skipif(SANDBOX_PROBLEM is not None and not os.environ.get("DFA_REQUIRE_SANDBOX"),
-                                   reason=f"no sandbox: {SANDBOX_PROBLEM}")
 
 
 def test_find_lab_names_the_valid_labs():
     course = Course(FIXTURE_COURSE)
     assert find_lab("lab1", [course]) == (course, "lab1")
     assert find_lab("course0_fixture/lab1", [course]) == (course, "lab1")
+    assert find_lab("lab", [course]) == (course, "lab1")  # a unique prefix, as every lab argument takes
     with pytest.raises(DFAError, match="unknown lab 'lab9'; valid: course0_fixture/lab1"):
         find_lab("lab9", [course])
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures.grading_support import needs_sandbox
 
 from common.grading import sandbox as sandbox_module
 from common.grading.limits import GB, Limits
@@ -16,15 +17,6 @@ from common.grading.sandbox import Sandbox, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 
-try:
-    Sandbox().check_available()
-    SANDBOX_PROBLEM = None
-except SandboxUnavailable as exc:
-    SANDBOX_PROBLEM = str(exc)
-needs_sandbox = pytest.mark.skipif(
-    SANDBOX_PROBLEM is not None and not os.environ.get("DFA_REQUIRE_SANDBOX"),
-    reason=f"no sandbox here: {SANDBOX_PROBLEM}",
-)
 pytestmark = [pytest.mark.slow]
 
 SMALL = Limits(cell_timeout_s=8, notebook_timeout_s=120, memory_bytes=1 * GB, max_processes=48)

@@ -4,7 +4,6 @@ autograde, feedback without hidden tests, grades as CSV and histograms."""
 from __future__ import annotations
 
 import csv
-import os
 import zipfile
 
 import nbformat
@@ -15,6 +14,7 @@ from fixtures.grading_support import (
     RIGHT_RELU,
     colab_stripped,
     copy_course,
+    needs_sandbox,
     release_nb,
     source_nb,
     with_code,
@@ -22,19 +22,10 @@ from fixtures.grading_support import (
 
 from common.cli import main
 from common.grading.regions import html_text, secret_lines
-from common.grading.sandbox import Sandbox, SandboxUnavailable
 
-try:
-    Sandbox().check_available()
-    SANDBOX_PROBLEM = None
-except SandboxUnavailable as exc:
-    SANDBOX_PROBLEM = str(exc)
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        SANDBOX_PROBLEM is not None and not os.environ.get("DFA_REQUIRE_SANDBOX"),
-        reason=f"no sandbox: {SANDBOX_PROBLEM}",
-    ),
+    needs_sandbox,
 ]
 
 NBGRADER_CSV_COLUMNS = [

@@ -23,14 +23,20 @@ STUDENT = "submission"  # the one student of the throw-away course
 
 
 def find_lab(lab: str, courses: list[Course] | None = None) -> tuple[Course, str]:
-    """The course holding ``lab`` (a lab id or ``COURSE/LAB``), among ``courses`` (default: every course)."""
+    """The course holding ``lab`` (a lab id, a unique prefix of one, or ``COURSE/LAB``), among ``courses``
+    (default: every course). Each course resolves the name itself (``Course.require_lab``)."""
     from common.errors import unknown
 
     courses = courses if courses is not None else all_courses()
     if "/" in lab:
         name, lab = lab.split("/", 1)
         courses = [c for c in courses if c.name == name]
-    found = [(c, name) for c in courses for name in c.labs() if name == lab]
+    found = []
+    for course in courses:
+        try:
+            found.append((course, course.require_lab(lab)))
+        except DFAError:
+            continue
     if len(found) != 1:
         raise unknown("lab", lab, [f"{c.name}/{n}" for c in courses for n in c.labs()])
     return found[0]
