@@ -13,6 +13,7 @@ name in ``node.meta["source"]``; every node carries ``node.meta["val"]`` (a Fake
 from __future__ import annotations
 
 import contextlib
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -31,6 +32,36 @@ try:
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 except ImportError:  # pragma: no cover
     FakeTensor = FakeTensorMode = None
+
+
+def _rnn_decompositions() -> dict:
+    """Recurrent layers as matmuls and pointwise ops, the way accelerator compilers lower them. Without this
+    the CPU dispatcher turns ``aten.lstm`` into oneDNN's ``mkldnn_rnn_layer``: a CPU-library kernel with no
+    FLOP count and no meaning on a simulated chip (the decomposition itself picks oneDNN unless it is off:
+    ``capture_aten`` traces inside ``_without_onednn``). ``torch._decomp`` is private: guarded."""
+    try:
+        from torch._decomp import get_decompositions
+        aten = torch.ops.aten
+        return get_decompositions([aten.lstm.input, aten.lstm.data, aten.gru.input, aten.gru.data,
+                                   aten.rnn_tanh.input, aten.rnn_relu.input])
+    except (ImportError, AttributeError):  # pragma: no cover
+        return {}
+
+
+@contextlib.contextmanager
+def _without_onednn():
+    """``torch.backends.mkldnn.flags(enabled=False)``, without the UserWarning it raises on CPU builds (it also
+    sets oneDNN's TF32 switch, which only Intel GPU builds have)."""
+    flags = torch.backends.mkldnn.flags(enabled=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        flags.__enter__()
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            flags.__exit__(None, None, None)
 
 
 def trace_torch(model: torch.nn.Module) -> fx.GraphModule:
@@ -73,11 +104,12 @@ def capture_aten(model: torch.nn.Module, args: tuple = (), kwargs: dict | None =
 
     existing = fake_mode_of(state, args, kwargs)
     mode = "fake" if (fake or existing is not None) else "real"
-    with torch.no_grad(), (existing if existing is not None else contextlib.nullcontext()):
+    with torch.no_grad(), _without_onednn(), (existing if existing is not None else contextlib.nullcontext()):
         try:
-            gm = make_fx(step, tracing_mode=mode, _allow_non_fake_inputs=existing is not None)(state, args, kwargs)
+            gm = make_fx(step, decomposition_table=_rnn_decompositions(), tracing_mode=mode,
+                         _allow_non_fake_inputs=existing is not None)(state, args, kwargs)
         except TypeError:  # older make_fx without _allow_non_fake_inputs
-            gm = make_fx(step, tracing_mode=mode)(state, args, kwargs)
+            gm = make_fx(step, decomposition_table=_rnn_decompositions(), tracing_mode=mode)(state, args, kwargs)
     _label_placeholders(gm, state, params, args, kwargs)
     # The flat inputs the graph was traced with (fake where tracing was fake): what CostProp runs on.
     gm.meta["example_inputs"] = pytree.tree_leaves((state, args, kwargs))

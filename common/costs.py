@@ -24,7 +24,8 @@ VIEW_OPS = {
     aten.view, aten._unsafe_view, aten.reshape, aten.permute, aten.transpose, aten.t, aten.expand,
     aten.slice, aten.select, aten.unsqueeze, aten.squeeze, aten.alias, aten.as_strided, aten.split,
     aten.split_with_sizes, aten.unbind, aten.view_as_real, aten.view_as_complex, aten.detach, aten.lift_fresh,
-    aten.unflatten, aten.flatten, aten.narrow, aten.chunk, aten.diagonal,
+    aten.unflatten, aten.flatten, aten.narrow, aten.chunk, aten.diagonal, aten.unsafe_split,
+    aten.unsafe_split_with_sizes, aten.transpose_, aten.t_, aten.squeeze_, aten.unsqueeze_,
 }
 VIEW_METHODS = {"view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "contiguous_view",
                 "flatten", "unflatten", "narrow", "chunk", "split", "size", "dim", "__getitem__"}
@@ -38,7 +39,17 @@ FLOPS_PER_INPUT_ELEMENT = {
     aten.amax: 1, aten.amin: 1, aten.max: 1, aten.min: 1, aten.var: 3, aten.var_mean: 4, aten.std: 3,
     aten.cumsum: 1, aten.argmax: 1, aten.rsqrt: 1, aten.gelu: 8, aten.silu: 4, aten.sigmoid: 4, aten.tanh: 4,
     aten.exp: 1, aten.pow: 1, aten.linalg_vector_norm: 2, aten._fused_rms_norm: 4,
+    # batch norm with given statistics: (x - mean) * invstd * weight + bias
+    aten.native_batch_norm: 4, aten._native_batch_norm_legit_no_training: 4,
+    # one comparison per input element: a pooling window that tiles its input, a top-k selection pass
+    aten.max_pool2d_with_indices: 1, aten.topk: 1,
 }
+# Accumulating scatters: one addition per *source* element (their last tensor argument).
+FLOPS_PER_SOURCE_ELEMENT = {aten.scatter_add: 1, aten.index_add: 1}
+# attention ops that flop_counter does not register (the CPU flash kernel): QK^T and PV, 2 FLOPs per MAC
+ATTENTION_OPS = {aten._scaled_dot_product_flash_attention_for_cpu}
+# Metadata queries that dispatch but compute and move nothing.
+METADATA_OPS = {torch.ops.prim.device}
 
 
 # Pure data movement or creation: bytes, but no arithmetic.
@@ -47,6 +58,7 @@ NO_FLOP_OPS = {
     aten.gather, aten.fill_, aten.zeros_like, aten.ones_like, aten.full, aten.empty, aten.arange, aten.zeros,
     aten.ones, aten.scalar_tensor, aten.index, aten.index_put, aten.index_put_, aten.slice_scatter, aten.repeat,
     aten.constant_pad_nd, aten.new_zeros, aten.new_empty, aten.full_like, aten.empty_like, aten.where,
+    aten.scatter, aten.triu, aten.tril, aten.index_copy, aten.index_copy_, aten.flip, aten.roll,
 }
 
 
@@ -59,18 +71,27 @@ class VectorFlopMode(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.flops = 0
+        self.uncosted: list[str] = []  # ops no rule covers, in dispatch order: their FLOPs would be a guess
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         packet = _packet(func)
-        if packet in flop_registry or packet in VIEW_OPS or packet in NO_FLOP_OPS:
+        if packet in flop_registry or packet in VIEW_OPS or packet in NO_FLOP_OPS or packet in METADATA_OPS:
             return out
         per_input = FLOPS_PER_INPUT_ELEMENT.get(packet)
         if per_input is not None:
             first = next(iter(_tensors(args)), None)
             self.flops += per_input * (first.numel() if first is not None else 0)
+        elif packet in FLOPS_PER_SOURCE_ELEMENT:
+            source = _tensors(args)[-1]
+            self.flops += FLOPS_PER_SOURCE_ELEMENT[packet] * source.numel()
+        elif packet in ATTENTION_OPS:
+            q, k = _tensors(args)[:2]  # (B, H, Sq, D), (B, H, Skv, D)
+            self.flops += 4 * q.numel() * k.shape[-2]  # 2 x (B H Sq Skv D) MACs: QK^T and PV
         elif torch.Tag.pointwise in getattr(func, "tags", ()):
             self.flops += sum(t.numel() for t in _tensors(out))
+        else:
+            self.uncosted.append(f"aten.{packet.__name__}" if hasattr(packet, "__name__") else str(packet))
         return out
 
 
@@ -150,8 +171,11 @@ class CostProp(fx.Interpreter):
 
     def run_node(self, n: fx.Node):
         before = self._counter.get_total_flops() + self._vector.flops
+        unknown = len(self._vector.uncosted)
         result = super().run_node(n)
         flops = float(self._counter.get_total_flops() + self._vector.flops - before)
+        if len(self._vector.uncosted) > unknown:  # read by the simulated backends, which refuse to guess
+            n.meta["uncosted"] = sorted(set(self._vector.uncosted[unknown:]))
         n.meta["val"] = result
         n.meta["cost"] = self._cost(n, result, flops)
         return result

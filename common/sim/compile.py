@@ -60,6 +60,7 @@ class CompiledGraph:
         self.aten = capture_aten(gm, _fresh_fakes(example_inputs), fake=True)
         _label_lifted_parameters(self.aten, gm, example_inputs)
         annotate(self.aten, *self.aten.meta["example_inputs"])
+        _refuse_uncosted(self.aten, backend)
         self.ops = decompose(self.aten, self.policy)
         fallbacks = [o for o in self.ops if o.coverage == "fallback"]
         if self.strict and fallbacks:
@@ -193,6 +194,17 @@ class TargetInterpreter(fx.Interpreter):
         return super().run_node(n)
 
 
+def _refuse_uncosted(gm: fx.GraphModule, backend: str) -> None:
+    """An op no cost rule covers would be timed as free: refuse it, naming the op and its node."""
+    for node in gm.graph.nodes:
+        ops = node.meta.get("uncosted")
+        if ops:
+            raise DFAError(f"dfa_{backend} cannot time {', '.join(ops)} (node {node.name}): common.costs has no "
+                           "FLOP rule for it (flop_counter does not count it, it is not tagged pointwise and it is "
+                           "not data movement). Add one in common/costs.py, or keep the op out of the compiled "
+                           "region with torch.compiler.disable")
+
+
 def _returns_alias(target) -> bool:
     schema = getattr(target, "_schema", None)
     return bool(schema is not None and schema.returns and schema.returns[0].alias_info is not None)
@@ -219,7 +231,9 @@ def _matmul_in(target, args, kwargs, operand_dtype):
     out_dtype = tensors[0].dtype if tensors else torch.float32
     cast = [a.to(operand_dtype).to(torch.float32) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
             for a in args]
-    return target(*cast, **kwargs).to(out_dtype)
+    # attention kernels return a tuple (output, log-sum-exp, ...): cast each float tensor, keep the rest
+    return pytree.tree_map(lambda t: t.to(out_dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
+                           else t, target(*cast, **kwargs))
 
 
 def make_backend(name: str):
