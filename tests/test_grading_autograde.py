@@ -148,6 +148,14 @@ def arithmetic_intensity(flops, bytes_moved):
 INFINITE_LOOP = "while True:\n    pass"
 UNINTERRUPTIBLE_LOOP = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
 KERNEL_EXIT = "import os\nos._exit(0)"
+# Issue #17: nbgrader grades a test cell by its first execute_result (partial credit: full points for a
+# non-number), so a result displayed before the stub raises used to earn every point.
+DISPLAYHOOK_RESULT = """
+import sys
+def relu(x):
+    sys.displayhook("ok")
+    raise NotImplementedError
+"""
 MEMORY_BOMB = """
 hog = []
 try:
@@ -232,6 +240,8 @@ def hostile_submissions(course) -> dict[str, object]:
         "memory_bomb": with_code(base, relu=MEMORY_BOMB),
         "fork_bomb": with_code(base, intensity=FORK_BOMB),
         "stderr_spam": with_code(base, relu=STDERR_SPAM),
+        "displayhook_result": with_code(base, relu=DISPLAYHOOK_RESULT,
+                                        intensity=DISPLAYHOOK_RESULT.replace("relu(x)", "arithmetic_intensity(f, b)")),
         "colab_stripped_wrong": colab_stripped(base),
     }
 

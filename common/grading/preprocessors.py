@@ -21,6 +21,7 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets import Unicode
 
 from common.grading import rematch
+from common.grading.standard import is_autograded_test
 
 
 def cells_digest(nb) -> str:
@@ -66,6 +67,12 @@ class MergeSandboxOutputs(NbGraderPreprocessor):
                 continue
             cell.execution_count = record.get("execution_count")
             cell.outputs = [_valid_output(output) for output in record.get("outputs", [])]
+            if is_autograded_test(cell):
+                # nbgrader's determine_grade stops at a test cell's first execute_result and reads it as partial
+                # credit (full points for a non-number), before the error that follows it: a learner's
+                # sys.displayhook call inside a stub would earn every point. A test cell's verdict is its
+                # errors alone, so its results go.
+                cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
         return nb, resources
 
 
