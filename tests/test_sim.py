@@ -76,6 +76,14 @@ def test_gpu_tensor_parallel_counts_all_chips_and_communicates():
     assert r.attribution["communication"] > 0
 
 
+@pytest.mark.parametrize(("model", "bad", "good"), [("llama-3.1-70b", 3, 4), ("llama-3.1-8b", 6, 8)])
+def test_tensor_parallelism_refuses_a_degree_that_does_not_split_the_heads(model, bad, good):
+    # 64 (70B) or 32 (8B) query heads and 8 K/V heads: 3 and 6 split neither evenly (issue #16)
+    with pytest.raises(DFAError, match=rf"--chips {bad}: .* 8 K/V heads {bad} ways; valid for gpu: 1, 2, 4, 8"):
+        simulate_llm(model, "gpu", phase="decode", batch=1, seq=128, chips=bad)
+    assert simulate_llm(model, "gpu", phase="decode", batch=1, seq=128, chips=good).chips == good
+
+
 def test_wave_quantisation_on_gpu():
     # 132 SMs: 133 tiles of 128x128 need two waves, so the second wave runs 1 tile on 132 SMs.
     r = simulate_op("matmul", (128 * 7, 4096, 128 * 19), "gpu", chip="h100-sxm")

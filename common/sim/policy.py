@@ -165,6 +165,23 @@ class Policy:
                 raise DFAError(f"--chips {self.n_chips} exceeds the {self.name} maximum of {self.max_chips}")
         else:
             self.n_chips = need
+        self._check_head_split(workload)
+
+    def _check_head_split(self, workload) -> None:
+        """Tensor parallelism gives each chip whole attention heads: the degree must divide the query heads,
+        and divide the K/V heads or be a multiple of them (each K/V head then replicated, as vLLM does)."""
+        config = getattr(workload, "config", None)
+        if config is None or self.parallelism != "tensor" or self.n_chips == 1:
+            return
+
+        def splits(n: int) -> bool:
+            return config.n_heads % n == 0 and (config.n_kv_heads % n == 0 or n % config.n_kv_heads == 0)
+
+        if not splits(self.n_chips):
+            valid = [n for n in range(1, self.max_chips + 1) if splits(n)]
+            raise DFAError(f"--chips {self.n_chips}: tensor parallelism cannot split {config.name}'s "
+                           f"{config.n_heads} query / {config.n_kv_heads} K/V heads {self.n_chips} ways; "
+                           f"valid for {self.name}: {', '.join(map(str, valid))}")
 
     def share(self, kernel: Kernel) -> float:
         """Fraction of a kernel one chip does under tensor parallelism: matmuls and attention split n ways."""
