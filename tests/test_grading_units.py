@@ -1,12 +1,11 @@
 """Fast tests of the grading pieces that need no kernel: standard, lab sources, Colab, regions, re-matching,
-stderr, tamper flags, limits (time limits scaled to the load, the retry), cgroups and collect."""
+stderr, tamper flags, limits (time limits scaled to the load, the retry), cgroups and finding courses."""
 
 from __future__ import annotations
 
 import copy
 import json
 import re
-import zipfile
 from pathlib import Path
 
 import nbformat
@@ -25,7 +24,6 @@ from fixtures.grading_support import (
 from common.errors import DFAError
 from common.grading import cgroups, colab, labsource, limits, regions, rematch, standard, tamper
 from common.grading.autograde import run_notebook
-from common.grading.collect import collect, safe_student_id
 from common.grading.course import Course, find_course
 from common.grading.limits import Limits
 from common.grading.preprocessors import _not_run_reason
@@ -349,57 +347,10 @@ def test_no_cgroup_where_the_hierarchy_is_missing(tmp_path):
     assert cgroups.create(1, 1, sysfs=tmp_path, proc_cgroup="4:memory:/x\n") is None
 
 
-# ---- collect ---
+# ---- courses (collect: tests/test_grading_collect.py) ---
 @pytest.fixture
 def course(tmp_path):
     return copy_course(FIXTURE_COURSE, tmp_path)
-
-
-def _zip(path: Path, members: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
-
-
-def test_collect_an_lms_zip(course, tmp_path):
-    notebook = RELEASE.read_bytes()
-    archive = _zip(
-        tmp_path / "download.zip",
-        {
-            "doejane_12345_67890_lab1.ipynb": notebook,  # Canvas
-            "Bob Smith/Copy of lab1.ipynb": notebook,  # a folder per student, Colab's file name
-            "carol.ipynb": notebook,  # flat
-            "../../evil.ipynb": notebook,  # path traversal: only a name, never a path
-            "dave_1_2_lab1.ipynb": b"not json",
-            "erin/notes.txt": b"ignored",
-        },
-    )
-    report = collect(course, LAB, archive)
-    assert sorted(report.students) == ["Bob_Smith", "carol", "doejane"]
-    for student in report.students:
-        assert (course.submitted_dir / student / LAB / f"{LAB}.ipynb").read_bytes() == notebook
-    assert any("dave" in s for s in report.skipped)
-    assert not (course.root.parent / "evil.ipynb").exists() and not (tmp_path / "evil.ipynb").exists()
-    assert sorted(p.name for p in course.submitted_dir.iterdir()) == ["Bob_Smith", "carol", "doejane"]
-
-
-def test_collect_a_folder_with_a_custom_pattern(course, tmp_path):
-    folder = tmp_path / "downloads"
-    folder.mkdir()
-    (folder / "lab1-s001.ipynb").write_bytes(RELEASE.read_bytes())
-    (folder / "lab1-s002.ipynb").write_bytes(RELEASE.read_bytes())
-    report = collect(course, LAB, folder, pattern=r"lab1-(?P<student_id>s\d+)\.ipynb")
-    assert report.students == ["s001", "s002"]
-    with pytest.raises(DFAError, match="student_id"):
-        collect(course, LAB, folder, pattern=r"lab1-(\w+)")
-    with pytest.raises(DFAError, match="unknown lab"):
-        collect(course, "lab9", folder)
-
-
-def test_student_ids_are_safe_folder_names():
-    assert safe_student_id("../../etc") == "etc"
-    assert safe_student_id("Jane Doe (2)") == "Jane_Doe_2"
 
 
 def test_find_course_names_the_valid_choices(tmp_path):

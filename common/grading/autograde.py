@@ -30,7 +30,7 @@ from traitlets.config import Config
 
 from common.errors import DFAError
 from common.grading import tamper
-from common.grading.course import Course, quiet_nbgrader
+from common.grading.course import Course, locked, quiet_nbgrader
 from common.grading.limits import RETRY_TIME_SCALE, Limits
 from common.grading.sandbox import Execution, Sandbox, matplotlib_cache
 
@@ -202,6 +202,7 @@ def assignment_notebooks(course: Course, lab: str) -> list[str]:
             ) from None
 
 
+@locked("autograde")  # one command at a time per course (Course.lock)
 def autograde(
     course: Course,
     lab: str,

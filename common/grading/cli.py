@@ -56,15 +56,17 @@ def _collect(args) -> int:
 
     course = find_course(args.course)
     lab = course.require_lab(args.lab)
-    report = collect(course, lab, Path(args.source), pattern=args.pattern)
+    cap = {} if args.max_notebook_mb is None else {"max_notebook_mb": args.max_notebook_mb}
+    report = collect(course, lab, Path(args.source), pattern=args.pattern, **cap)
     for note in report.notes:
         print(f"note: {note}")
     for skipped in report.skipped:
         print(f"skipped: {skipped}")
+    skipped = f"; {len(report.skipped)} skipped (above)" if report.skipped else ""
     print(
-        f"collected {len(report.students)} submission(s) of {lab}: {', '.join(report.students) or '-'}"
+        f"collected {len(report.students)} submission(s) of {lab}: {', '.join(report.students) or '-'}{skipped}"
     )
-    return 0 if report.students else 1
+    return 0 if report.students and not report.skipped else 1  # a skipped notebook may be a student left out
 
 
 def _autograde(args) -> int:
@@ -169,6 +171,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--pattern", help="regular expression naming the student: must contain (?P<student_id>...)"
     )
+    p.add_argument("--max-notebook-mb", type=float, metavar="MB",
+                   help="skip a notebook larger than this (default 20: collect.MAX_NOTEBOOK_MB)")
     p.set_defaults(func=_collect)
 
     p = sub.add_parser("autograde", help="grade every submission of a lab, each in a sandbox")

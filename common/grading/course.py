@@ -5,16 +5,22 @@ Each ``courseN_*`` folder is one nbgrader course: ``nbgrader_config.py`` (course
 ``release/<lab>/<lab>.ipynb`` (student notebooks,
 committed), and — never committed — ``gradebook.db``, ``submitted/``, ``autograded/``, ``feedback/`` and
 ``grades/``.
+
+One ``dfa`` command at a time changes a course: ``Course.lock`` holds an exclusive ``flock`` on
+``COURSE/.dfa.lock`` while autograde, collect or release runs (see ``lock``).
 """
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import logging
 import os
 import sysconfig
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
@@ -24,6 +30,8 @@ from common.errors import DFAError, unknown
 
 CONFIG_FILE = "nbgrader_config.py"
 COURSE_GLOB = "course*_*"
+LOCK_FILE = ".dfa.lock"  # in the course root: nbgrader neither releases nor collects it
+_held: dict[Path, int] = {}  # lock file → nesting depth in this process (a locked command may call another)
 
 
 def repo_root() -> Path:
@@ -153,6 +161,67 @@ class Course:
 
         _scripts_on_path()
         return Gradebook(self.db_url, self.config.CourseDirectory.course_id)
+
+    @contextmanager
+    def lock(self, command: str):
+        """Hold the course lock while ``command`` (e.g. ``"dfa autograde lab1"``) runs; DFAError if it is held.
+
+        Two commands writing the same gradebook and folders at once would interleave their writes. The lock is
+        an exclusive ``flock``, taken without waiting: the kernel drops it when its process ends, however it
+        ends, so a killed command never blocks the next one. The file holds its holder's pid, command and
+        start time for the error message, and is removed on release.
+        """
+        path = Path(os.path.realpath(self.root / LOCK_FILE))  # one key however the course was named
+        if path in _held:
+            _held[path] += 1
+            try:
+                yield
+            finally:
+                _held[path] -= 1
+            return
+        fd = _acquire(path, self.name)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, {command}, since {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC\n".encode())
+        _held[path] = 1
+        try:
+            yield
+        finally:
+            del _held[path]
+            path.unlink(missing_ok=True)  # while still locked: see _acquire for the race this leaves safe
+            os.close(fd)
+
+
+def _acquire(path: Path, course: str) -> int:
+    """An fd of ``path`` holding its flock; a holder that removes the file as we open it makes us retry."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)  # CLOEXEC: sandboxes must not hold it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 300, 0).decode(errors="replace").strip() or "another dfa command, starting"
+            os.close(fd)
+            raise DFAError(f"{course} is busy ({holder}): wait for it to end; {path} is its lock") from None
+        try:
+            current = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            return fd
+        os.close(fd)  # we locked a file its last holder had already removed
+
+
+def locked(name: str):
+    """Decorator for ``fn(course, lab, ...)``: it runs holding ``course.lock("dfa <name> <lab>")``."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(course: Course, lab: str, *args, **kwargs):
+            with course.lock(f"dfa {name} {lab}"):
+                return fn(course, lab, *args, **kwargs)
+
+        return run
+
+    return wrap
 
 
 def find_course(name_or_path: str) -> Course:

@@ -61,8 +61,9 @@ def release(courses: list[Course], *, force: bool = False) -> list[Released]:
     for course in courses:
         if not course.labs():
             continue
-        api = course.api()
-        released.extend(release_lab(course, lab, api, force=force) for lab in course.labs())
+        with course.lock("dfa release"):  # not while another dfa command writes this course
+            api = course.api()
+            released.extend([release_lab(course, lab, api, force=force) for lab in course.labs()])
     return released
 
 
