@@ -6,13 +6,18 @@ sandbox and the two others stay in this trusted process, which alone opens the g
 
 1. **prepare** (parent, one at a time) — nbgrader autograde with no execution step: ``RestoreCellMetadata``
    and nbgrader's sanitizing preprocessors write the notebook to be run into ``autograded/<student>/<lab>/``.
-2. **execute** (worker threads, ``--workers`` at a time) — each runs that folder's notebook in a sandbox
-   (sandbox.py); nothing here touches the gradebook. A run that hits a time limit is run once more with
-   doubled limits, and the second run is the one that counts: a busy machine should not cost points.
+2. **execute** (worker threads, ``--workers`` at a time, or Dask workers: executors.py) — each runs that
+   folder's notebook in a sandbox (sandbox.py); nothing here touches the gradebook. A run that hits a time
+   limit is run once more with doubled limits, and the second run is the one that counts: a busy machine
+   should not cost points. A submission whose Dask worker was lost is sent once more, then marked
+   ``worker_lost``: not scored, so nbgrader leaves its test cells ungraded and lists it as needing grading.
 3. **score** (parent, as each execution finishes) — nbgrader autograde again, ``Execute`` replaced by
    ``MergeSandboxOutputs``: the same sanitized notebook gets the sandbox's outputs, and nbgrader's own
    ``SaveAutoGrades`` records the scores. Each submission's grades are committed before the next one's, so a
    crash or kill loses nothing recorded before it, and running again gives the same grades.
+
+One submission more than there are workers is prepared and queued ahead, so a worker that finishes starts the
+next one at once instead of waiting while the parent scores and prepares.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import json
 import shutil
 import tempfile
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +36,7 @@ from traitlets.config import Config
 from common.errors import DFAError
 from common.grading import tamper
 from common.grading.course import Course, locked, quiet_nbgrader
+from common.grading.executors import WorkerLost, check_target, open_executions
 from common.grading.limits import RETRY_TIME_SCALE, Limits
 from common.grading.sandbox import Execution, Sandbox, matplotlib_cache
 
@@ -41,7 +47,9 @@ STATUS_ORDER = ("completed", "time_limit", "kernel_died", "error")
 @dataclass
 class Graded:
     student: str
-    status: str  # an execution status (STATUS_ORDER), or "grading_error" when nbgrader could not grade it
+    # an execution status (STATUS_ORDER); not scored: "grading_error" (nbgrader or the worker's task failed)
+    # or "worker_lost" (its Dask worker died twice)
+    status: str
     score: float = 0.0
     max_score: float = 0.0
     needs_manual_grade: bool = False
@@ -151,11 +159,6 @@ def run_notebook(sandbox: Sandbox, folder: Path, notebook: str) -> Execution:
     return second
 
 
-def _execute(sandbox: Sandbox, prepared: Prepared) -> dict[str, Execution]:
-    """Runs in a worker thread: only the sandbox, never the gradebook."""
-    return {name: run_notebook(sandbox, prepared.folder, f"{name}.ipynb") for name in prepared.digests}
-
-
 def _score(
     api, course: Course, lab: str, prepared: Prepared, executions: dict[str, Execution], results_dir: Path
 ) -> Graded:
@@ -212,8 +215,16 @@ def autograde(
     unsafe_no_sandbox: bool = False,
     students: list[str] | None = None,
     report=print,
+    scheduler: str | None = None,
+    cluster: str | None = None,
+    dask_task=None,
 ) -> list[Graded]:
-    """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result."""
+    """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result.
+
+    ``scheduler`` (a Dask address) or ``cluster`` (``local:N``) sends the executions to Dask workers instead
+    of ``workers`` local threads; ``dask_task`` replaces the function the workers run (tests wrap it).
+    """
+    check_target(scheduler, cluster)
     lab = course.require_lab(lab)  # a unique prefix names the lab
     notebooks = assignment_notebooks(course, lab)
     available = submitted_students(course, lab)
@@ -224,8 +235,9 @@ def autograde(
     limits = limits or Limits(cell_timeout_s=int(course.config.Execute.get("timeout", Limits.cell_timeout_s)))
     # the folder holding the course folders stays invisible (all courses, not only this one)
     sandbox = Sandbox(limits, isolated=not unsafe_no_sandbox, protect=[course.root.parent])
-    sandbox.check_available()
-    matplotlib_cache()  # build it once, before the workers start
+    if scheduler is None and cluster is None:  # Dask workers check their own sandbox (executors.py)
+        sandbox.check_available()
+        matplotlib_cache()  # build it once, before the workers start
     results_dir = Path(tempfile.mkdtemp(prefix="dfa-results-"))
     prepare_config, score_config = _pipelines(course, str(results_dir))
     prepare_api, score_api = course.api(prepare_config), course.api(score_config)
@@ -236,20 +248,40 @@ def autograde(
         report(result)
 
     try:
-        with quiet_nbgrader(), ThreadPoolExecutor(max(1, workers), thread_name_prefix="dfa-sandbox") as pool:
-            running = {}
-            while queue or running:
-                while queue and len(running) < max(1, workers):
-                    prepared = _prepare(prepare_api, course, lab, queue.popleft(), notebooks)
-                    if isinstance(prepared, Graded):
-                        done(prepared)
-                    else:
-                        running[pool.submit(_execute, sandbox, prepared)] = prepared
-                if running:
+        with quiet_nbgrader():
+            pool = open_executions(sandbox, workers, scheduler, cluster, dask_task)
+            try:
+                running: dict = {}  # future -> (Prepared, attempt)
+                while queue or running:
+                    # one ahead of the workers: it starts as soon as one is free (see the module docstring)
+                    while queue and len(running) < pool.slots() + 1:
+                        prepared = _prepare(prepare_api, course, lab, queue.popleft(), notebooks)
+                        if isinstance(prepared, Graded):
+                            done(prepared)
+                        else:
+                            running[pool.submit(prepared.folder, list(prepared.digests))] = (prepared, 1)
+                    if not running:
+                        continue
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        prepared = running.pop(future)
-                        done(_score(score_api, course, lab, prepared, future.result(), results_dir))
+                        prepared, attempt = running.pop(future)
+                        try:
+                            executions = pool.outcome(future)
+                        except WorkerLost as lost:
+                            if attempt == 1:
+                                running[pool.submit(prepared.folder, list(prepared.digests))] = (prepared, 2)
+                            else:
+                                done(Graded(prepared.student, "worker_lost", review=prepared.review,
+                                            message=f"its Dask worker was lost twice ({lost}); not graded: "
+                                                    f"grade it again with --student {prepared.student}"))  # fmt: skip
+                            continue
+                        except Exception as exc:  # the worker's task failed: say so, grade nothing
+                            done(Graded(prepared.student, "grading_error", review=prepared.review,
+                                        message=f"{type(exc).__name__}: {exc}"[:300]))  # fmt: skip
+                            continue
+                        done(_score(score_api, course, lab, prepared, executions, results_dir))
+            finally:
+                pool.close()
     finally:
         shutil.rmtree(results_dir, ignore_errors=True)
     return graded

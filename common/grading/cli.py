@@ -72,10 +72,15 @@ def _collect(args) -> int:
 def _autograde(args) -> int:
     from common.grading.autograde import autograde
     from common.grading.course import find_course, quiet_nbgrader
+    from common.grading.executors import check_target, describe
     from common.grading.limits import GB, Limits
 
-    if args.workers < 1:
-        raise DFAError(f"--workers must be at least 1, got {args.workers}")
+    check_target(args.scheduler, args.cluster)
+    if args.workers is not None and (args.scheduler or args.cluster):
+        raise DFAError("--workers sizes the local pool: with --scheduler or --cluster the Dask workers run it")
+    workers = min(4, os.cpu_count() or 1) if args.workers is None else args.workers
+    if workers < 1:
+        raise DFAError(f"--workers must be at least 1, got {workers}")
     course = find_course(args.course)
     limits = Limits()
     if args.timeout is not None or args.memory is not None:
@@ -95,18 +100,20 @@ def _autograde(args) -> int:
         graded = autograde(
             course,
             args.lab,
-            workers=args.workers,
+            workers=workers,
             limits=limits,
             unsafe_no_sandbox=args.unsafe_no_sandbox,
             students=args.student,
             report=lambda g: print(g.line(), flush=True),
+            scheduler=args.scheduler,
+            cluster=args.cluster,
         )
     elapsed = time.monotonic() - started
-    failed = [g for g in graded if g.status == "grading_error"]
+    failed = [g for g in graded if g.status in ("grading_error", "worker_lost")]
     rate = len(graded) / elapsed * 60 if elapsed else 0.0
     print(
         f"graded {len(graded) - len(failed)} of {len(graded)} submission(s) in {elapsed:.0f} s "
-        f"({rate:.1f}/min, {args.workers} worker(s)); grades are in {course.db_url}"
+        f"({rate:.1f}/min, {describe(workers, args.scheduler, args.cluster)}); grades are in {course.db_url}"
     )
     return 1 if failed else 0
 
@@ -181,9 +188,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers",
         type=int,
-        default=min(4, os.cpu_count() or 1),
-        help="submissions graded at the same time (default: CPU cores, at most 4)",
+        help="submissions graded at the same time on this machine (default: CPU cores, at most 4)",
     )
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the sandboxes on this Dask scheduler's workers (pip install -e '.[cluster]')")
+    p.add_argument("--cluster", metavar="local:N",
+                   help="run the sandboxes on a Dask LocalCluster of N worker processes started here")
     p.add_argument("--timeout", type=int, help="seconds one cell may run (default: the course config, 120)")
     p.add_argument(
         "--memory", type=float, help="GB of memory for one submission (default 4; at least 2 for torch)"
