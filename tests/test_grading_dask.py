@@ -2,8 +2,8 @@
 
 A real LocalCluster of 2 worker processes grades a batch of the fixture lab like the embedded thread pool,
 while a worker killed under one submission gets it retried once, and one killed every time leaves it marked
-``worker_lost``: not dropped, not scored. The files that cross to a worker stay inside the submission, and
-the flags reject bad values in one line.
+``worker_lost``: not dropped, not scored. A worker that cannot sandbox stops the run. The files that cross
+to a worker stay inside the submission, and the flags reject bad values in one line.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from common.grading.autograde import autograde
 from common.grading.executors import execute_files, folder_files, stage_files
 from common.grading.limits import GB, Limits
 from common.grading.release import release
+from common.grading.sandbox import SandboxUnavailable
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
 
@@ -64,6 +65,10 @@ def killing_task(marker_dir: str):
         return execute_files(files, notebooks, *args)
 
     return task
+
+
+def no_bubblewrap_task(files, notebooks, *args):
+    raise SandboxUnavailable("on Dask worker w1: bubblewrap cannot isolate student code here (test)")
 
 
 def test_files_cross_to_the_worker_and_nothing_outside(tmp_path):
@@ -131,3 +136,15 @@ def test_local_cluster_grades_like_the_local_pool_and_survives_a_killed_worker(r
     with dask.gradebook() as gb:  # marked, not scored as zero: its test cells stay ungraded
         record = gb.find_submission(LAB, "lost")
         assert record.needs_manual_grade and {g.auto_score for nb in record.notebooks for g in nb.grades} == {None}
+
+
+@pytest.mark.slow
+def test_a_worker_without_a_sandbox_stops_the_run(released, tmp_path):
+    """Such a worker would fail every submission in milliseconds and so drain the queue: stop, say where."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    course = copy_course(released.root, tmp_path)
+    submit(course, "alice", right_answers(course))
+    with pytest.raises(SandboxUnavailable, match="on Dask worker w1: bubblewrap cannot"):
+        autograde(course, LAB, cluster="local:1", limits=FAST_LIMITS, dask_task=no_bubblewrap_task)

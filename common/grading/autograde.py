@@ -38,7 +38,7 @@ from common.grading import tamper
 from common.grading.course import Course, locked, quiet_nbgrader
 from common.grading.executors import WorkerLost, check_target, open_executions
 from common.grading.limits import RETRY_TIME_SCALE, Limits
-from common.grading.sandbox import Execution, Sandbox, matplotlib_cache
+from common.grading.sandbox import Execution, Sandbox, SandboxUnavailable, matplotlib_cache
 
 # How each run ended, worst last: a submission shows the worst of its notebooks.
 STATUS_ORDER = ("completed", "time_limit", "kernel_died", "error")
@@ -275,6 +275,8 @@ def autograde(
                                             message=f"its Dask worker was lost twice ({lost}); not graded: "
                                                     f"grade it again with --student {prepared.student}"))  # fmt: skip
                             continue
+                        except SandboxUnavailable:  # a worker that cannot isolate would fail the whole queue fast
+                            raise
                         except Exception as exc:  # the worker's task failed: say so, grade nothing
                             done(Graded(prepared.student, "grading_error", review=prepared.review,
                                         message=f"{type(exc).__name__}: {exc}"[:300]))  # fmt: skip
