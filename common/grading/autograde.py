@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
@@ -238,7 +237,7 @@ def autograde(
     if scheduler is None and cluster is None:  # Dask workers check their own sandbox (executors.py)
         sandbox.check_available()
         matplotlib_cache()  # build it once, before the workers start
-    results_dir = Path(tempfile.mkdtemp(prefix="dfa-results-"))
+    results_dir = Sandbox.scratch_dir("results")  # named after its owner: swept if this run is killed
     prepare_config, score_config = _pipelines(course, str(results_dir))
     prepare_api, score_api = course.api(prepare_config), course.api(score_config)
     graded: list[Graded] = []

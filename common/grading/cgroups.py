@@ -3,7 +3,8 @@
 Root only needs this because RLIMIT_NPROC does not bind root (limits.py). Works with cgroup v2 (controllers
 ``memory`` and ``pids`` enabled for the grader's cgroup or its parent) and with cgroup v1 (``memory`` and
 ``pids`` hierarchies). The sandbox joins it race-free: a tiny shell writes its own pid into the cgroup and
-then execs bubblewrap, so every process of the sandbox is born inside.
+then execs bubblewrap, so every process of the sandbox is born inside. Each cgroup is named after its owner
+(scratch.py), so ``sweep`` can remove those a killed grader left behind, and only those.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import signal
 import time
 import uuid
 from pathlib import Path
+
+from common.grading import scratch
 
 SYSFS = Path("/sys/fs/cgroup")
 
@@ -74,6 +77,10 @@ class Cgroup:
                     time.sleep(0.02)
 
 
+def _new_name() -> str:
+    return f"dfa-sandbox-{scratch.owner_tag()}-{uuid.uuid4().hex[:8]}"
+
+
 def _write(path: Path, value: str) -> bool:
     try:
         path.write_text(value)
@@ -90,7 +97,7 @@ def _create_v2(own: str, memory: int, tasks: int, sysfs: Path) -> Cgroup | None:
         enabled = (parent / "cgroup.subtree_control").read_text().split()
         if not {"memory", "pids"} <= set(enabled):
             _write(parent / "cgroup.subtree_control", "+memory +pids")
-        child = parent / f"dfa-sandbox-{uuid.uuid4().hex[:12]}"
+        child = parent / _new_name()
         try:
             child.mkdir()
         except OSError:
@@ -103,7 +110,7 @@ def _create_v2(own: str, memory: int, tasks: int, sysfs: Path) -> Cgroup | None:
 
 
 def _create_v1(own: dict[str, str], memory: int, tasks: int, sysfs: Path) -> Cgroup | None:
-    name = f"dfa-sandbox-{uuid.uuid4().hex[:12]}"
+    name = _new_name()
     dirs = []
     for controller, limit_file, value in (
         ("memory", "memory.limit_in_bytes", memory),
@@ -126,6 +133,33 @@ def _create_v1(own: dict[str, str], memory: int, tasks: int, sysfs: Path) -> Cgr
         dirs[0] / "memory.memsw.limit_in_bytes", str(memory)
     )  # no swap either, where swap accounting exists
     return Cgroup(dirs)
+
+
+def _parents(own: dict[str, str], sysfs: Path) -> list[Path]:
+    """The folders this process makes its sandboxes' cgroups in (v2: its own cgroup or its parent)."""
+    if (sysfs / "cgroup.controllers").exists() and "" in own:
+        here = sysfs / own[""].lstrip("/")
+        return [here, here.parent]
+    return [sysfs / c / own[c].lstrip("/") for c in ("memory", "pids") if c in own]
+
+
+def sweep(*, sysfs: Path = SYSFS, proc_cgroup: str | None = None) -> list[Path]:
+    """Destroy the sandbox cgroups (and what runs in them) whose owner is dead; never a live run's."""
+    try:
+        text = proc_cgroup if proc_cgroup is not None else Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return []
+    removed = []
+    for parent in _parents(_own_cgroups(text), sysfs):
+        try:
+            children = [p for p in parent.iterdir() if p.name.startswith("dfa-sandbox-") and p.is_dir()]
+        except OSError:
+            continue
+        for child in children:
+            if scratch.owner_alive(child.name) is False:
+                Cgroup([child]).destroy()
+                removed.append(child)
+    return removed
 
 
 def create(

@@ -6,9 +6,11 @@
 | wall time per notebook  | 15 min  | the parent kills the whole sandbox                                  |
 | memory (data segment)   | 4 GB    | RLIMIT_DATA on the kernel (MemoryError); plus a cgroup when root    |
 | CPU time of the kernel  | 10 min  | RLIMIT_CPU (the kernel is killed, later cells count as not run)     |
-| processes and threads   | 256     | RLIMIT_NPROC in the sandbox's user namespace; a cgroup when root    |
+| processes and threads   | 256     | RLIMIT_NPROC in the sandbox's user namespace (the fallback: of its  |
+|                         |         | own uid); a cgroup when root                                        |
 | one file written        | 256 MB  | RLIMIT_FSIZE                                                        |
-| scratch space           | 512 MB  | size of the tmpfs mounted on the sandbox's home and /tmp            |
+| scratch space           | 512 MB  | the sandbox's only writable places, tmpfs of fixed size: home 1/2   |
+|                         |         | (256 MB), /tmp 3/8 (192 MB), /dev/shm 1/8 (64 MB); / is read-only   |
 | output of one cell      | 2 MB    | the runner drops the rest as it arrives                             |
 
 Why the two wall-time limits stretch: wall time depends on the machine as much as on the submission, and on
@@ -22,7 +24,16 @@ load does not change how much CPU a cell needs.
 Why a cgroup when the grader runs as root: Linux does not apply RLIMIT_NPROC to processes whose real user is
 root, and inside bubblewrap's user namespace the sandbox still *is* root on the host. A fork bomb would then
 go unchecked, so as root the sandbox also gets its own cgroup with ``pids.max`` and a memory cap for all its
-processes together (cgroups.py). As an ordinary user RLIMIT_NPROC works and no cgroup is needed.
+processes together (cgroups.py). As an ordinary user RLIMIT_NPROC works and no cgroup is needed. Nor in the
+fallback sandbox: there the kernel runs as an unprivileged uid of its own, which RLIMIT_NPROC binds; a cgroup
+is still used where one can be made.
+
+Why the scratch space is split, not given to each tmpfs whole: tmpfs pages are memory, and without a cgroup
+(the ordinary-user case) nothing else caps them, so the total one sandbox can pin must stay at the limit.
+Home holds the submission's copy and what the notebook writes; /tmp the caches (matplotlib, IPython,
+TorchInductor); /dev/shm only shared-memory segments (e.g. DataLoader workers), and at the default its 64 MB
+are Docker's default ``--shm-size``. The fallback sandbox (no namespaces, fallback.py) has no tmpfs of its own:
+there only RLIMIT_FSIZE bounds each file, and what the kernel leaves is removed after its run.
 
 Why RLIMIT_DATA and not RLIMIT_AS: a CUDA build of PyTorch maps several GB of shared libraries (cuBLAS, cuDNN, ...)
 just to import, so an address-space cap fails ``import torch`` ("failed to map segment from shared object")
@@ -76,9 +87,16 @@ class Limits:
         return limits
 
     @property
+    def scratch_split(self) -> dict[str, int]:
+        """Sizes of the sandbox's writable tmpfs (bwrap.py); they add up to ``scratch_bytes``."""
+        shm = self.scratch_bytes // 8
+        home = self.scratch_bytes // 2
+        return {"home": home, "tmp": self.scratch_bytes - home - shm, "shm": shm}
+
+    @property
     def cgroup_memory_bytes(self) -> int:
-        """Memory for every process of a sandbox together: the kernel, the runner, and the two tmpfs."""
-        return self.memory_bytes + 2 * self.scratch_bytes + 512 * MB
+        """Memory for every process of a sandbox together: the kernel, the runner, and the tmpfs."""
+        return self.memory_bytes + self.scratch_bytes + 512 * MB
 
 
 def scaled_seconds(seconds: float, factor: float) -> int:
