@@ -76,6 +76,17 @@ def test_gpu_tensor_parallel_counts_all_chips_and_communicates():
     assert r.attribution["communication"] > 0
 
 
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_no_kernel_is_shorter_than_one_cycle_of_its_engine(backend):
+    # a 1-element add moves 4-12 bytes: bandwidth alone would give picoseconds (issue #16)
+    from common.sim.run import make_policy
+    cycle = make_policy(backend).cycle_s()
+    report = simulate_op("add", (1,), backend)
+    kernels = [e for e in report.events if e.kind == "compute"]
+    assert cycle > 0 and kernels
+    assert all(e.duration >= cycle and e.floor >= cycle * (1 - 1e-12) for e in kernels)
+
+
 @pytest.mark.parametrize(("model", "bad", "good"), [("llama-3.1-70b", 3, 4), ("llama-3.1-8b", 6, 8)])
 def test_tensor_parallelism_refuses_a_degree_that_does_not_split_the_heads(model, bad, good):
     # 64 (70B) or 32 (8B) query heads and 8 K/V heads: 3 and 6 split neither evenly (issue #16)

@@ -151,8 +151,9 @@ def test_decode_on_v6e_is_hbm_bound():
 
 # ---- tensor parallelism over ICI ------------------------------------------------------------------------
 def test_tensor_parallel_v5e_8_splits_matmuls_and_all_reduces_over_ici():
-    one = simulate_llm("qwen2.5-0.5b", "tpu", chip="tpu-v5e", chips=1, phase="decode", batch=8, seq=256)
-    eight = simulate_llm("qwen2.5-0.5b", "tpu", chip="tpu-v5e", chips=8, phase="decode", batch=8, seq=256)
+    # llama-2-7b: 32 heads split 8 ways (qwen2.5-0.5b's 14 heads would not: that degree is refused)
+    one = simulate_llm("llama-2-7b", "tpu", chip="tpu-v5e", chips=1, phase="decode", batch=8, seq=256)
+    eight = simulate_llm("llama-2-7b", "tpu", chip="tpu-v5e", chips=8, phase="decode", batch=8, seq=256)
     assert one.chips == 1 and eight.chips == 8
 
     def matmul_bytes(r):
@@ -163,9 +164,9 @@ def test_tensor_parallel_v5e_8_splits_matmuls_and_all_reduces_over_ici():
     assert all(b8[k] == pytest.approx(b1[k] / 8) for k in b1)  # per chip
     assert one.attribution["communication"] == 0 < eight.attribution["communication"]
     comm = [e for e in eight.events if e.kind == "comm"]
-    assert len(comm) == 2 * 24  # o_proj and down_proj in each of 24 layers
-    # ring all-reduce of the (8, 896) bf16 output: 2 x 7/8 x bytes over 2 links x 50 GB/s one way
-    wire = 2 * 7 / 8 * 8 * 896 * 2
+    assert len(comm) == 2 * 32  # o_proj and down_proj in each of 32 layers
+    # ring all-reduce of the (8, 4096) bf16 output: 2 x 7/8 x bytes over 2 links x 50 GB/s one way
+    wire = 2 * 7 / 8 * 8 * 4096 * 2
     assert comm[0].bytes["link"] == pytest.approx(wire)
     assert comm[0].duration == pytest.approx(wire / (2 * 400e9 / 8))
     for e in eight.events:

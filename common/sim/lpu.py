@@ -114,6 +114,7 @@ class LPUPolicy(Policy):
 
     def _event(self, kernel: Kernel, name: str, chip: int, share: float, rows: float) -> Event:
         duration, bound, floor, detail = self.kernel_time(kernel, share, rows)
+        duration, floor = self.at_least_one_cycle(duration, floor, detail)
         detail.update(ops=kernel.op_names, share=share, **{k: v for k, v in kernel.tiling.items()})
         w = spatial.weight_traffic(kernel)
         sram = share * (w + rows * (kernel.bytes["SRAM"] - w))

@@ -195,10 +195,11 @@ class WSEPolicy(Policy):
             r, c = shape[s.stage]
             cost = self.region_cost(s.kernel, r, c, q)
             detail = dict(cost["terms"], ops=s.kernel.op_names, **cost["tiling"])
+            duration, floor = self.at_least_one_cycle(cost["duration"], cost["floor"], detail)
             st = stages[-1]
-            st.events.append(Event(s.name, "compute", ENGINE, 0.0, cost["duration"], st.chip, s.kernel.flops * q,
+            st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, s.kernel.flops * q,
                                    {"SRAM": s.kernel.bytes["SRAM"] * q}, cost["bound"], s.kernel.name,
-                                   cost["floor"], detail))
+                                   floor, detail))
             if cost["latency"] > 0:
                 st.events.append(Event(f"{s.name} wavelets", "sync", ENGINE, 0.0, cost["latency"], st.chip,
                                        bound="communication", kernel=s.kernel.name, floor=cost["latency"],
