@@ -15,7 +15,7 @@ from traitlets.config import Config
 
 from common.errors import DFAError
 from common.grading import regions
-from common.grading.course import Course
+from common.grading.course import Course, locked
 
 
 def _feedback_config() -> Config:
@@ -53,6 +53,7 @@ def _leaks(page: Path, course: Course, lab: str, secrets: list[str]) -> list[str
     return [leak for leak in found if leak not in own]
 
 
+@locked("feedback")
 def generate_feedback(course: Course, lab: str) -> tuple[list[Path], list[str]]:
     """Write ``feedback/<student>/<lab>/*.html``; returns (pages written, problems found)."""
     lab = course.require_lab(lab)  # a unique prefix names the lab
