@@ -1,4 +1,5 @@
-"""The instructor sub-commands of ``dfa``: release, check, collect, autograde, grade-one, feedback, grades.
+"""The instructor sub-commands of ``dfa``: release, check, collect, autograde, grade-one, feedback, grades,
+export.
 
 Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
 (0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli.py).
@@ -154,6 +155,27 @@ def _grade_one(args) -> int:
     return 1 if result["status"] == "grading_error" else 0
 
 
+def _export(args) -> int:
+    from common.grading.course import find_course
+
+    course = find_course(args.course)
+    if args.platform == "coursera":
+        from common.grading.platforms import coursera
+
+        written = coursera.export(course, Path(args.out), parts=args.part or [], force=args.force,
+                                  timeout_s=args.timeout, memory_gb=args.memory)
+        print(f"wrote the Coursera grader for {course.name} ({', '.join(course.labs())}) into {args.out}: "
+              f"{', '.join(p.name for p in written)}; build it with `docker build {args.out}`")
+    else:
+        from common.grading.platforms import gradescope
+
+        zip_path = gradescope.export(course, args.lab, Path(args.out), force=args.force, timeout_s=args.timeout,
+                                     memory_gb=args.memory)
+        print(f"wrote {zip_path}: upload it as the assignment's autograder (1 CPU, {args.memory:g} GB, "
+              f"timeout {args.timeout} s or more)")
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "release", help="render source/<lab>/<lab>.py, then generate the student notebooks (nbgrader) + Colab"
@@ -223,3 +245,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run student code without isolation (trusted notebooks only)")
     p.set_defaults(func=_grade_one)
+
+    p = sub.add_parser("export", help="a platform's grader for a course: Coursera (Docker context), Gradescope (zip)")
+    platforms = p.add_subparsers(dest="platform", metavar="PLATFORM", required=True)
+    coursera = platforms.add_parser("coursera", help="write the Docker context of Coursera's custom grader")
+    coursera.add_argument("course")
+    coursera.add_argument("out", metavar="OUT", help="an empty folder for the Docker context")
+    coursera.add_argument("--part", action="append", metavar="PARTID=LAB",
+                          help="Coursera's part id of a lab (repeatable; a lab not named is keyed by its name)")
+    gradescope = platforms.add_parser("gradescope", help="write OUT/autograder.zip for one lab")
+    gradescope.add_argument("course")
+    gradescope.add_argument("lab", help=LAB_HELP)
+    gradescope.add_argument("out", metavar="OUT", help="an empty folder for autograder.zip")
+    for q in (coursera, gradescope):
+        q.add_argument("--timeout", type=int, default=1200,
+                       help="seconds the platform gives one submission (default 1200; set the platform to this)")
+        q.add_argument("--memory", type=float, default=4.0, help="GB of memory the platform gives (default 4)")
+        q.add_argument("--force", action="store_true", help="replace what a non-empty OUT holds")
+        q.set_defaults(func=_export)
