@@ -135,6 +135,17 @@ def test_coursera_failures_still_give_feedback(coursera_grader, tmp_path):
     assert feedback["fractionalScore"] == 0.0 and "'nope'" in feedback["feedback"]
 
 
+def test_coursera_time_limit_still_gives_feedback(coursera_grader, tmp_path, monkeypatch):
+    root = tmp_path / "shared"
+    put(right_answers(Course(FIXTURE_COURSE)), root / "submission")
+    budget = shared.Budget(1200, 4)
+    # the deadline comes long before the grading child can have graded anything: it is killed
+    monkeypatch.setattr(shared.Budget, "deadline_s", property(lambda self: 2.0))
+    feedback = coursera.run(root, coursera_grader, PART, budget)
+    assert feedback["fractionalScore"] == 0.0 and "ran out of time" in feedback["feedback"]
+    assert json.loads((root / "feedback.json").read_text(encoding="utf-8")) == feedback
+
+
 # ---- Gradescope ---
 @pytest.fixture(scope="module")
 def gradescope_zip(tmp_path_factory) -> Path:
