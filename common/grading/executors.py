@@ -22,7 +22,6 @@ import os
 import re
 import socket
 import stat
-import tempfile
 import threading
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
@@ -108,12 +107,12 @@ _checked: dict[tuple, str | None] = {}  # per worker process: has this sandbox b
 _checked_lock = threading.Lock()
 
 
-def _worker_sandbox(limits: Limits, isolated: bool, protect: tuple[str, ...]) -> Sandbox:
+def _worker_sandbox(limits: Limits, isolated: bool, protect: tuple[str, ...], mode: str) -> Sandbox:
     """This worker's sandbox, checked once per worker process (bubblewrap, cgroups) before its first run."""
     from common.grading.sandbox import matplotlib_cache
 
-    sandbox = Sandbox(limits, isolated=isolated, protect=[Path(p) for p in protect])
-    key = (limits, isolated, protect)
+    sandbox = Sandbox(limits, isolated=isolated, protect=[Path(p) for p in protect], mode=mode)
+    key = (limits, isolated, protect, mode)
     with _checked_lock:
         if key not in _checked:
             try:
@@ -128,20 +127,28 @@ def _worker_sandbox(limits: Limits, isolated: bool, protect: tuple[str, ...]) ->
 
 
 def execute_files(
-    files: dict[str, bytes], notebooks: list[str], limits: Limits, isolated: bool, protect: tuple[str, ...]
+    files: dict[str, bytes],
+    notebooks: list[str],
+    limits: Limits,
+    isolated: bool,
+    protect: tuple[str, ...],
+    mode: str = "auto",
 ) -> dict[str, dict]:
     """The Dask task: stage the prepared folder, run each notebook in this worker's sandbox, return JSON.
 
     Nothing of the course folder is read here; ``protect`` only names folders the sandbox must not expose
     where the worker is the grading machine itself (a LocalCluster).
     """
+    from common.grading import scratch
     from common.grading.autograde import run_notebook
 
-    sandbox = _worker_sandbox(limits, isolated, protect)
-    with tempfile.TemporaryDirectory(prefix="dfa-dask-") as scratch:
-        folder = Path(scratch) / "submission"
-        stage_files(files, folder)
-        return {name: run_notebook(sandbox, folder, f"{name}.ipynb").to_json() for name in notebooks}
+    sandbox = _worker_sandbox(limits, isolated, protect, mode)
+    staging = Sandbox.scratch_dir("sandbox")  # named after this worker: swept by a later run if it is killed
+    try:
+        stage_files(files, staging / "submission")
+        return {name: run_notebook(sandbox, staging / "submission", f"{name}.ipynb").to_json() for name in notebooks}
+    finally:
+        scratch.remove_dir(staging)
 
 
 # ---- the two executors ---
@@ -177,14 +184,14 @@ class DaskExecutions:
     ``task`` is what a worker runs (default ``execute_files``; the tests wrap it to kill a worker).
     """
 
-    def __init__(self, limits: Limits, isolated: bool, protect: list[Path], *, address: str | None = None,
-                 local: int | None = None, task=None):  # fmt: skip
+    def __init__(self, limits: Limits, isolated: bool, protect: list[Path], mode: str = "auto", *,
+                 address: str | None = None, local: int | None = None, task=None):  # fmt: skip
         try:
             from distributed import Client, LocalCluster
         except ImportError:
             raise DFAError(f"--scheduler and --cluster need Dask distributed: {INSTALL_HINT}") from None
         self.task = task or execute_files
-        self.args = (limits, isolated, tuple(str(p) for p in protect))
+        self.args = (limits, isolated, tuple(str(p) for p in protect), mode)  # mode: as $DFA_SANDBOX asked here
         self.cluster = None
         if local is not None:
             # allowed_failures=0: a lost worker fails its task at once, and autograde.py's one retry is the only
@@ -237,5 +244,5 @@ def open_executions(sandbox: Sandbox, workers: int, scheduler: str | None = None
     if scheduler is None and cluster is None:
         return LocalExecutions(sandbox, workers)
     local = parse_cluster(cluster) if cluster else None
-    return DaskExecutions(sandbox.limits, sandbox.isolated, list(sandbox.protect), address=scheduler,
-                          local=local, task=task)  # fmt: skip
+    return DaskExecutions(sandbox.limits, sandbox.isolated, list(sandbox.protect), sandbox.requested,
+                          address=scheduler, local=local, task=task)  # fmt: skip
