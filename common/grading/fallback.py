@@ -159,17 +159,18 @@ def _lock_dir() -> Path:
 
 
 def processes_of(uids) -> dict[int, list[int]]:
-    """Running processes by real uid, for the uids in ``uids``."""
+    """Live processes by real uid, for the uids in ``uids`` (zombies are dead already: no signal reaches them)."""
     found: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/status") as f:
-                uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
-        except (OSError, StopIteration, ValueError):
+                fields = dict(line.split(":", 1) for line in f if line.startswith(("State:", "Uid:")))
+            uid, zombie = int(fields["Uid"].split()[0]), fields["State"].split()[0] in ("Z", "X")
+        except (OSError, KeyError, ValueError, IndexError):
             continue
-        if uid in uids:
+        if uid in uids and not zombie:
             found.setdefault(uid, []).append(int(entry.name))
     return found
 

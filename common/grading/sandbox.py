@@ -318,6 +318,7 @@ class Sandbox:
 
         ``time_scale`` multiplies both wall-time limits (a retry doubles them), before the load factor.
         """
+        scratch.raise_if_interrupted()  # nothing new starts once the run was interrupted
         started = time.monotonic()
         mode = self.mode
         if mode == "fallback-user" and not self._fallback_checked:

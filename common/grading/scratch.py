@@ -78,13 +78,18 @@ def remove_dir(path: Path) -> None:
         _dirs.discard(path)
 
 
+def raise_if_interrupted() -> None:
+    with _lock:
+        if _interrupted:
+            raise Interrupted(f"grading was interrupted by signal {_interrupted[0]}")
+
+
 def on_interrupt(cleanup: Callable[[], None]) -> int:
     """Register ``cleanup`` (e.g. kill a running sandbox) to run on interruption; returns a token for
     ``forget``. Raises Interrupted when the run was interrupted already, so nothing new starts."""
     global _next_token
     with _lock:
-        if _interrupted:
-            raise Interrupted(f"grading was interrupted by signal {_interrupted[0]}")
+        raise_if_interrupted()
         _next_token += 1
         _cleanups[_next_token] = cleanup
         return _next_token
