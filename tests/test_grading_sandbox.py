@@ -341,7 +341,7 @@ def _fallback_problem() -> str | None:
         return "the fallback sandbox runs as root only"
     slot = fallback.claim()
     try:
-        fallback.probe(slot.uid, [], cut_network=False)
+        fallback.probe(slot.uid, [], cut_network=False, imports=False)
     except OSError as exc:
         return str(exc)
     finally:

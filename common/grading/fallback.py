@@ -46,8 +46,10 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 _PROBE = """
 import json, os, sys
+if sys.argv[1] == "imports":
+    import ipykernel, nbclient, nbformat  # what the runner and kernel import: the environment must be readable
 open_ = []
-for path in sys.argv[1:]:
+for path in sys.argv[2:]:
     try:
         os.listdir(path) if os.path.isdir(path) else open(path, "rb").close()
         open_.append(path)
@@ -116,9 +118,11 @@ def network_problem() -> str | None:
     return (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
 
 
-def probe(uid: int, paths: list[Path], cut_network: bool) -> list[str]:
-    """The ``paths`` that user ``uid`` can list, read or walk into (run as that user, in a subprocess)."""
-    command = enter_prefix(uid, cut_network) + [sys.executable, "-I", "-S", "-c", _PROBE, *map(str, paths)]
+def probe(uid: int, paths: list[Path], cut_network: bool, *, imports: bool = True) -> list[str]:
+    """The ``paths`` that user ``uid`` can list, read or walk into (run as that user, in a subprocess);
+    with ``imports``, first check that it can import what the runner needs (about a second)."""
+    what = "imports" if imports else "paths"
+    command = enter_prefix(uid, cut_network) + [sys.executable, "-I", "-c", _PROBE, what, *map(str, paths)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd="/")
     if result.returncode != 0:
         detail = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]

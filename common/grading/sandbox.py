@@ -42,6 +42,7 @@ from common.grading.runner import copy_regular_files
 from common.grading.sandbox_events import Execution, LogTail, read_events
 from common.grading.sandbox_events import apply_event as _apply_event  # noqa: F401 (tests use it)
 
+_env_readable = False  # the fallback's uid imported the runner's packages once in this process
 MODES = ("auto", "bubblewrap", "fallback")  # what mode= and DFA_SANDBOX accept; unsafe only via isolated=False
 LOG_TAIL_BYTES = 64 * 1024
 
@@ -179,7 +180,10 @@ class Sandbox:
         """One line saying how student code is confined here (for autograde and grade-one to print)."""
         mode = self.mode
         if mode == "unsafe":
-            user = pwd.getpwuid(os.geteuid()).pw_name
+            try:
+                user = pwd.getpwuid(os.geteuid()).pw_name
+            except KeyError:  # a container's arbitrary uid
+                user = f"uid {os.geteuid()}"
             return f"UNSAFE, no sandbox (--unsafe-no-sandbox): student code runs as {user}, rlimits only"
         if mode == "bubblewrap":
             cgroup = ", a cgroup (root)" if self.as_root else ""
@@ -232,14 +236,17 @@ class Sandbox:
         return [p for p in dict.fromkeys(paths) if p.exists()]
 
     def _check_fallback(self) -> None:
-        """The fallback's uid must not reach any protected folder: probed as that uid, in a subprocess."""
+        """The fallback's uid must not reach any protected folder, and must be able to run the Python
+        environment (checked once per process): probed as that uid, in a subprocess."""
+        global _env_readable
         paths = self._fallback_protected()
         try:
             slot = fallback.claim()
         except OSError as exc:
             raise SandboxUnavailable(f"the fallback sandbox cannot claim a uid: {exc}") from None
         try:
-            readable = fallback.probe(slot.uid, paths, self._network is None)
+            readable = fallback.probe(slot.uid, paths, self._network is None, imports=not _env_readable)
+            _env_readable = True
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailable(f"the fallback sandbox cannot run student code as uid {slot.uid}: {exc}") from None
         finally:
