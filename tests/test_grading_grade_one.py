@@ -58,5 +58,6 @@ def test_grade_one_honest_blank_and_colab_saved(tmp_path, monkeypatch, capsys):
     assert honest["relu_tests"]["score"] == honest["relu_tests"]["max_score"] == 3.0
     assert honest["q_ridge"]["max_score"] == 2.0 and honest["q_ridge"]["kind"] == "markdown"  # written answer
     assert all(r["status"] == "completed" for r in results.values())
+    assert all(r["sandbox"].startswith(("bubblewrap", "fallback")) for r in results.values())  # says which
     assert sorted(p.name for p in course.root.iterdir()) == before  # nothing written into the course
     assert "wrote" in capsys.readouterr().out

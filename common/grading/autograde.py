@@ -217,8 +217,10 @@ def autograde(
     scheduler: str | None = None,
     cluster: str | None = None,
     dask_task=None,
+    announce=None,
 ) -> list[Graded]:
-    """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result.
+    """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result, and
+    ``announce`` (if given) once with the sandbox's one-line description, so a fallback is never silent.
 
     ``scheduler`` (a Dask address) or ``cluster`` (``local:N``) sends the executions to Dask workers instead
     of ``workers`` local threads; ``dask_task`` replaces the function the workers run (tests wrap it).
@@ -237,6 +239,8 @@ def autograde(
     if scheduler is None and cluster is None:  # Dask workers check their own sandbox (executors.py)
         sandbox.check_available()
         matplotlib_cache()  # build it once, before the workers start
+    if announce is not None:
+        announce(sandbox.describe())
     results_dir = Sandbox.scratch_dir("results")  # named after its owner: swept if this run is killed
     prepare_config, score_config = _pipelines(course, str(results_dir))
     prepare_api, score_api = course.api(prepare_config), course.api(score_config)

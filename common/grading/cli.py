@@ -106,6 +106,7 @@ def _autograde(args) -> int:
             unsafe_no_sandbox=args.unsafe_no_sandbox,
             students=args.student,
             report=lambda g: print(g.line(), flush=True),
+            announce=lambda line: print(f"sandbox: {line}", flush=True),
             scheduler=args.scheduler,
             cluster=args.cluster,
         )

@@ -70,20 +70,22 @@ def grade_one(lab: str, submission: Path, out: Path, *, limits=None, unsafe_no_s
         shutil.copy2(course.root / CONFIG_FILE, work / CONFIG_FILE)
         shutil.copytree(course.source_dir / lab, work / "source" / lab)
         copy = Course(work)
+        modes: list[str] = []  # the sandbox's description, reported with the result
         with quiet_nbgrader():
             release_lab(copy, lab, render=False)
             target = copy.submitted_dir / STUDENT / lab / f"{lab}.ipynb"
             target.parent.mkdir(parents=True)
             shutil.copyfile(submission, target)
             graded = autograde(copy, lab, limits=limits, unsafe_no_sandbox=unsafe_no_sandbox,
-                               students=[STUDENT], report=lambda g: None)[0]
+                               students=[STUDENT], report=lambda g: None, announce=modes.append)[0]
             cells = _cells(copy, lab) if graded.status != "grading_error" else []
             pages, _ = generate_feedback(copy, lab) if cells else ([], [])
         if pages:
             shutil.copyfile(pages[0], out / "feedback.html")
     result = {"course": course.name, "lab": lab, "status": graded.status, "score": graded.score,
               "max_score": graded.max_score, "needs_manual_grade": graded.needs_manual_grade,
-              "message": graded.message, "review": graded.review, "seconds": round(graded.seconds, 1),
+              "message": graded.message, "review": graded.review,
+              "sandbox": modes[0] if modes else "", "seconds": round(graded.seconds, 1),
               "cells": cells}
     (out / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
