@@ -3,8 +3,8 @@ error output in any cell, and the untouched release 0, without a crash. The auto
 to bottom with ``NBGRADER_EXECUTION`` set, so labs take their FAST setting there.
 
 papermill (``FAST=True`` injected into the ``parameters`` cell, the route a learner's CI or an instructor's
-dry-run takes) runs the fixture lab and the first lab of every course; running every lab a third time would
-only repeat the autograder's run and CI has 30 minutes.
+dry-run takes) runs the fixture lab and the first lab of course 1; the autograder's run covers every lab, and
+each papermill run repeats one of them (CI has 30 minutes; the torch matrix runs the same lab on torch 2.11).
 
 The labs are discovered (``course*/source/<lab>/<lab>.ipynb``): with none committed yet these cases are empty,
 and the fixture lab keeps the machinery itself under test.
@@ -48,7 +48,7 @@ def _error_outputs(nb) -> list[str]:
             if o.output_type == "error"]
 
 
-@pytest.mark.parametrize("notebook", [FIXTURE_LAB, *_first_lab_per_course(REPO_LABS)], ids=_id)
+@pytest.mark.parametrize("notebook", [FIXTURE_LAB, *_first_lab_per_course(REPO_LABS)[:1]], ids=_id)
 def test_source_notebook_runs_with_papermill(notebook, tmp_path):
     env_before = dict(os.environ)
     os.environ.setdefault("PYTHONPATH", str(REPO))  # the kernel imports `common` like a learner's would
