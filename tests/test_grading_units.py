@@ -357,3 +357,18 @@ def test_find_course_names_the_valid_choices(tmp_path):
     with pytest.raises(DFAError, match="no course 'nope'"):
         find_course("nope")
     assert isinstance(find_course(str(FIXTURE_COURSE)), Course)
+
+
+def test_a_non_editable_install_keeps_site_packages_visible(monkeypatch, tmp_path):
+    # after `pip install .` the package sits in site-packages: only a checkout around it is hidden
+    import site
+
+    from common.grading import bwrap
+
+    fake_site = tmp_path / "site-packages"
+    (fake_site / "common").mkdir(parents=True)
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(fake_site)])
+    monkeypatch.setattr(bwrap, "package_dir", lambda: fake_site / "common")
+    assert fake_site.resolve() in bwrap.python_env_dirs()
+    (fake_site / "pyproject.toml").write_text("")  # now it looks like a checkout: hidden
+    assert fake_site.resolve() not in bwrap.python_env_dirs()

@@ -60,7 +60,11 @@ def python_env_dirs(protect: tuple[Path, ...] = ()) -> list[Path]:
     candidates = set(essential_dirs()) | {Path(p) for p in site.getsitepackages()}
     if site.ENABLE_USER_SITE and site.getusersitepackages():
         candidates.add(Path(site.getusersitepackages()))
-    guarded = [Path(p).resolve() for p in (*protect, package_dir().parent)]
+    # The folder around the package is guarded only when it is a checkout: after a plain `pip install .` it is
+    # site-packages, which the interpreter needs (guarding it refused every sandbox).
+    around = package_dir().parent
+    checkout = (around / "pyproject.toml").is_file() or any(around.glob("course*_*"))
+    guarded = [Path(p).resolve() for p in (*protect, *([around] if checkout else []))]
     dirs = sorted(
         {
             p.resolve()
