@@ -13,6 +13,7 @@ name in ``node.meta["source"]``; every node carries ``node.meta["val"]`` (a Fake
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover
     FakeTensor = FakeTensorMode = None
 
 
+@functools.cache
 def _rnn_decompositions() -> dict:
     """Recurrent layers as matmuls and pointwise ops, the way accelerator compilers lower them. Without this
     the CPU dispatcher turns ``aten.lstm`` into oneDNN's ``mkldnn_rnn_layer``: a CPU-library kernel with no

@@ -9,8 +9,6 @@ then execs bubblewrap, so every process of the sandbox is born inside. Each cgro
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 import uuid
 from pathlib import Path
@@ -56,16 +54,7 @@ class Cgroup:
 
     def destroy(self) -> None:
         """Kill whatever is left inside (a forked child that outlived the kernel), then remove the cgroup."""
-        for _ in range(50):
-            pids = self._pids()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.02)
+        scratch.kill_until_gone(self._pids, rounds=50, pause_s=0.02)
         for d in self.dirs:
             for _ in range(50):
                 try:

@@ -33,7 +33,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 # Debian Policy 9.2.2 lists 65000-65533 as "Reserved": no package and no adduser allocates them.
@@ -187,16 +186,9 @@ class Slot:
 
     def kill_all(self) -> None:
         """SIGKILL every process of this uid, until none is left (a fork bomb is capped by RLIMIT_NPROC)."""
-        for _ in range(100):
-            pids = processes_of({self.uid}).get(self.uid, [])
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.01)
+        from common.grading.scratch import kill_until_gone  # the parent's side: the script stays stdlib-only
+
+        kill_until_gone(lambda: processes_of({self.uid}).get(self.uid, []), rounds=100, pause_s=0.01)
 
     def remove_files(self) -> None:
         """Remove what this uid left in the world-writable folders (and in sticky folders inside them)."""

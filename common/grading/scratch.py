@@ -20,6 +20,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -76,6 +77,21 @@ def remove_dir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
     with _lock:
         _dirs.discard(path)
+
+
+def kill_until_gone(list_pids: Callable[[], object], rounds: int, pause_s: float) -> None:
+    """SIGKILL every pid ``list_pids()`` names, again and again, until it names none (a fork bomb keeps
+    forking while it is being killed) or ``rounds`` passes are spent."""
+    for _ in range(rounds):
+        pids = list(list_pids())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(pause_s)
 
 
 def raise_if_interrupted() -> None:
