@@ -344,6 +344,7 @@ def test_a_killed_grader_loses_no_recorded_grade(course):
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert process.stdout.readline().startswith("sandbox:")  # announced before any grading starts
     first = process.stdout.readline()  # printed only after that grade was committed
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
