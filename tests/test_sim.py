@@ -100,7 +100,35 @@ def test_wave_quantisation_on_gpu():
     r = simulate_op("matmul", (128 * 7, 4096, 128 * 19), "gpu", chip="h100-sxm")
     tiling = r.programs[0].kernels[0].tiling
     assert tiling["tiles"] == 133 and tiling["waves"] == 2
-    assert tiling["efficiency"] == pytest.approx(133 / 264)
+    assert tiling["wave_efficiency"] == pytest.approx(133 / 264)
+    # K = 4096 in 64-deep slabs through a 3-stage pipeline: 64 slabs of work cost 66 slab times
+    assert tiling["k_loop_efficiency"] == pytest.approx(64 / 66)
+    assert tiling["efficiency"] == pytest.approx(133 / 264 * 64 / 66)
+
+
+@pytest.mark.parametrize(("chip", "dtype"), [("a100-40gb", "bf16"), ("h100-sxm", "bf16"), ("h100-sxm", "fp8"),
+                                             ("h200", "fp8"), ("t4", "fp16")])
+def test_big_gemm_runs_at_the_measured_matmul_ceiling_not_the_datasheet(chip, dtype):
+    # 132 x 128 rows and 16384 columns fill whole waves on 132 SMs; K = 16384 makes the pipeline fill ~0.1 %
+    from common.chips import get_chip
+    c = get_chip(chip)
+    sms = c.compute_units
+    r = simulate_op("matmul", (128 * sms, 16384, 128 * sms), "gpu", chip=chip, dtype=dtype)
+    kernel = next(e for e in r.events if e.kind == "compute")
+    mamf = c.estimates[f"matmul_efficiency_{dtype}"].value
+    assert 0.3 < mamf < 0.9
+    assert kernel.flops / kernel.duration == pytest.approx(mamf * c.peak(dtype), rel=0.01)
+    assert kernel.floor == pytest.approx(kernel.flops / c.peak(dtype))
+
+
+def test_fp8_is_its_own_measurement_not_twice_bf16():
+    from common.chips import get_chip
+    h100 = get_chip("h100-sxm")
+    shape = (128 * 132, 8192, 128 * 132)
+    bf16 = simulate_op("matmul", shape, "gpu", chip="h100-sxm", dtype="bf16").achieved_flops
+    fp8 = simulate_op("matmul", shape, "gpu", chip="h100-sxm", dtype="fp8").achieved_flops
+    ratio = h100.estimate("matmul_efficiency_fp8") / h100.estimate("matmul_efficiency_bf16") * 2
+    assert 1.5 < fp8 / bf16 < 1.9 and fp8 / bf16 == pytest.approx(ratio, rel=0.02)
 
 
 def test_bad_inputs_are_one_line_errors():

@@ -11,9 +11,11 @@ H100_SRC = "NVIDIA H100 datasheet and 'NVIDIA H100 Tensor Core GPU Architecture'
 H200_SRC = "NVIDIA H200 datasheet (2024): 141 GB HBM3e at 4.8 TB/s; compute as H100 SXM"
 
 
-def _gpu_estimates(copy_fraction: float, how: str) -> dict:
-    """Launch costs and achievable DRAM bandwidth: what the GPU simulator needs beyond the datasheet."""
-    return {
+def _gpu_estimates(copy_fraction: float, how: str, matmul: dict) -> dict:
+    """Launch costs, achievable DRAM bandwidth and achievable tensor-core rate per dtype: what the GPU simulator
+    needs beyond the datasheet. CALIBRATION INPUTS: each is a microbenchmark measurement (a copy, a GEMM), never
+    an end-to-end serving figure (those are the test figures in benchmarks/fidelity.py)."""
+    out = {
         "achievable_bandwidth_fraction": Estimate(copy_fraction, "fraction of spec DRAM bandwidth", how),
         "kernel_launch_s": Estimate(4e-6, "s", "host-side cost of one eager kernel launch through PyTorch "
                                     "(cudaLaunchKernel plus dispatcher): a few microseconds in Nsight traces; "
@@ -21,18 +23,56 @@ def _gpu_estimates(copy_fraction: float, how: str) -> dict:
         "kernel_gap_s": Estimate(1e-6, "s", "device-side gap between dependent kernels replayed from a CUDA "
                                  "graph (grid drain + next grid start), ~1 us; order of magnitude"),
     }
+    for dtype, (value, src) in matmul.items():
+        out[f"matmul_efficiency_{dtype}"] = Estimate(value, "fraction of the dense tensor-core peak", src)
+    return out
+
+
+# Maximum achievable matmul FLOPS (MAMF): the best mean TFLOP/s over a brute-force search of GEMM shapes
+# (torch.matmul, 50 warm-up + 100 timed iterations), per accelerator and dtype, in stas00/ml-engineering.
+MAMF = ("stas00/ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS comparison table' "
+        "(https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
+        "#maximum-achievable-matmul-flops-comparison-table)")
+# fp16 and bf16 share the tensor-core datapath and peak on A100/H100/H200: the bf16 row stands for both.
+A100_MM = (0.869, f"{MAMF}: A100 SXM bf16 MAMF 271.2 of 312 TFLOP/s = 86.9 % (best shape 1024x10240x5120, "
+                  "torch 2.6.0+cu126); fp16 shares the datapath")
+H100_MM = (0.803, f"{MAMF}: H100 SXM bf16 MAMF 794.5 of 989 TFLOP/s = 80.3 % (best shape 2048x2048x13312, "
+                  "torch 2.7.0+cu126); fp16 shares the datapath")
+H100_FP8 = (0.709, f"{MAMF}: H100 SXM fp8 (float8_e4m3fn) MAMF 1402.6 of 1979 TFLOP/s = 70.9 % (1024x9216x14336, "
+                   "torch 2.7.0+cu126): fp8 gains 1.77x over the bf16 MAMF, not 2x")
+H200_MM = (0.803, f"{MAMF}: the H100 SXM bf16 row (794.5 of 989 = 80.3 %), which the table notes 'H200 is the "
+                  "same'; fp16 shares the datapath")
+H200_FP8 = (0.734, f"{MAMF}: H200 SXM fp8 MAMF 1453.4 of 1979 TFLOP/s = 73.4 % (1280x4096x12032, torch 2.7.1+cu128)")
+# No MAMF row for the T4. NVIDIA developer forum, 'About GPU peak performance' (forums.developer.nvidia.com/t/
+# about-gpu-peak-performance/264462): a 4096^3 fp16 cublas GEMM, mean of 100 runs, ~24 of 65 TFLOP/s; NVIDIA's
+# reply: the 70 W power cap lowers the clock under sustained matmul, expected behaviour.
+T4_MM = (0.37, "NVIDIA developer forum 'About GPU peak performance' (forums.developer.nvidia.com/t/"
+               "about-gpu-peak-performance/264462): cublas 4096^3 fp16 GEMM measured at ~24 of 65 TFLOP/s = 37 %, "
+               "the 70 W power cap lowering the clock (NVIDIA's answer in the thread)")
+# CUTLASS's default tensor-core GEMM configuration for SM80 and later (include/cutlass/gemm/device/
+# default_gemm_configuration.h, DefaultGemmConfiguration<OpClassTensorOp, Sm80, ...>): ThreadblockShape
+# GemmShape<128, 256, 64>, kStages = 3. K is consumed 64 at a time through a 3-stage cp.async pipeline.
+CUTLASS_SM80 = ("NVIDIA/cutlass include/cutlass/gemm/device/default_gemm_configuration.h, DefaultGemmConfiguration"
+                "<OpClassTensorOp, Sm80>: ThreadblockShape GemmShape<128, 256, 64>, kStages = 3")
+# Turing (SM75) tensor-op default in the same file: GemmShape<128, 256, 32>, kStages = 2.
+CUTLASS_SM75 = ("NVIDIA/cutlass include/cutlass/gemm/device/default_gemm_configuration.h, DefaultGemmConfiguration"
+                "<OpClassTensorOp, Sm75>: ThreadblockShape GemmShape<128, 256, 32>, kStages = 2")
 
 
 # Measured copy rates; re-measure on a GPU with common.bench.measure_peaks("cuda") (a large dst.copy_(src)).
-H100_COPY = f"H100 device-to-device copy measured at ~2.9 TB/s = 0.87 of the 3.35 TB/s in the {H100_SRC}"
-ASSUMED_COPY = "assumed equal to the H100 measurement (~2.9 TB/s of 3.35 TB/s); no measurement for this part"
-
+H100_COPY = (0.87, f"H100 device-to-device copy measured at ~2.9 TB/s = 0.87 of the 3.35 TB/s in the {H100_SRC}")
+ASSUMED_COPY = (0.87, "assumed equal to the H100 measurement (~2.9 TB/s of 3.35 TB/s); no measurement for this part")
+T4_COPY = A100_COPY = A100_80_COPY = ASSUMED_COPY
 
 def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dram_name, link, link_name, power,
-         aliases=(), extra_sources=None, copy=(0.87, ASSUMED_COPY)):
-    """A GPU record: register file excluded; smem bandwidth derived from the CUDA bank structure."""
+         copy, matmul, gemm=(64, 3, CUTLASS_SM80), aliases=(), extra_sources=None):
+    """A GPU record: register file excluded; smem bandwidth derived from the CUDA bank structure. ``copy`` is the
+    measured (fraction, source) of DRAM bandwidth, ``matmul`` {dtype: (fraction, source)} the measured GEMM
+    ceiling, ``gemm`` (tile K, pipeline stages, source) the GEMM library's default mainloop."""
+    tile_k, stages, gemm_src = gemm
     return make_chip(
-        estimates=_gpu_estimates(*copy),
+        estimates=_gpu_estimates(*copy, matmul),
+        facts={"gemm_tile_k": tile_k, "gemm_stages": stages},
         name=name, vendor="NVIDIA", kind="gpu", peak_flops=peaks,
         matrix_unit=tc, compute_units=sms, compute_unit_name="SMs", clock_hz=clock,
         on_chip=(MemoryLevel("SMEM", smem_per_sm, 128 * sms * clock, count=sms, note="shared memory / L1 per SM"),
@@ -41,7 +81,8 @@ def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dr
         link_bandwidth=link, link_name=link_name, power_w=power, aliases=aliases,
         sources={**{f"peak_flops.{d}": src for d in peaks}, "compute_units": src, "clock_hz": src,
                  "memory.SMEM": f"capacity: {src}; bandwidth: {CUDA_SMEM}", "memory.L2": src,
-                 f"memory.{dram_name}": src, "link_bandwidth": src, "power_w": src, **(extra_sources or {})},
+                 f"memory.{dram_name}": src, "link_bandwidth": src, "power_w": src,
+                 "facts.gemm_tile_k": gemm_src, "facts.gemm_stages": gemm_src, **(extra_sources or {})},
     )
 
 
@@ -51,17 +92,20 @@ CHIPS = (
          peaks={"fp32": 8.1 * T, "fp16": 65 * T, "int8": 130 * T},  # Turing: no tf32/bf16 tensor cores
          tc="320 tensor cores (Turing), 4x4x4 fp16 FMA per clock each", sms=40, clock=1.59e9,
          smem_per_sm=64 * KiB, l2=4 * MiB, dram=16 * GB, dram_bw=320 * GB, dram_name="GDDR6",
-         link=2 * 15.75 * GB, link_name="PCIe 3.0 x16 (both directions)", power=70, aliases=("tesla-t4",)),
+         link=2 * 15.75 * GB, link_name="PCIe 3.0 x16 (both directions)", power=70, aliases=("tesla-t4",),
+         copy=T4_COPY, matmul={"fp16": T4_MM}, gemm=(32, 2, CUTLASS_SM75)),
     _gpu("a100-40gb", A100_SRC,
          peaks={"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T},
          tc="432 3rd-gen tensor cores, 256 fp16 FMA per clock each", sms=108, clock=1.41e9,
          smem_per_sm=164 * KiB, l2=40 * MB, dram=40 * GB, dram_bw=1555 * GB, dram_name="HBM",
-         link=600 * GB, link_name="NVLink 3 (12 links, both directions)", power=400, aliases=("a100",)),
+         link=600 * GB, link_name="NVLink 3 (12 links, both directions)", power=400, aliases=("a100",),
+         copy=A100_COPY, matmul={"bf16": A100_MM, "fp16": A100_MM}),
     _gpu("a100-80gb", A100_SRC,
          peaks={"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T, "fp16": 312 * T, "int8": 624 * T},
          tc="432 3rd-gen tensor cores, 256 fp16 FMA per clock each", sms=108, clock=1.41e9,
          smem_per_sm=164 * KiB, l2=40 * MB, dram=80 * GB, dram_bw=2039 * GB, dram_name="HBM",
-         link=600 * GB, link_name="NVLink 3 (12 links, both directions)", power=400),
+         link=600 * GB, link_name="NVLink 3 (12 links, both directions)", power=400,
+         copy=A100_80_COPY, matmul={"bf16": A100_MM, "fp16": A100_MM}),
     _gpu("h100-sxm", H100_SRC,
          # 2:4-sparse figures (2x these) appear on the datasheet and are not used.
          peaks={"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
@@ -69,7 +113,7 @@ CHIPS = (
          tc="528 4th-gen tensor cores, 512 fp16 FMA per clock each", sms=132, clock=1.83e9,
          smem_per_sm=228 * KiB, l2=50 * MB, dram=80 * GB, dram_bw=3.35 * TB, dram_name="HBM",
          link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h100",),
-         copy=(0.87, H100_COPY),
+         copy=H100_COPY, matmul={"bf16": H100_MM, "fp16": H100_MM, "fp8": H100_FP8},
          extra_sources={"clock_hz": f"derived from the {H100_SRC}: 989.4 TF dense bf16 = 528 TC x 512 FMA x 2 x f, "
                                     "so f = 1.83 GHz"}),
     _gpu("h200", H200_SRC,
@@ -78,6 +122,7 @@ CHIPS = (
          tc="528 4th-gen tensor cores, 512 fp16 FMA per clock each", sms=132, clock=1.83e9,
          smem_per_sm=228 * KiB, l2=50 * MB, dram=141 * GB, dram_bw=4.8 * TB, dram_name="HBM",
          link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h200-sxm",),
+         matmul={"bf16": H200_MM, "fp16": H200_MM, "fp8": H200_FP8},
          copy=(0.896, "H200 device copy measured through PyTorch at ~4.3 TB/s = 0.896 of the 4.8 TB/s in the "
                      "NVIDIA H200 datasheet (2024)")),
 )

@@ -4,7 +4,16 @@
   without epilogues; a bmm -> softmax -> bmm chain becomes one flash-attention kernel (Inductor rewrites that
   pattern to SDPA).
 * Tiling: 128x128 thread-block tiles; a matmul's tiles run in waves of one tile per SM, so the last partial
-  wave wastes SMs (wave quantisation).
+  wave wastes SMs (wave quantisation). Each tile walks K in slabs of ``gemm_tile_k`` through a
+  ``gemm_stages``-deep copy pipeline (the GEMM library's default, catalog facts): the first stages - 1 slabs
+  are loaded before the first MMA, so a tile costs ceil(K/tk) + stages - 1 slab times for ceil(K/tk) of work:
+      wave eff = tiles / (waves x SMs),   K-loop eff = ceil(K/tk) / (ceil(K/tk) + stages - 1),
+      padded FLOPs = FLOPs / (wave eff x K-loop eff).
+  (1024^3 on an A100: 64 tiles on 108 SMs, 16 slabs + 2 = 0.59 x 0.89.)
+* Costs: a tensor-core kernel (matmul or flash attention) runs at most at the measured maximum achievable
+  matmul rate, ``matmul_efficiency_<dtype>`` x peak (catalog, per part and dtype: fp8 is its own measurement,
+  not 2x bf16); the floor stays FLOPs / datasheet peak. Where no measurement exists (fp32/tf32/int8) the
+  datasheet peak is used and the report says so. DRAM runs at the part's own measured copy fraction.
 * Schedule: the host spends ``kernel_launch_s`` per launch; a kernel starts when the stream is free *and* it
   has been launched, so short kernels leave the GPU idle (launch-bound). ``graphs=True`` models CUDA graphs:
   one launch, then only the device-side ``kernel_gap_s`` between kernels.
@@ -39,12 +48,46 @@ class GPUPolicy(Policy):
         mm = [o for o in kernel.ops if o.mnk]
         if not mm:
             return super().tile(kernel)
-        b, m, _, n = mm[0].mnk
+        b, m, k, n = mm[0].mnk
         tiles = b * -(-m // TILE) * -(-n // TILE)
         waves = -(-tiles // sms)
-        eff = tiles / (waves * sms)
-        kernel.tiling = {"tile": f"{TILE}x{TILE}", "tiles": tiles, "waves": waves, "efficiency": eff}
-        kernel.padded_flops = kernel.flops / eff
+        wave_eff = tiles / (waves * sms)
+        tk, stages = int(self.chip.fact("gemm_tile_k")), int(self.chip.fact("gemm_stages"))
+        slabs = -(-int(k) // tk)
+        k_eff = slabs / (slabs + stages - 1)
+        kernel.tiling = {"tile": f"{TILE}x{TILE}x{tk}", "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
+                         "k_slabs": slabs, "stages": stages, "k_loop_efficiency": k_eff,
+                         "efficiency": wave_eff * k_eff}
+        kernel.padded_flops = kernel.flops / (wave_eff * k_eff)
+
+    def matmul_efficiency(self) -> float:
+        """Measured maximum achievable tensor-core rate / datasheet peak for this part and dtype (1.0 if none)."""
+        est = self.chip.estimates.get(f"matmul_efficiency_{self.dtype}")
+        return est.value if est else 1.0
+
+    def kernel_time(self, kernel: Kernel, share: float = 1.0):
+        """The base max-of-terms rule, the compute term of a tensor-core kernel at the measured matmul ceiling:
+        padded FLOPs / (peak x matmul_efficiency). The floor (FLOPs / peak) is unchanged."""
+        duration, bound, floor, detail = super().kernel_time(kernel, share)
+        if kernel.kind in ("matmul", "attention"):
+            eff = self.matmul_efficiency()
+            detail["compute_s"] /= eff
+            detail["matmul_efficiency"] = eff
+            mem = max((v for key, v in detail.items() if key.endswith("_s") and key != "compute_s"), default=0.0)
+            duration = max(detail["compute_s"], mem)
+            bound = "compute" if detail["compute_s"] >= mem else "memory"
+        return duration, bound, floor, detail
+
+    def notes(self) -> list[str]:
+        out = super().notes()
+        est = self.chip.estimates.get(f"matmul_efficiency_{self.dtype}")
+        out.append(f"tensor-core kernels at {est.value:.3f} of the {self.dtype} peak: {est.derivation}" if est else
+                   f"no measured {self.dtype} matmul ceiling for {self.chip.name}: tensor-core kernels at the "
+                   "datasheet peak")
+        bw = self.chip.estimates.get("achievable_bandwidth_fraction")
+        if bw:
+            out.append(f"{self.chip.main_memory.name} at {bw.value:.3f} of spec: {bw.derivation}")
+        return out
 
     def schedule(self, kernels, start: float = 0.0):
         launch = self.chip.estimate("kernel_launch_s")
