@@ -59,10 +59,23 @@ CUTLASS_SM75 = ("NVIDIA/cutlass include/cutlass/gemm/device/default_gemm_configu
                 "<OpClassTensorOp, Sm75>: ThreadblockShape GemmShape<128, 256, 32>, kStages = 2")
 
 
-# Measured copy rates; re-measure on a GPU with common.bench.measure_peaks("cuda") (a large dst.copy_(src)).
+# Measured copy rates, one per part (none borrows another's); re-measure on a GPU with
+# common.bench.measure_peaks("cuda") (a large dst.copy_(src)).
 H100_COPY = (0.87, f"H100 device-to-device copy measured at ~2.9 TB/s = 0.87 of the 3.35 TB/s in the {H100_SRC}")
-ASSUMED_COPY = (0.87, "assumed equal to the H100 measurement (~2.9 TB/s of 3.35 TB/s); no measurement for this part")
-T4_COPY = A100_COPY = A100_80_COPY = ASSUMED_COPY
+# GPUInspector.jl docs, 'Example: Data Bandwidth', on a DGX A100 (40 GB parts, theoretical 1448.4 GiB/s = 1555 GB/s):
+# memcpy peak 1225.3 GiB/s -> 1225.3 / 1448.4 = 0.846.
+A100_COPY = (0.846, "GPUInspector.jl 'Example: Data Bandwidth' (pc2.github.io/GPUInspector.jl/dev/examples/"
+                    "data_bandwidth/), DGX A100: memcpy peak 1225.3 GiB/s of a theoretical 1448.4 GiB/s (1555 GB/s) "
+                    "= 0.846")
+A100_80_COPY = (0.846, "no published copy measurement for the 80 GB part found: the A100-40GB measurement (0.846, "
+                       "GPUInspector.jl on a DGX A100) for the same GA100 memory controllers with HBM2e instead of "
+                       "HBM2; an assumption within the A100 family")
+# The T4's GDDR6 under a 70 W cap: no public copy benchmark found. Issue #16's measured T4 GEMV (a calibration
+# microbenchmark, not an end-to-end figure) reached 36 % of the 320 GB/s spec; the 70 W power cap that lowers the
+# GEMM clock (T4_MM above) is the likely cause.
+T4_COPY = (0.36, "issue #16: a measured T4 GEMV reached 36 % of the 320 GB/s GDDR6 spec (no public copy "
+                 "benchmark for the T4 found; 70 W power cap); re-measure with common.bench.measure_peaks")
+
 
 def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dram_name, link, link_name, power,
          copy, matmul, gemm=(64, 3, CUTLASS_SM80), aliases=(), extra_sources=None):
