@@ -15,10 +15,14 @@ Stages (each decision lands in ``kernel.tiling``; per-op records in ``kernel.til
 * matmul     per core, output tiles that fit the LX left over, chosen for the least LPDDR5 re-reads.
 * LX plan    an intermediate stays in its core's LX when its per-core slice fits the budget left by the tensors
              already resident (in-place reuse: dying inputs are freed first); otherwise it spills to LPDDR5
-             (one extra write + one read per consumer). Multi-use bundle inputs are pinned likewise.
+             (one extra write + one read per consumer). Multi-use bundle inputs are pinned likewise. A decomposed
+             row reduction (softmax) whose slice does not fit runs over row tiles of each core's rows
+             (torch-spyre's softmax_row_tiling), so its intermediates stay in LX: no spill.
 * schedule   per bundle one host launch (``kernel_launch_s``), then its ops in order on "cores"; a "dma" lane
              shows each op's LPDDR5 <-> LX transfer. Every op event lasts
-             max(padded FLOPs / (peak x cores/32), LPDDR5 bytes / achievable bw, LX bytes / LX bw(cores)).
+             max(padded FLOPs / (peak x cores/32 x eff), LPDDR5 time, LX bytes / LX bw(cores)), with
+             torch-spyre's cost-model constants: peak 1536 MAC/ns/core, eff 1140/1536 for matmuls and 160/1536
+             for a default-layout bmm of two activations; LPDDR5 time = (R + W) / 150 GB/s + turnaround x min(R, W).
 
 Options (the compiler knobs labs turn): ``cores`` (1..32), ``lx_budget_bytes`` (LX per core the planner may
 use; a soft limit: when even the smallest matmul tile, one stick deep, does not fit, that tile still runs and
@@ -285,7 +289,8 @@ class SpyrePolicy(Policy):
             plan["padded_flops"] = op.flops * pad
             full = FULL_SIZE_INTERMEDIATES.get(op.op, max(len(op.decomposed_into) - 1, 0))
             if full:  # the parts run back to back on one LX slice: the input (read twice) + one in-place buffer
-                plan.update(internal_intermediates=full, ws_bytes_per_core=2 * max(
+                plan.update(internal_intermediates=full, rows_per_core=-(-main["rows"] // plan["cores_used"]),
+                            ws_bytes_per_core=2 * max(
                     [out["device_bytes"], *(r[0] for r in reads.values())]) / plan["cores_used"])
         if op.kind == "copy":  # what a copy writes along the stick dim, per row; a fault would shorten it (#524)
             plan.update(copy_range_elems=(0, out["shape"][-1]), copy_range_sticks=(0, out["sticks_per_row"]),
@@ -357,6 +362,13 @@ class SpyrePolicy(Policy):
             if "mc" in plan:
                 self._tile_matmul(plan, free)
             ws = plan["ws_bytes_per_core"]
+            if "mc" not in plan and ws > free and op.kind == "reduction" and free > 0:
+                # a row-wise decomposition (softmax) whose slice does not fit: torch-spyre's softmax_row_tiling
+                # runs it over row tiles of each core's rows, so its intermediates stay in LX (no spill)
+                tiles = min(math.ceil(ws / free), max(1, plan.get("rows_per_core", 1)))
+                if ws / tiles <= free:
+                    ws = plan["ws_bytes_per_core"] = ws / tiles
+                    plan["row_tiles"] = tiles
             if "mc" not in plan and ws > free:  # a decomposed op whose slice does not fit: its parts stream
                 extra = plan["internal_intermediates"] * plan["out_device_bytes"]  # through LPDDR5
                 rd, wr, spill, ws = rd + extra, wr + extra, spill + extra, free
@@ -391,17 +403,39 @@ class SpyrePolicy(Policy):
 
     # ---- stage 5: costs --------------------------------------------------------------------------------
     def kernel_time(self, kernel: Kernel, share: float = 1.0):
-        """max(padded FLOPs / (peak x k/32), LPDDR5 / achievable bw, LX / (LX bw x k/32)) for k cores used;
-        the floor uses the whole chip and spec LPDDR5 bandwidth."""
+        """max(padded FLOPs / (peak x k/32 x eff), LPDDR5 time, LX / (LX bw x k/32)) for k cores used, with
+        eff = 1 (vector ops), matmul_efficiency_fp16 (1140 of 1536 MAC/ns/core sustained) or, for a batched
+        matmul of two activations in the default layout, bmm_default_layout_efficiency (160 of 1536), and
+        LPDDR5 time = (R + W) / (150 GB/s) + turnaround x min(R, W) (torch-spyre's cost model). The floor uses
+        the whole chip at the datasheet rate and spec LPDDR5 bandwidth."""
         frac = kernel.tiling.get("cores_used", self.cores) / self.units
         lx_bw = self.chip.estimate("lx_bandwidth")
         lp, lx = kernel.bytes.get(self.main_level, 0.0) * share, kernel.bytes.get("LX", 0.0) * share
-        terms = {"compute_s": kernel.padded_flops * share / (self.peak * frac),
-                 f"{self.main_level}_s": lp / self.bandwidth(self.main_level), "LX_s": lx / (lx_bw * frac)}
+        eff = self.compute_efficiency(kernel)
+        terms = {"compute_s": kernel.padded_flops * share / (self.peak * frac * eff),
+                 f"{self.main_level}_s": self.lpddr_time(kernel.tiling, lp, share), "LX_s": lx / (lx_bw * frac)}
         floor = max(kernel.flops * share / self.peak, lp / self.chip.main_memory.bandwidth, lx / lx_bw)
         duration = max(terms.values())
         bound = "compute" if terms["compute_s"] >= duration else "memory"
-        return duration, bound, floor, terms
+        return duration, bound, floor, {**terms, "compute_efficiency": eff}
+
+    def compute_efficiency(self, kernel: Kernel) -> float:
+        """Sustained fraction of the datasheet MAC rate (module docstring of ``kernel_time``)."""
+        mm = [o for o in kernel.ops if o.kind == "matmul" and o.mnk]
+        if not mm or self.dtype != "fp16":
+            return 1.0
+        c, o = self.chip, mm[0]
+        if (o.op == "aten.bmm" and not o.param_inputs and o.mnk[0] >= c.fact("bmm_default_min_batch")
+                and kernel.tiling.get("cores_used", self.cores) >= c.fact("bmm_default_min_cores")):
+            return c.estimate("bmm_default_layout_efficiency")
+        return c.estimate("matmul_efficiency_fp16")
+
+    def lpddr_time(self, tiling: dict, nbytes: float, share: float = 1.0) -> float:
+        """(R + W) / one-directional bw + turnaround x min(R, W): the shared bus turns around between reads and
+        writes, so a balanced copy runs at ~105 GB/s and a read-only stream at ~150 GB/s."""
+        r, w = tiling.get("lpddr_read"), tiling.get("lpddr_write")
+        overlap = min(r, w) * share if r is not None and w is not None else 0.0
+        return nbytes / self.bandwidth(self.main_level) + overlap * self.chip.estimate("lpddr_turnaround_s_per_byte")
 
     def share(self, kernel: Kernel) -> float:
         """Tensor parallel over cards: matmuls and the attention ops between them split by heads/columns."""
@@ -436,7 +470,7 @@ class SpyrePolicy(Policy):
                 events.append(ev)
                 lp = (plan["lpddr_read"] + plan["lpddr_write"]) * share
                 if lp > 0:  # the DMA lane: the transfer overlaps the op's compute (double-buffered)
-                    events.append(Event(f"dma {sub.name}", "dma", "dma", t, lp / self.bandwidth(self.main_level),
+                    events.append(Event(f"dma {sub.name}", "dma", "dma", t, self.lpddr_time(plan, lp, share),
                                         bound="memory", kernel=k.name, floor=lp / self.chip.main_memory.bandwidth,
                                         detail={"lpddr_read": ev.detail["lpddr_read"],
                                                 "lpddr_write": ev.detail["lpddr_write"]}))
