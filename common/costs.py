@@ -220,6 +220,28 @@ class CostProp(fx.Interpreter):
         return False
 
 
+def causal_fraction(start: int, t: int, block: int = 1) -> float:
+    """Fraction of the (query, key) score matrix of ``t`` queries at positions start..start+t-1 over the
+    S = start + t keys that a causal mask keeps. block = 1: kept pairs / (t S) = (start + (t + 1) / 2) / S,
+    i.e. (t + 1) / 2t for a prefill from position 0 (~1/2: counting the full S^2 doubles the work at long S),
+    1 for one decode token. block > 1: the fraction of block x block tiles a flash-attention kernel must
+    compute because they hold at least one kept pair (aligned query and key tiles), >= the pair fraction.
+
+    >>> causal_fraction(0, 4), causal_fraction(1023, 1), causal_fraction(0, 256, 128)
+    (0.625, 1.0, 0.75)
+    """
+    s = start + t
+    if t <= 0 or s <= 0:
+        return 1.0
+    if block <= 1:
+        return (start + (t + 1) / 2) / s
+    kept = 0
+    for q0 in range(start - start % block, s, block):  # query tiles on the key grid
+        q_lo, q_hi = max(q0, start), min(q0 + block, s)
+        keys = min(-(-q_hi // block) * block, s)  # key tiles up to the one holding the tile's last query
+        kept += (q_hi - q_lo) * keys
+    return kept / (t * s)
+
 def annotate(gm: fx.GraphModule, *args) -> fx.GraphModule:
     """Run ``CostProp`` on ``gm`` with ``args`` (real or fake tensors) and return ``gm`` for chaining."""
     with torch.no_grad():

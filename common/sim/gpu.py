@@ -9,7 +9,8 @@
   are loaded before the first MMA, so a tile costs ceil(K/tk) + stages - 1 slab times for ceil(K/tk) of work:
       wave eff = tiles / (waves x SMs),   K-loop eff = ceil(K/tk) / (ceil(K/tk) + stages - 1),
       padded FLOPs = FLOPs / (wave eff x K-loop eff).
-  (1024^3 on an A100: 64 tiles on 108 SMs, 16 slabs + 2 = 0.59 x 0.89.)
+  (1024^3 on an A100: 64 tiles on 108 SMs, 16 slabs + 2 = 0.59 x 0.89.) A causal flash-attention kernel skips
+  the 128 x 128 score tiles above the diagonal (``Policy.skip_masked_tiles``): ~half of S^2 in a prefill.
 * Costs: a tensor-core kernel (matmul or flash attention) runs at most at the measured maximum achievable
   matmul rate, ``matmul_efficiency_<dtype>`` x peak (catalog, per part and dtype: fp8 is its own measurement,
   not 2x bf16); the floor stays FLOPs / datasheet peak. Where no measurement exists (fp32/tf32/int8) the
@@ -53,12 +54,14 @@ class GPUPolicy(Policy):
         waves = -(-tiles // sms)
         wave_eff = tiles / (waves * sms)
         tk, stages = int(self.chip.fact("gemm_tile_k")), int(self.chip.fact("gemm_stages"))
-        slabs = -(-int(k) // tk)
+        # a GEMM's tile loops over K; a flash-attention tile over the keys (N of Q K^T) in TILE-wide blocks
+        slabs = -(-int(k) // tk) if kernel.kind != "attention" else -(-int(n) // TILE)
         k_eff = slabs / (slabs + stages - 1)
         kernel.tiling = {"tile": f"{TILE}x{TILE}x{tk}", "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
                          "k_slabs": slabs, "stages": stages, "k_loop_efficiency": k_eff,
                          "efficiency": wave_eff * k_eff}
         kernel.padded_flops = kernel.flops / (wave_eff * k_eff)
+        self.skip_masked_tiles(kernel, TILE)  # flash attention skips the causal mask's upper tiles
 
     def matmul_efficiency(self) -> float:
         """Measured maximum achievable tensor-core rate / datasheet peak for this part and dtype (1.0 if none)."""

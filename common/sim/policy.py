@@ -8,6 +8,7 @@ questions. Costs follow one rule everywhere (``kernel_time``): a kernel takes at
 from __future__ import annotations
 
 from common.chips import Chip, canonical_dtype, get_chip
+from common.costs import causal_fraction
 from common.errors import DFAError
 from common.sim.program import Event, Kernel
 
@@ -103,6 +104,32 @@ class Policy:
         est = self.chip.estimates.get("achievable_bandwidth_fraction")
         return est.value if est else 1.0
 
+    # (start, t) of the queries of an LLM step (prefill: 0, seq; decode: seq, 1); t = 0: not a causal LLM step
+    causal: tuple[int, int] = (0, 0)
+
+    def note_causal(self, workload) -> None:
+        """An LLM step's attention is causal: remember where its queries sit (``fit`` calls this)."""
+        if getattr(workload, "config", None) is not None and workload.phase in ("prefill", "decode"):
+            self.causal = (0, workload.seq) if workload.phase == "prefill" else (workload.seq, 1)
+
+    def skip_masked_tiles(self, kernel: Kernel, block: int) -> None:
+        """A fused causal attention kernel (flash attention) skips the block x block score tiles the mask hides:
+        its useful FLOPs are the dense count x the kept-pair fraction, its computed (padded) FLOPs the dense
+        padded count x the fraction of tiles holding a kept pair (``common.costs.causal_fraction``). Prefill
+        from 0 keeps (S + 1) / 2S of S^2; a decode token keeps all of its row."""
+        start, t = self.causal
+        if kernel.kind != "attention" or t == 0:
+            return
+        f, ft = causal_fraction(start, t), causal_fraction(start, t, block)
+        if f >= 1.0:
+            return
+        padded = kernel.padded_flops
+        for o in kernel.ops:
+            o.flops *= f
+        kernel.padded_flops = padded * ft
+        kernel.tiling.update(causal_fraction=f, causal_tile_fraction=ft,
+                             efficiency=kernel.flops / kernel.padded_flops)
+
     def kernel_time(self, kernel: Kernel, share: float = 1.0) -> tuple[float, str, float, dict]:
         """(duration, bound, floor, detail) of one kernel doing ``share`` of its work on one chip."""
         flops = kernel.flops * share
@@ -159,6 +186,7 @@ class Policy:
 
     def fit(self, workload) -> None:
         """Pick (or check) the chip count: the fewest chips whose main memory holds weights + KV cache."""
+        self.note_causal(workload)
         capacity = self.chip.main_memory.total_capacity
         need = max(1, -(-int(workload.resident_bytes) // int(capacity)))
         if self.parallelism == "tensor":  # tensor parallelism splits heads: keep a power of two

@@ -3,7 +3,8 @@
 * Fuse (XLA): producer -> consumer chains of elementwise, reduction, copy and gather ops become one loop/input
   fusion. An elementwise epilogue (bias or residual add, scale, mask, activation) that consumes the result of
   a matmul joins it (output fusion). Two matmuls never share a fusion, except a bmm -> softmax -> bmm chain,
-  which a Pallas flash-attention kernel implements (option ``flash_attention``, default True).
+  which a Pallas flash-attention kernel implements (option ``flash_attention``, default True); causal, it skips
+  the mxu x mxu score blocks above the diagonal (``Policy.skip_masked_tiles``): ~half of S^2 in a prefill.
 * Tile (MXU): a matmul (b, M, K, N) holds mxu x mxu weight tiles in the systolic array while LHS rows stream
   through in groups of one sublane tile. So K and N pad to the MXU edge and M to the sublane tile:
       padded FLOPs = 2 b M' K' N',   MXU passes = b ceil(K/mxu) ceil(N/mxu),   efficiency = FLOPs / padded.
@@ -115,6 +116,7 @@ class TPUPolicy(Policy):
         tiling["efficiency"] = kernel.flops / padded_flops if padded_flops else 1.0
         tiling.update(self._layouts(kernel))
         kernel.tiling = tiling
+        self.skip_masked_tiles(kernel, mxu)  # the flash kernel skips causal-masked mxu x mxu blocks
 
     def _layouts(self, kernel: Kernel) -> dict:
         """Padded bytes of every array the fusion reads or writes in HBM, and of its VMEM intermediates."""
