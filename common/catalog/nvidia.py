@@ -30,9 +30,10 @@ def _gpu_estimates(copy_fraction: float, how: str, matmul: dict) -> dict:
 
 # Maximum achievable matmul FLOPS (MAMF): the best mean TFLOP/s over a brute-force search of GEMM shapes
 # (torch.matmul, 50 warm-up + 100 timed iterations), per accelerator and dtype, in stas00/ml-engineering.
-MAMF = ("stas00/ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS comparison table' "
-        "(https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
-        "#maximum-achievable-matmul-flops-comparison-table)")
+# URL: https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md
+#      #maximum-achievable-matmul-flops-comparison-table
+MAMF = ("github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md, section 'Maximum Achievable "
+        "Matmul FLOPS comparison table'")
 # fp16 and bf16 share the tensor-core datapath and peak on A100/H100/H200: the bf16 row stands for both.
 A100_MM = (0.869, f"{MAMF}: A100 SXM bf16 MAMF 271.2 of 312 TFLOP/s = 86.9 % (best shape 1024x10240x5120, "
                   "torch 2.6.0+cu126); fp16 shares the datapath")
