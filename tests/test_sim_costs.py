@@ -44,3 +44,65 @@ def test_decode_attention_is_not_halved_and_unfused_backends_stay_dense():
     c = get_config("llama-3.1-8b")
     bmm = sum(o.flops for p in s.programs for k in p.kernels for o in k.ops if o.op == "aten.bmm")
     assert bmm == pytest.approx(4 * c.n_heads * 1024 * 1024 * c.head_dim, rel=1e-6)
+
+
+# ---- serving stacks (software generations) ---------------------------------------------------------------
+def test_unknown_or_misplaced_stack_is_a_one_line_error():
+    from common.errors import DFAError
+    from common.sim.serving import simulate_served
+
+    with pytest.raises(DFAError, match=r"^unknown stack 'cerebras-2025'; valid: .*cerebras-2024-08, cerebras-2024-10"):
+        simulate_served("tiny-block", "wse", stack="cerebras-2025")
+    with pytest.raises(DFAError, match="stack 'cerebras-2024-10' serves on the wse backend, not gpu; valid for gpu: "
+                                       "vllm-2023-08"):
+        simulate_served("tiny-block", "gpu", stack="cerebras-2024-10")
+
+
+def test_host_fraction_and_fixed_host_time_are_named_events():
+    from common.catalog.stacks import STACKS
+    from common.sim.serving import simulate_served
+
+    by = {s.name: s for s in STACKS}
+    bare = simulate_llm("llama-3.1-8b", "gpu", chip="a100-40gb", phase="decode", batch=1, seq=1024)
+    served = simulate_served("llama-3.1-8b", "gpu", chip="a100-40gb", stack="vllm-2023-08")
+    (host,) = [e for e in served.events if e.kind == "host"]
+    assert host.duration == pytest.approx(by["vllm-2023-08"].step_host_fraction.value * bare.time_s)
+    assert served.time_s == pytest.approx(bare.time_s + host.duration) and host.bound == "scheduling"
+    assert served.stack == "vllm-2023-08" and any(n.startswith("stack: vllm-2023-08") for n in served.notes)
+    tpu = simulate_served("qwen2.5-0.5b", "tpu", stack="jetstream-2024-07")
+    (host,) = [e for e in tpu.events if e.kind == "host"]
+    assert host.duration == by["jetstream-2024-07"].step_host_s.value
+    hw = simulate_served("qwen2.5-0.5b", "tpu")
+    assert hw.stack is None and "stack: none (hardware only; no serving-stack costs)" in hw.notes
+
+
+def test_cerebras_generations_differ_by_speculative_decoding():
+    from common.catalog.stacks import STACKS
+    from common.sim.serving import simulate_served
+
+    spec = {s.name: s for s in STACKS}["cerebras-2024-10"].speculative
+    aug = simulate_served("llama-3.1-70b", "wse", stack="cerebras-2024-08")
+    octo = simulate_served("llama-3.1-70b", "wse", stack="cerebras-2024-10")
+    assert not any(e.name.startswith("draft") for e in aug.events)
+    draft = simulate_llm(spec.draft_model, "wse", phase="decode", batch=1, seq=1024)
+    verify = simulate_llm("llama-3.1-70b", "wse", phase="decode", batch=spec.draft_tokens + 1, seq=1024)
+    k, a = spec.draft_tokens, spec.acceptance
+    assert octo.time_s == pytest.approx(k * draft.time_s + verify.time_s, rel=1e-9)
+    assert octo.tokens_per_s_per_user == pytest.approx((1 + a * k) / (k * draft.time_s + verify.time_s))
+    assert octo.tokens_per_s_per_user > 1.5 * aug.tokens_per_s_per_user
+    assert any("speculative decoding: 8 draft steps" in n for n in octo.notes)
+    assert any("not published" in n for n in aug.notes)
+
+
+def test_cli_stack_option(capsys):
+    from common.cli import main
+
+    argv = ["simulate", "tiny-block", "--backend", "tpu", "--seq", "16", "--stack", "jetstream-2024-07", "--json"]
+    assert main(argv) == 0
+    (row,) = __import__("json").loads(capsys.readouterr().out)
+    assert row["stack"] == "jetstream-2024-07"
+    assert main(["simulate", "tiny-block", "--backend", "wse", "--stack", "bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "unknown stack 'bogus'; valid:" in err and "cerebras-2024-10" in err and "\n" not in err
+    assert main(["simulate", "tiny-block", "--stack", "groq-2024"]) == 2
+    assert "needs one --backend" in capsys.readouterr().err

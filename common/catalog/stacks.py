@@ -1,0 +1,76 @@
+"""Serving stacks (software generations): what a published tokens/s figure paid beyond the hardware.
+
+A hardware-only simulation cannot match two figures measured on the same chips a few weeks apart (Cerebras,
+Llama-3.1-70B: 450 tok/s in Aug 2024, 2,100 in Oct 2024 after rewritten kernels, asynchronous wafer I/O and
+speculative decoding). A ``Stack`` names the software a figure assumes, each of its costs a sourced term:
+
+* ``step_host_s``        fixed host time per decode step (scheduling, sampling, detokenising) the device waits
+                         for;
+* ``step_host_fraction`` host time per step as a fraction of the device step (where a profile reports shares);
+* ``speculative``        speculative decoding: a draft model proposes ``draft_tokens`` tokens, the target
+                         verifies them in one step; ``acceptance`` = accepted / drafted tokens, so a round yields
+                         1 + acceptance x draft_tokens tokens (``common.sim.serving``).
+
+All are CALIBRATION INPUTS (profiles, release notes, microbenchmarks), never fitted to the end-to-end test
+figures in benchmarks/fidelity.py. A term nobody publishes is absent and the report says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from common.chip_types import Estimate
+
+
+@dataclass(frozen=True)
+class Speculative:
+    draft_model: str
+    draft_tokens: int
+    acceptance: float  # accepted / drafted tokens
+    source: str
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    backend: str  # the simulator backend (chip kind) it serves on
+    released: str  # when this generation's figures were published
+    description: str
+    step_host_s: Estimate | None = None
+    step_host_fraction: Estimate | None = None
+    speculative: Speculative | None = None
+    not_published: tuple[str, ...] = ()  # costs this stack surely pays that nobody has published
+
+
+VLLM_818 = ("vllm-project/vllm PR #818 (2023-08-21, 'decouple tokenizer from the main scheduling thread'): "
+            "A100-40GB x TP4, Llama-70B, 500 requests: model execution 183.7 s; sampler ~8.47 %, tokenizer "
+            "~1.27 %, other scheduling ~1.12 % on top")
+JETSTREAM_122 = ("AI-Hypercomputer/JetStream PR #122 (2024-07-26, 'Performance optimized interleaved mode'): "
+                 "'Optimized TPU duty cycle (largest gap < 4ms)', llama2-70b JetStream MaxText server on v5e-8")
+CEREBRAS_OCT = ("Cerebras blog 'Cerebras Inference now 3x faster: Llama3.1-70B breaks 2,100 tokens/s' (2024-10-24): "
+                "rewritten MatMul / reduce / broadcast kernels, wafer I/O asynchronous to compute, speculative "
+                "decoding ('a small model and large model in tandem'); draft model and acceptance not published")
+# devquasar.com 'Speculative decoding tradeoffs: GPU with large models (Llama 70B + 8B)': llama.cpp, Llama-3-70B
+# Q4_K_M target, Llama-3-8B Q4_K_M draft, --draft 8, greedy: accepted rate 58.68 % (the best configuration).
+LLAMA_SPEC = ("devquasar.com 'Speculative Decoding tradeoffs GPU with large models (Llama 70B & 8B)': llama.cpp, "
+              "Llama-3-70B target, Llama-3-8B draft (Q4_K_M), 8 draft tokens, accepted rate 58.68 % - the only "
+              "published 70B/8B Llama acceptance found; Cerebras's own draft and acceptance are not published")
+
+STACKS = (
+    Stack("vllm-2023-08", "gpu", "2023-08", "vLLM with sampling and detokenising on the scheduling thread",
+          step_host_fraction=Estimate(0.1086, "fraction of the device step", f"{VLLM_818}: 8.47 + 1.27 + 1.12 "
+                                      "= 10.86 % of model execution, paid serially each step")),
+    Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice)",
+          step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "
+                               "after that optimisation; charged at the bound (an upper bound, no mean published)")),
+    Stack("groq-2024", "lpu", "2024", "GroqCloud (deterministic static schedule)",
+          not_published=("per-token host / sampling cost", "chip-to-chip per-hop latency (ISCA 2022 bounds the "
+                                                             "whole network's end-to-end latency at < 3 us)")),
+    Stack("cerebras-2024-08", "wse", "2024-08-27", "Cerebras Inference at launch ('Introducing Cerebras "
+          "Inference'): one token per target step, wafer I/O synchronous with compute",
+          not_published=("the launch kernels' utilisation ('only a fraction of its peak bandwidth, compute and IO' "
+                         "in the October post)",)),
+    Stack("cerebras-2024-10", "wse", "2024-10-24", "Cerebras Inference after the October 2024 release: rewritten "
+          "kernels, asynchronous wafer I/O, speculative decoding",
+          speculative=Speculative("llama-3.1-8b", 8, 0.5868, f"{CEREBRAS_OCT}; draft tokens and acceptance from "
+                                  f"{LLAMA_SPEC}; the draft model is assumed to be Llama-3.1-8B")),
+)
