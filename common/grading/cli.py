@@ -1,5 +1,5 @@
-"""The instructor sub-commands of ``dfa``: release, check, collect, autograde, grade-one, feedback, grades,
-export.
+"""The instructor sub-commands of ``dfa``: release, check, publish, collect, autograde, grade-one, feedback,
+grades, export.
 
 Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
 (0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli.py).
@@ -41,6 +41,10 @@ def _check(args) -> int:
     from common.grading.check import check
     from common.grading.course import courses_from_args, quiet_nbgrader
 
+    if args.published or args.execute or args.lab:
+        from common.grading.publish_cli import check_published
+
+        return check_published(args)
     courses = courses_from_args(args.course)
     with quiet_nbgrader():
         problems = check(courses)
@@ -49,6 +53,12 @@ def _check(args) -> int:
     labs = sum(len(c.labs()) for c in courses)
     print(f"dfa check: {labs} lab(s) in {len(courses)} course(s), {len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def _publish(args) -> int:
+    from common.grading.publish_cli import publish
+
+    return publish(args)
 
 
 def _collect(args) -> int:
@@ -190,7 +200,19 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "check", help="validate labs: nbgrader metadata, standard sections, release current, no leaks"
     )
     p.add_argument("course", nargs="*", help="course folders (default: all, and the README lab tables)")
+    p.add_argument("--published", metavar="OUT",
+                   help="instead, prove the student edition in OUT (dfa publish) holds nothing graded")
+    p.add_argument("--execute", action="store_true",
+                   help="with --published: also run its release notebooks in a fresh venv holding only OUT")
+    p.add_argument("--lab", action="append", help="with --execute: run only this lab (repeatable)")
     p.set_defaults(func=_check)
+
+    p = sub.add_parser("publish", help="write the student edition into OUT: release notebooks, package, README")
+    p.add_argument("out", metavar="OUT", help="an empty folder, or a clone of the published repository")
+    p.add_argument("course", nargs="*", help="course folders (default: every courseN_* folder)")
+    p.add_argument("--repo", metavar="OWNER/NAME", help="published repository (default: [tool.dfa] published_repo)")
+    p.add_argument("--force", action="store_true", help="replace what a previous dfa publish wrote in OUT")
+    p.set_defaults(func=_publish)
 
     p = sub.add_parser(
         "collect", help="put downloaded submissions (LMS zip or folder) into COURSE/submitted/"

@@ -1,0 +1,173 @@
+"""Which functions of ``common`` are the reference answer of a graded stub: the grader may use them, learners
+must not have them.
+
+A lab asks the learner to write a *graded stub* (``run_dataflow`` in Lab 2); its hidden tests compare the
+learner's function with a *reference* (``common.dataflow.run_tokens``). If the published package defines the
+reference, calling it earns the points. ``GRADER_ONLY`` lists every such pair, one line each, as
+``(course/lab, stub, "module:qualname")`` — the instructor's mark that says "this is the answer". Evidence for
+each entry: the hidden test compares the stub with that function (or the visible check names it).
+
+``dfa check --published OUT`` reports every listed reference that the published ``common`` still defines;
+``dfa publish`` leaves one out of the published package only when no release notebook and no other published
+module uses it (publish.py). ``NOT_REFERENCES`` records functions that share a stub's name but are not its
+answer, so that ``registry_problems`` (run by ``dfa check --published`` and the tests) can ask of every
+namesake: registered, or explained? A stub that is a class (``PagedKVAllocator``) is listed like a function.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+
+from common.grading import standard
+
+GRADER_ONLY: tuple[tuple[str, str, str], ...] = (
+    ("course1_landscape/lab1_landscape", "measure", "common.bench:measure"),
+    ("course1_landscape/deepdive1_spyre", "sticks", "common.sim.spyre:stick_layout"),
+    ("course2_dataflow/lab2_dataflow", "node_annotations", "common.costs:node_table"),
+    ("course2_dataflow/lab2_dataflow", "run_dataflow", "common.dataflow:run_tokens"),
+    ("course2_dataflow/lab2_dataflow", "skew_capacities", "common.dataflow:full_throughput_capacities"),
+    ("course2_dataflow/lab2_dataflow", "static_list_schedule", "common.schedule:list_schedule"),
+    ("course2_dataflow/lab2_dataflow", "dma_edges", "common.sim.graphview:dma_edges"),
+    ("course2_dataflow/deepdive2_spyre", "stick_plan", "common.sim.spyre:stick_layout"),
+    ("course3_compile/lab3_compile", "my_count_ops", "common.compile_tools:count_ops"),
+    ("course3_compile/lab3_compile", "kernel_names", "common.compile_tools:fused_kernels"),
+    ("course3_compile/lab3_compile", "my_find_groups", "common.fusion:find_groups"),
+    ("course3_compile/lab3_compile", "bytes_saved", "common.fusion:FusionGroup.bytes_saved"),
+    ("course3_compile/lab3_compile", "sticks", "common.sim.spyre:stick_layout"),
+    ("course3_compile/deepdive3_spyre", "device_layout", "common.sim.spyre:stick_layout"),
+    ("course4_memory/lab4_memory", "dma_plan", "common.cache:dma_schedule"),
+    ("course4_memory/lab4_memory", "largest_tile", "common.cache:largest_square_tile"),
+    ("course4_memory/lab4_memory", "cache_traffic", "common.cache:simulate_cache"),
+    ("course4_memory/lab4_memory", "categorise", "common.memtimeline:categorise_reference"),
+    ("course4_memory/lab4_memory", "lpu_chips", "common.kvcache:chips_needed"),
+    ("course4_memory/lab4_memory", "PagedKVAllocator", "common.kvcache:PagedAllocator"),
+    ("course4_memory/lab4_memory", "waste", "common.kvcache:waste_summary"),
+    ("course4_memory/deepdive4_spyre", "padding_bytes", "common.sim.traffic:padding_bytes"),
+    ("course4_memory/deepdive4_spyre", "largest_tile_rows", "common.sim.traffic:largest_tile_rows"),
+    ("course4_memory/deepdive4_spyre", "chain_lpddr_bytes", "common.sim.traffic:chain_lpddr_bytes"),
+    ("course5_debug/lab5_debug", "split_time", "common.debug.timing:exclusive_split"),
+    # The CPU answer a planted bug's fix must reproduce: returning it passes a check of values only.
+    ("course5_debug/lab5_debug", "fix_stick", "common.debug.bugs:PlantedBug.reference"),
+    ("course5_debug/lab5_debug", "fix_hang", "common.debug.bugs:PlantedBug.reference"),
+    ("course5_debug/lab5_debug", "fix_overflow", "common.debug.bugs:PlantedBug.reference"),
+    ("course5_debug/deepdive5_spyre", "sticks_needed", "common.sim.spyre:stick_layout"),
+    ("course5_debug/deepdive5_spyre", "first_uncovered", "common.sim.kernel_text:first_uncovered"),
+    ("course6_roofline/lab6_roofline", "attainable", "common.roofline:Roofline.attainable"),
+    ("course6_roofline/lab6_roofline", "ridge_point", "common.roofline:Roofline.ridge_point"),
+    ("course6_roofline/lab6_roofline", "system_ridges", "common.roofline:ridge_table"),
+    ("course6_roofline/lab6_roofline", "op_points", "common.sim.report:Report.roofline_points"),
+)
+
+# (course/lab, stub, "module:qualname") -> why that namesake is not the stub's answer.
+NOT_REFERENCES: dict[tuple[str, str, str], str] = {
+    (
+        "course2_dataflow/deepdive2_spyre",
+        "edge_table",
+        "common.sim.lowering:edge_table",
+    ): "edges of the aten graph with shapes and strides; the stub tabulates a Spyre Program's kernels and via",
+    (
+        "course6_roofline/lab6_roofline",
+        "ridge_point",
+        "common.chip_types:Chip.ridge_point",
+    ): "reads the catalog chip; the stub takes peak and bandwidth numbers (Roofline.ridge_point is listed)",
+}
+
+
+def split(reference: str) -> tuple[str, str]:
+    """``"common.x:A.f"`` -> (``"common.x"``, ``"A.f"``)."""
+    module, _, qualname = reference.partition(":")
+    return module, qualname
+
+
+def module_file(package_parent: Path, module: str) -> Path | None:
+    """The file of ``module`` under ``package_parent`` (the folder holding ``common/``), if there is one."""
+    base = package_parent.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def definition(tree: ast.Module, qualname: str) -> ast.AST | None:
+    """The top-level ``def``/``class`` (or a method, ``Class.name``) that ``qualname`` names in ``tree``."""
+    body, node = tree.body, None
+    for part in qualname.split("."):
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+            ),
+            None,
+        )
+        if node is None:
+            return None
+        body = getattr(node, "body", [])
+    return node
+
+
+def defines(path: Path, qualname: str) -> bool:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    return definition(tree, qualname) is not None
+
+
+def graded_stubs(course, lab: str) -> list[str]:
+    """Names the learner writes in a lab: top-level ``def``/``class`` of its solution cells (source notebook)."""
+    nb = nbformat.read(course.source_notebook(lab), as_version=4)
+    names = []
+    for cell in nb.cells:
+        if standard.is_stub(cell) and "BEGIN SOLUTION" in cell.source:
+            names += re.findall(r"^(?:def|class)\s+(\w+)", cell.source, re.MULTILINE)
+    return names
+
+
+def _definitions(package_parent: Path) -> dict[str, list[str]]:
+    """name -> ``module:qualname`` of every top-level function or class, and method, of the package."""
+    index: dict[str, list[str]] = {}
+    for path in sorted((package_parent / "common").rglob("*.py")):
+        if "grading" in path.relative_to(package_parent).parts:
+            continue
+        module = ".".join(path.relative_to(package_parent).with_suffix("").parts).removesuffix(".__init__")
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                index.setdefault(node.name, []).append(f"{module}:{node.name}")
+            if isinstance(node, ast.ClassDef):
+                for m in node.body:
+                    if isinstance(m, ast.FunctionDef):
+                        index.setdefault(m.name, []).append(f"{module}:{node.name}.{m.name}")
+    return index
+
+
+def registry_problems(courses, package_parent: Path) -> list[str]:
+    """Entries whose stub or reference no longer exists, and namesakes of a stub that nothing explains."""
+    stubs = {f"{c.name}/{lab}": graded_stubs(c, lab) for c in courses for lab in c.labs()}
+    problems = []
+    for where, stub, reference in GRADER_ONLY:
+        if where in stubs and stub not in stubs[where]:
+            problems.append(f"grader_only: {where} has no graded stub {stub!r} (GRADER_ONLY is stale)")
+        module, qualname = split(reference)
+        path = module_file(package_parent, module)
+        if path is None or not defines(path, qualname):
+            problems.append(f"grader_only: {reference} (reference of {where} {stub}) is not defined in common")
+    known = {(w, s, r) for w, s, r in GRADER_ONLY} | set(NOT_REFERENCES)
+    index = _definitions(package_parent)
+    for where, names in stubs.items():
+        for stub in names:
+            for namesake in index.get(stub, []):
+                if (where, stub, namesake) not in known:
+                    problems.append(
+                        f"grader_only: {namesake} has the name of {where}'s graded stub {stub}: "
+                        "list it in GRADER_ONLY, or say in NOT_REFERENCES why it is not the answer"
+                    )
+    return problems
