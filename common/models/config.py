@@ -1,17 +1,17 @@
 """Architecture numbers for the reference decoder LM, and where they come from.
 
-A ``ModelConfig`` holds only what the ops and shapes depend on. Named configurations copy the public
-Hugging Face ``config.json`` of each model; ``config_from_hf`` reads any Llama/Qwen2/Mistral-style one.
+A ``ModelConfig`` holds only what the ops and shapes depend on. Named dense configurations copy the public
+Hugging Face ``config.json`` of each model field by field; the mixture-of-experts ones (Mixtral-8x7B,
+gpt-oss-120b, Qwen3-30B-A3B) are kept as their config.json dicts (``common.models.hf_configs``) and read by
+``config_from_hf`` (``common.models.hf``), which refuses any field it does not know.
 Not modelled (they change values, not ops or shapes): Llama 3.1's ``rope_scaling`` frequency remap and
-Qwen2's sliding window (off in these checkpoints).
+Qwen2's sliding window (off in these checkpoints). Features that do change cost but are not modelled (e.g.
+gpt-oss's sliding-window layers) are listed in ``ModelConfig.unmodelled`` and printed with every report.
 """
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from common.errors import DFAError, unknown
 
@@ -33,7 +33,17 @@ class ModelConfig:
     norm_eps: float = 1e-5
     tie_embeddings: bool = False
     qkv_bias: bool = False  # biases on q/k/v projections only (Qwen2); o_proj and MLP never have one
+    qk_norm: bool = False  # RMSNorm over head_dim on q and k before RoPE (Qwen3)
+    # Mixture of experts (common/models/moe.py): 0 experts = a dense SwiGLU MLP in every layer.
+    n_experts: int = 0  # routed experts per layer (E)
+    top_k: int = 0  # experts each token is routed to (k)
+    expert_ffn_dim: int | None = None  # one expert's SwiGLU width; None -> ffn_dim (Mixtral, gpt-oss)
+    shared_ffn_dim: int = 0  # width of the always-on shared expert MLP (DeepSeek, Qwen2-MoE); 0 = none
+    expert_bias: bool = False  # biases on the experts' three projections (gpt-oss)
+    router_bias: bool = False  # bias on the router (gpt-oss)
     source: str = ""
+    # Known features that change cost but are not modelled (one sentence each); shown in every report's notes.
+    unmodelled: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         # frozen: fill the defaults through object.__setattr__
@@ -41,16 +51,32 @@ class ModelConfig:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
         if self.head_dim is None:
             object.__setattr__(self, "head_dim", self.d_model // max(self.n_heads, 1))
-        for field in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim",
-                      "max_seq_len"):
-            value = getattr(self, field)
+        for attr in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "ffn_dim",
+                     "max_seq_len"):
+            value = getattr(self, attr)
             if not isinstance(value, int) or value <= 0:
-                raise DFAError(f"model {self.name!r}: {field} must be a positive int, got {value!r}")
+                raise DFAError(f"model {self.name!r}: {attr} must be a positive int, got {value!r}")
         if self.n_heads % self.n_kv_heads:
             raise DFAError(f"model {self.name!r}: n_heads={self.n_heads} is not a multiple of "
                            f"n_kv_heads={self.n_kv_heads}")
         if self.head_dim % 2:
             raise DFAError(f"model {self.name!r}: head_dim={self.head_dim} must be even for RoPE")
+        self._check_experts()
+
+    def _check_experts(self) -> None:
+        e, k = self.n_experts, self.top_k
+        if e == 0:
+            if k or self.shared_ffn_dim or self.expert_bias or self.router_bias or self.expert_ffn_dim:
+                raise DFAError(f"model {self.name!r}: top_k, shared_ffn_dim, expert_ffn_dim and expert/router "
+                               f"biases need n_experts > 0 (a mixture of experts); got n_experts=0")
+            return
+        if not isinstance(e, int) or e < 0 or not isinstance(k, int) or not 0 < k <= e:
+            raise DFAError(f"model {self.name!r}: a mixture of experts needs 0 < top_k <= n_experts, got "
+                           f"top_k={k!r}, n_experts={e!r}")
+        for name in ("moe_ffn_dim", "shared_ffn_dim"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < (1 if name == "moe_ffn_dim" else 0):
+                raise DFAError(f"model {self.name!r}: {name} must be a positive int, got {value!r}")
 
     @property
     def group(self) -> int:
@@ -58,17 +84,48 @@ class ModelConfig:
         return self.n_heads // self.n_kv_heads
 
     @property
-    def n_params(self) -> int:
-        """Exact parameter count of ``DecoderLM(self)`` (tied head counted once).
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
 
-        V*C (embedding) + L*[C*H*hd + 2*C*KV*hd + H*hd*C (+ H*hd + 2*KV*hd biases) + 3*C*F + 2*C]
-        + C (final norm) + V*C (head, unless tied).
-        """
+    @property
+    def moe_ffn_dim(self) -> int:
+        """One routed expert's SwiGLU width (F_e)."""
+        return self.expert_ffn_dim or self.ffn_dim
+
+    def expert_params(self) -> int:
+        """Parameters of one routed expert: 3 C F_e (+ 2 F_e + C biases)."""
+        c, f = self.d_model, self.moe_ffn_dim
+        return 3 * c * f + ((2 * f + c) if self.expert_bias else 0)
+
+    def _layer_params(self, experts: int) -> int:
+        """One decoder layer with ``experts`` routed experts counted (all E for the total, k for the active):
+        C H hd + 2 C KV hd + H hd C (+ H hd + 2 KV hd biases) (+ 2 hd q/k norms) + 2 C norms, then the MLP:
+        dense 3 C F, or router C E (+ E) + experts x expert_params + shared 3 C F_s."""
         c, q, kv = self.d_model, self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
         attn = c * q + 2 * c * kv + q * c + ((q + 2 * kv) if self.qkv_bias else 0)
-        layer = attn + 3 * c * self.ffn_dim + 2 * c
+        attn += 2 * self.head_dim if self.qk_norm else 0
+        if not self.is_moe:
+            return attn + 3 * c * self.ffn_dim + 2 * c
+        router = c * self.n_experts + (self.n_experts if self.router_bias else 0)
+        return attn + router + experts * self.expert_params() + 3 * c * self.shared_ffn_dim + 2 * c
+
+    @property
+    def n_params(self) -> int:
+        """Exact parameter count of ``DecoderLM(self)`` (tied head counted once), every expert included.
+
+        V*C (embedding) + L * layer(all E experts) + C (final norm) + V*C (head, unless tied).
+        """
+        c = self.d_model
         head = 0 if self.tie_embeddings else self.vocab_size * c
-        return self.vocab_size * c + self.n_layers * layer + c + head
+        return self.vocab_size * c + self.n_layers * self._layer_params(self.n_experts) + c + head
+
+    @property
+    def n_active_params(self) -> int:
+        """Parameters one token uses: as ``n_params`` with k routed experts per layer instead of E (router and
+        shared expert included, embedding and head counted whole: the Mixtral paper's 12.9B convention)."""
+        if not self.is_moe:
+            return self.n_params
+        return self.n_params - self.n_layers * (self.n_experts - self.top_k) * self.expert_params()
 
     def kv_bytes_per_token(self, dtype_bytes: int = 2) -> int:
         """KV-cache bytes one token adds: 2 (K and V) * n_layers * n_kv_heads * head_dim * dtype_bytes."""
@@ -112,69 +169,6 @@ def get_config(name: str) -> ModelConfig:
         raise unknown("model", name, CONFIGS) from None
 
 
-# HF key -> (ModelConfig field, default or _REQUIRED)
-_REQUIRED = object()
-_HF_KEYS: dict[str, tuple[str, Any]] = {
-    "vocab_size": ("vocab_size", _REQUIRED),
-    "hidden_size": ("d_model", _REQUIRED),
-    "num_hidden_layers": ("n_layers", _REQUIRED),
-    "num_attention_heads": ("n_heads", _REQUIRED),
-    "num_key_value_heads": ("n_kv_heads", None),
-    "head_dim": ("head_dim", None),
-    "intermediate_size": ("ffn_dim", _REQUIRED),
-    "max_position_embeddings": ("max_seq_len", _REQUIRED),
-    "rope_theta": ("rope_theta", 10000.0),
-    "rms_norm_eps": ("norm_eps", 1e-6),  # transformers' LlamaConfig default
-    "tie_word_embeddings": ("tie_embeddings", False),
-}
-
-
-def config_from_hf(path_or_dict: str | os.PathLike | Mapping[str, Any],
-                   name: str | None = None) -> ModelConfig:
-    """Read a Llama/Qwen2/Mistral-style Hugging Face ``config.json`` (a file, its folder, or a parsed dict).
-
-    q/k/v biases: ``attention_bias`` if present, else on for ``model_type == "qwen2"`` (Qwen2 always has
-    them). Missing optional keys take transformers' defaults; a missing required one is a DFAError.
-    """
-    if isinstance(path_or_dict, Mapping):
-        raw, where = dict(path_or_dict), "<dict>"
-    else:
-        where = os.fspath(path_or_dict)
-        if os.path.isdir(where):
-            where = os.path.join(where, "config.json")
-        try:
-            with open(where, encoding="utf-8") as f:
-                raw = json.load(f)
-        except OSError as exc:
-            raise DFAError(f"cannot read Hugging Face config {where!r}: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise DFAError(f"{where!r} is not valid JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise DFAError(f"{where!r} is not a JSON object")
-    act = raw.get("hidden_act", "silu")
-    if act not in ("silu", "swish"):
-        raise DFAError(f"{where}: hidden_act {act!r} is not supported; valid: silu, swish")
-    fields: dict[str, Any] = {}
-    for key, (field, default) in _HF_KEYS.items():
-        value = raw.get(key, default)
-        if value is _REQUIRED:
-            raise DFAError(f"{where}: missing required field {key!r}")
-        fields[field] = value
-    fields["qkv_bias"] = bool(raw.get("attention_bias", raw.get("model_type") == "qwen2"))
-    if name is None:
-        name = raw.get("_name_or_path") or (os.path.basename(os.path.dirname(os.path.abspath(where)))
-                                           if where != "<dict>" else "hf-config")
-    return ModelConfig(name=name, source=f"Hugging Face config.json: {where}", **fields)
-
-
-def config_to_hf(config: ModelConfig) -> dict[str, Any]:
-    """The Hugging Face ``config.json`` keys for ``config`` (Llama-style; what ``config_from_hf`` reads)."""
-    out = {key: getattr(config, field) for key, (field, _) in _HF_KEYS.items()}
-    out.update(model_type="llama", hidden_act="silu", attention_bias=config.qkv_bias,
-               _name_or_path=config.name)
-    return out
-
-
 def resolve_config(name_or_path: str | os.PathLike | ModelConfig) -> ModelConfig:
     """A ModelConfig passes through; a known name is looked up; an existing .json file or folder is read."""
     if isinstance(name_or_path, ModelConfig):
@@ -187,3 +181,10 @@ def resolve_config(name_or_path: str | os.PathLike | ModelConfig) -> ModelConfig
             return config_from_hf(path)
     raise unknown("model", name_or_path, CONFIGS) from None
 
+
+# The mixture-of-experts configurations are read from their config.json dicts by the loader, which needs
+# ModelConfig: imported last (common.models.hf imports this module).
+from common.models.hf import MOE_CONFIGS, config_from_hf, config_to_hf  # noqa: E402
+
+CONFIGS.update(MOE_CONFIGS)
+__all__ = ["CONFIGS", "ModelConfig", "config_from_hf", "config_to_hf", "get_config", "resolve_config"]

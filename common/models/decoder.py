@@ -18,6 +18,7 @@ from torch.nn import functional as F
 
 from common.errors import DFAError
 from common.models.config import ModelConfig
+from common.models.moe import Experts, MoE
 
 
 @dataclass(eq=False)  # == on lists of tensors is ambiguous; identity is what matters
@@ -97,7 +98,8 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class Attention(nn.Module):
-    """Causal GQA self-attention with RoPE: softmax(Q K^T / sqrt(hd) + mask) V, then o_proj."""
+    """Causal GQA self-attention with RoPE: softmax(Q K^T / sqrt(hd) + mask) V, then o_proj.
+    With ``config.qk_norm`` (Qwen3) q and k are RMS-normalised over head_dim before RoPE."""
 
     def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None):
         super().__init__()
@@ -108,6 +110,11 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(c, config.n_kv_heads * hd, bias=config.qkv_bias, dtype=dtype)
         self.v_proj = nn.Linear(c, config.n_kv_heads * hd, bias=config.qkv_bias, dtype=dtype)
         self.o_proj = nn.Linear(config.n_heads * hd, c, bias=False, dtype=dtype)
+        if config.qk_norm:
+            self.q_norm = RMSNorm(hd, config.norm_eps, dtype)
+            self.k_norm = RMSNorm(hd, config.norm_eps, dtype)
+        else:
+            self.q_norm = self.k_norm = None
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor,
                 kv_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
@@ -116,9 +123,11 @@ class Attention(nn.Module):
         kv, g, hd = self.n_kv, self.group, self.head_dim
         # query head h = kv_head * g + j (the order repeat_interleave would give), so split H as (n_kv, g)
         q = self.q_proj(x).unflatten(-1, (kv, g, hd))  # (B, T, n_kv, g, hd)
+        q = q if self.q_norm is None else self.q_norm(q)
         q = apply_rope(q.permute(0, 2, 3, 1, 4), cos, sin)  # (B, n_kv, g, T, hd)
         q = q.flatten(2, 3)  # (B, n_kv, g*T, hd)
-        k = self.k_proj(x).unflatten(-1, (kv, hd)).transpose(1, 2)  # (B, n_kv, T, hd)
+        k = self.k_proj(x).unflatten(-1, (kv, hd))  # (B, T, n_kv, hd)
+        k = (k if self.k_norm is None else self.k_norm(k)).transpose(1, 2)  # (B, n_kv, T, hd)
         v = self.v_proj(x).unflatten(-1, (kv, hd)).transpose(1, 2)  # (B, n_kv, T, hd)
         k = apply_rope(k, cos, sin)  # (B, n_kv, T, hd)
         if kv_cache is not None:
@@ -137,27 +146,28 @@ class Attention(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)); no biases."""
+    """down(silu(gate(x)) * up(x)); no biases. ``width`` defaults to ``config.ffn_dim``."""
 
-    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None):
+    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None, width: int | None = None):
         super().__init__()
-        self.gate_proj = nn.Linear(config.d_model, config.ffn_dim, bias=False, dtype=dtype)
-        self.up_proj = nn.Linear(config.d_model, config.ffn_dim, bias=False, dtype=dtype)
-        self.down_proj = nn.Linear(config.ffn_dim, config.d_model, bias=False, dtype=dtype)
+        f = width or config.ffn_dim
+        self.gate_proj = nn.Linear(config.d_model, f, bias=False, dtype=dtype)
+        self.up_proj = nn.Linear(config.d_model, f, bias=False, dtype=dtype)
+        self.down_proj = nn.Linear(f, config.d_model, bias=False, dtype=dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 class DecoderLayer(nn.Module):
-    """x + Attn(RMSNorm(x)), then + SwiGLU(RMSNorm(.))."""
+    """x + Attn(RMSNorm(x)), then + SwiGLU(RMSNorm(.)), or + MoE(RMSNorm(.)) for a mixture of experts."""
 
     def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None):
         super().__init__()
         self.input_layernorm = RMSNorm(config.d_model, config.norm_eps, dtype)
         self.self_attn = Attention(config, dtype)
         self.post_attention_layernorm = RMSNorm(config.d_model, config.norm_eps, dtype)
-        self.mlp = SwiGLU(config, dtype)
+        self.mlp = MoE(config, dtype) if config.is_moe else SwiGLU(config, dtype)
 
     def forward(self, x, cos, sin, mask, kv_cache=None, start_pos: int = 0):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv_cache, start_pos)
@@ -198,6 +208,8 @@ class DecoderLM(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
+        if isinstance(module, Experts):
+            module.reset_parameters(std=0.02)
 
     def causal_mask(self, t, start_pos: int = 0) -> torch.Tensor:
         """(g*T, S) bool, True where key position > query position; grouped row r is position r % T."""
