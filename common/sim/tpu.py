@@ -191,14 +191,19 @@ class TPUPolicy(Policy):
         """Bidirectional ring all-reduce over ICI. The catalog's ICI figure is per chip, both directions, over
         all ``ici_links`` links, so one link carries link_bandwidth / (2 links) per direction. A ring embedded
         in the slice uses 2 of them per chip (1 for a pair of chips), sending half the data each way round:
-        time = 2 (n-1)/n x bytes / (links used x one-way link bandwidth)."""
+        wire time = 2 (n-1)/n x bytes / (links used x one-way link bandwidth). Each hop also has a fixed ICI
+        latency (``ici_hop_latency_s``, ~1 us): a bidirectional reduce-scatter + all-gather makes n/2 + n/2 = n
+        hops, so (scaling book) time = max(wire time, n x hop latency); the floor is the wire time."""
         ev = super().allreduce_event(kernel, start, engine)
         if ev is None:
             return None
         one_way = self.chip.link_bandwidth / (2 * int(self.chip.fact("ici_links")))
         used = self.ring_links
-        ev.duration = ev.floor = ev.bytes["link"] / (used * one_way)
-        ev.detail.update(algorithm="bidirectional ring", links_used=used, link_one_way_Bps=one_way)
+        wire = ev.bytes["link"] / (used * one_way)
+        latency = self.n_chips * self.chip.estimate("ici_hop_latency_s")
+        ev.floor, ev.duration = wire, max(wire, latency)
+        ev.detail.update(algorithm="bidirectional ring", links_used=used, link_one_way_Bps=one_way, wire_s=wire,
+                         hops=self.n_chips, hop_latency_s=latency)
         return ev
 
     def notes(self) -> list[str]:
@@ -215,7 +220,8 @@ class TPUPolicy(Policy):
         out.append("one compiled XLA program per step: no per-fusion launch; the host dispatch cost is not "
                    "published and not modelled")
         if self.n_chips > 1:
+            hop = chip.estimates["ici_hop_latency_s"]
             out.append(f"tensor parallel over {self.n_chips} chips: bidirectional ring all-reduce on "
-                       f"{self.ring_links} of {int(chip.fact('ici_links'))} ICI links per chip (no per-hop "
-                       "latency: not published)")
+                       f"{self.ring_links} of {int(chip.fact('ici_links'))} ICI links per chip, at least "
+                       f"{self.n_chips} hops x {hop.value * 1e6:g} us ({hop.derivation})")
         return out
