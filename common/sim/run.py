@@ -5,6 +5,7 @@ import torch
 
 from common.chips import canonical_dtype
 from common.errors import DFAError
+from common.sim.moe import after_run
 from common.sim.pipeline import compile_graph
 from common.sim.report import Report
 from common.sim.workload import TORCH_DTYPES, Workload, graph_workload, llm_step
@@ -23,6 +24,7 @@ def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None =
     policy.fit(workload)
     programs = [compile_graph(seg.gm, policy) for seg in workload.segments]
     events = policy.run(programs, workload)
+    events = after_run(policy, workload, programs, events)  # MoE all-to-alls, config notes (common/sim/moe.py)
     notes = list(dict.fromkeys(n for p in programs for n in p.notes))
     return Report(policy.name, policy.chip.name, policy.n_chips, policy.dtype, events, programs,
                   policy.critical_engine, workload.name, workload.phase, workload.batch, workload.seq,

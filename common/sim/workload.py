@@ -22,6 +22,7 @@ from common.chips import DTYPE_BYTES, canonical_dtype
 from common.costs import annotate
 from common.errors import DFAError
 from common.models import ModelConfig, build_model, resolve_config, step_inputs
+from common.sim.moe import plan_layer
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
                 "fp8": torch.bfloat16, "int8": torch.bfloat16}  # 8-bit: shapes traced in 16 bit, bytes rescaled
@@ -95,6 +96,9 @@ def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") 
     out = next(n for n in pro.graph.nodes if n.op == "output")
     x, cos, sin, mask = [v for v in pytree.tree_leaves(out.meta["val"]) if isinstance(v, torch.Tensor)]
     kv = None if cache is None else (cache.k[0], cache.v[0])
+    # ---- mixture of experts (common/sim/moe.py): capture the layer at the expected routing load ----
+    moe_meta = plan_layer(m.layers[0], config, batch * tokens.shape[1], dtype)
+    # ----
     layer = _annotated(m.layers[0], (x, cos, sin, mask, kv, start))
     epi = _annotated(_Epilogue(m), (x,))
     scale = DTYPE_BYTES[dtype] / torch.empty((), dtype=TORCH_DTYPES[dtype]).element_size()
@@ -108,7 +112,7 @@ def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") 
         phase=phase, batch=batch, seq=seq, dtype=dtype, tokens=batch * t,
         weight_bytes=config.n_params * DTYPE_BYTES[dtype],
         kv_bytes=config.kv_bytes_per_token(DTYPE_BYTES[dtype]) * batch * (seq + (1 if phase == "decode" else 0)),
-        config=config)
+        config=config, meta={"moe": moe_meta} if moe_meta else {})
 
 
 def _scale_bytes(gm: fx.GraphModule, scale: float) -> None:

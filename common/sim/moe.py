@@ -1,0 +1,155 @@
+"""Mixture-of-experts steps in the simulator: expected routing, resident vs streamed experts, expert parallelism.
+
+* ``plan_layer``: before the decoder layer is captured, its ``MoE`` block is set to the expected load of the
+  step's N token rows (N = batch in decode, batch x seq in prefill): D(N) = E (1 - (1 - k/E)^N) experts touched
+  (rounded to whole experts), ceil(N k / D) rows each (``common.models.moe``). The captured graph then holds
+  the router GEMM (N, C) x (C, E), top-k, a gather of the routed rows, three batched GEMMs over the D touched
+  experts and a weighted index_add back: the active work, not all E experts.
+* Resident vs streamed: the layer's expert parameters are whole (E, C, F) tensors, so every backend's memory
+  footprint (``Workload.weight_bytes`` = n_params x dtype; the SRAM machines' ``spatial.resident_sizes``)
+  holds all E experts, while a step reads only the D touched ones (the GEMMs read ``w[:D]``). At batch 1
+  Mixtral streams 2 of its 8 experts per layer; by batch 16 nearly all 8.
+* ``after_run`` (called once by ``run.simulate``): on a tensor-parallel machine with n > 1 chips the experts
+  are spread over ep = min(n, E) chips (expert parallelism) and each MoE layer pays two all-to-alls, dispatch
+  before the expert GEMMs and combine after them. Each chip owns ceil(N / n) token rows and sends each row's k
+  copies, (ep - 1) / ep of them to other chips:
+      bytes per chip per all-to-all = ceil(N / n) x k x C x dtype_bytes x (ep - 1) / ep,
+      time = bytes / (link_bandwidth / 2)   (the catalog's link figure is both directions per chip; an
+  all-to-all over a switch or torus injects on all of a chip's links). No per-message latency is charged
+  (not in the catalog). Every later event moves back by the all-to-all's time. The pipelined SRAM machines
+  (LPU, WSE) need none: a layer's experts sit on the chips of its pipeline stage and the token already
+  travels through them with the pipeline's hops.
+  It also copies the config's ``unmodelled`` features (e.g. gpt-oss's sliding window) into the report notes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import replace
+
+from common.chips import DTYPE_BYTES
+from common.errors import DFAError
+from common.models.moe import ExpectedLoad, MoE
+from common.sim.program import Event
+
+
+def plan_layer(layer, config, rows: int, dtype: str) -> dict:
+    """Set ``layer.mlp`` (a ``MoE``) to the expected load of ``rows`` token rows; the workload's MoE record."""
+    if not isinstance(getattr(layer, "mlp", None), MoE):
+        return {}
+    load = ExpectedLoad.of(config.n_experts, config.top_k, rows)
+    layer.mlp.set_plan(load)
+    expert = config.expert_params() * DTYPE_BYTES[dtype]
+    return {
+        "experts": config.n_experts,
+        "top_k": config.top_k,
+        "rows": rows,
+        "expected_experts": load.expected,
+        "experts_touched": load.experts,
+        "rows_per_expert": load.rows,
+        "resident_expert_bytes": config.n_layers * config.n_experts * expert,
+        "streamed_expert_bytes": config.n_layers * load.experts * expert,
+        "active_params": config.n_active_params,
+        "total_params": config.n_params,
+        "formula": "experts touched D = E (1 - (1 - k/E)^N), rows per expert = ceil(N k / D)",
+    }
+
+
+def all_to_all_bytes(rows: int, top_k: int, d_model: int, dtype_bytes: float, n_chips: int, n_experts: int) -> float:
+    """Bytes one chip sends in one all-to-all: ceil(N / n) x k x C x dtype_bytes x (ep - 1) / ep, ep = min(n, E)."""
+    ep = min(n_chips, n_experts)
+    return math.ceil(rows / n_chips) * top_k * d_model * dtype_bytes * (ep - 1) / ep
+
+
+def _expert_kernels(workload, programs) -> tuple[dict[str, set[str]], bool]:
+    """Kernel name -> its op names, for the layer segment's kernels that read expert weights; and whether the
+    layer repeats (then its events are named "L<r>.<kernel>", which no other segment's events are)."""
+    for program, seg in zip(programs, workload.segments, strict=True):
+        if seg.name == "layer":
+            return (
+                {
+                    k.name: set(k.op_names)
+                    for k in program.kernels
+                    if any(".experts." in p for o in k.ops for p in o.params)
+                },
+                seg.repeat > 1,
+            )
+    return {}, False
+
+
+def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
+    """Add the config's unmodelled-feature notes and, for expert parallelism, the all-to-all events."""
+    config, moe = workload.config, workload.meta.get("moe")
+    if config is not None and programs:
+        programs[0].notes.extend(f"{config.name}: {n}" for n in config.unmodelled)
+    if not moe:
+        return events
+    if policy.parallelism != "tensor" or policy.n_chips == 1:
+        where = "its pipeline stage's chips" if policy.parallelism != "tensor" else "the one chip"
+        programs[0].notes.append(
+            f"mixture of experts: {moe['experts_touched']} of {moe['experts']} experts per "
+            f"layer touched (expected {moe['expected_experts']:.2f}); all experts resident "
+            f"on {where}, no all-to-all"
+        )
+        return events
+    if not policy.chip.link_bandwidth:
+        raise DFAError(
+            f"{policy.chip.name} has no published chip-to-chip bandwidth for expert parallelism; use --chips 1"
+        )
+    n, e = policy.n_chips, moe["experts"]
+    sent = all_to_all_bytes(moe["rows"], moe["top_k"], config.d_model, DTYPE_BYTES[workload.dtype], n, e)
+    duration = sent / (policy.chip.link_bandwidth / 2)
+    kernels, repeated = _expert_kernels(workload, programs)
+    spans: dict[str, list[float]] = {}  # layer instance ("L3") -> [first expert start, last expert end]
+    for ev in events:
+        ops = set(ev.detail.get("ops", ()))
+        if ev.kind != "compute" or ev.kernel not in kernels or not ops <= kernels[ev.kernel]:
+            continue  # (Spyre's per-op events carry one of their kernel's ops)
+        key = ev.name.split(".")[0] if repeated else ""
+        if not repeated or key.startswith("L"):
+            span = spans.setdefault(key, [ev.start, ev.end])
+            span[0], span[1] = min(span[0], ev.start), max(span[1], ev.end)
+    inserts = sorted(
+        [(s, f"{k}.all-to-all dispatch") for k, (s, _) in spans.items()]
+        + [(t, f"{k}.all-to-all combine") for k, (_, t) in spans.items()]
+    )
+    inserts = [(t, name.lstrip(".")) for t, name in inserts]
+    detail = {
+        "algorithm": "all-to-all",
+        "chips": n,
+        "expert_parallel": min(n, e),
+        "replicas": n,
+        "rows_per_chip": math.ceil(moe["rows"] / n),
+        "top_k": moe["top_k"],
+        "bytes_per_chip": sent,
+        "formula": "ceil(N/n) k C dtype_bytes (ep-1)/ep / (link_bandwidth/2)",
+    }
+    times, out = [t for t, _ in inserts], []
+    for ev in events:  # every event from an insertion point on (1 ps of float slack) moves by the all-to-alls
+        shift = duration * bisect.bisect_right(times, ev.start + 1e-12)
+        out.append(replace(ev, start=ev.start + shift) if shift else ev)
+    for i, (t, name) in enumerate(inserts):
+        out.append(
+            Event(
+                name,
+                "comm",
+                policy.critical_engine,
+                t + i * duration,
+                duration,
+                0,
+                0.0,
+                {"link": sent},
+                "communication",
+                "",
+                duration,
+                dict(detail),
+            )
+        )
+    programs[0].notes.append(
+        f"mixture of experts: expert parallel over {min(n, e)} of {n} chips, 2 all-to-alls "
+        f"per layer of {sent:.0f} B per chip each over {policy.chip.link_name or 'the links'} "
+        f"(no per-message latency: not in the catalog)"
+    )
+    out.sort(key=lambda ev: ev.start)
+    return out
