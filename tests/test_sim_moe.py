@@ -7,6 +7,7 @@ total / 5.13B active without the embedding table (OpenAI model card); Qwen3-30B-
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -200,6 +201,12 @@ def test_decode_weight_traffic_grows_with_batch_per_formula():
         assert w.weight_bytes == cfg.n_params * 2  # the footprint holds all 8 experts at every batch
     assert read[1] == 2 * per_expert and read[16] == 8 * per_expert
     assert [read[b] for b in sorted(read)] == sorted(read.values())
+    # end to end on one H200 (141 GB holds all of Mixtral): HBM bytes of the whole step
+    one, eight = (simulate_llm("mixtral-8x7b", "gpu", chip="h200", chips=1, batch=b, seq=256) for b in (1, 8))
+    weights_read = (cfg.n_active_params - cfg.vocab_size * cfg.d_model) * 2  # the lookup reads one row
+    assert one.bytes["HBM"] == pytest.approx(weights_read, rel=0.01)
+    more_experts = cfg.n_layers * (read[8] - read[1])  # 5 more experts per layer at batch 8
+    assert eight.bytes["HBM"] - one.bytes["HBM"] == pytest.approx(more_experts, rel=0.02)
 
 
 # ---------------------------------------------------------------- the simulated step on every backend
@@ -257,7 +264,12 @@ def test_dense_models_are_unchanged():
     assert r.chips > 1 and not [e for e in r.events if "all-to-all" in e.name]
 
 
-def test_cli_help_lists_the_models():
+def test_cli_help_lists_the_models_and_simulates_all_backends(capsys):
     from common import sim_cli
+    from common.cli import main
 
     assert sim_cli.MODEL_NAMES == tuple(CONFIGS)
+    assert main(["simulate", "mixtral-8x7b", "--backend", "all", "--seq", "256", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["backend"] for r in rows] == list(BACKEND_NAMES) and all(r["time_s"] > 0 for r in rows)
+    assert any("expert parallel" in n for r in rows for n in r["notes"])

@@ -18,7 +18,8 @@ from common.errors import DFAError, unknown
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """A decoder-only LM: embedding, ``n_layers`` x [RMSNorm, GQA+RoPE attention, RMSNorm, SwiGLU], head."""
+    """A decoder-only LM: embedding, ``n_layers`` x [RMSNorm, GQA+RoPE attention, RMSNorm, SwiGLU or a
+    mixture of experts (``n_experts`` > 0: router + top-k of E SwiGLU experts + optional shared expert)], head."""
 
     name: str
     vocab_size: int
