@@ -29,7 +29,7 @@ def publish(args) -> int:
             print(f"left out {strip.reference} (reference of {'; '.join(strip.stubs)})")
     for strip in kept:
         print(
-            f"KEPT {strip.reference}, the reference of {'; '.join(strip.stubs)}: used by "
+            f"KEPT {strip.reference}, the reference of {'; '.join(strip.stubs)}: its name is in "
             f"{', '.join(strip.users[:4])}{' …' if len(strip.users) > 4 else ''}"
         )
     for rel in result.salted:

@@ -26,9 +26,10 @@ def readme(slug: str, rows: list[tuple[str, str, str]]) -> str:
     table = ["| Course | Lab | Open |", "| --- | --- | --- |"]
     table += [f"| {course} | [{title}]({path}) | {_badge(slug, path)} |" for course, title, path in rows]
     url = f"https://github.com/{slug}"
+    courses = len({course for course, _, _ in rows})
     return f"""# Dataflow Architectures for AI — the labs
 
-Six courses, each with a lab and a Deep Dive, on how GPUs, TPUs, wafer-scale engines, Groq's LPU and IBM's
+{courses} course(s), {len(rows)} notebooks, on how GPUs, TPUs, wafer-scale engines, Groq's LPU and IBM's
 Spyre run a neural network. Every lab runs on simulated machines built on PyTorch: no special hardware, and
 a CPU is enough. Each course folder's README is its syllabus.
 

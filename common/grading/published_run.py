@@ -34,6 +34,8 @@ PROBE = """import importlib.util, sys
 import common
 assert common.__file__.startswith(sys.prefix), f"common comes from {common.__file__}, not {sys.prefix}"
 assert importlib.util.find_spec("common.grading") is None, "the instructor tooling is importable"
+import common.cli
+assert "tour" in common.cli.build_parser().format_help(), "the dfa command lost its learner commands"
 """
 
 RUNNER = r"""
@@ -135,15 +137,16 @@ def execute(out: Path, notebooks: dict[str, Path], *, timeout_s: int = 600, log=
     fresh environment; one problem line per notebook that fails."""
     with tempfile.TemporaryDirectory(prefix="dfa-published-run-") as tmp:
         work = Path(tmp)
-        python = make_env(out, work, log)
         jobs = []
         for rel, source in notebooks.items():
             folder = work / "labs" / Path(rel).parent
-            shutil.copytree((out / rel).parent, folder)
+            if not folder.is_dir():  # the lab's other files; two notebooks of one folder share them
+                shutil.copytree((out / rel).parent, folder)
             nb = solved(nbformat.read(out / rel, as_version=4), nbformat.read(source, as_version=4))
             nbformat.write(nb, folder / Path(rel).name)
             jobs.append({"name": rel, "path": str(folder / Path(rel).name), "cwd": str(folder), "timeout": timeout_s})
         (work / "jobs.json").write_text(json.dumps(jobs), encoding="utf-8")
+        python = make_env(out, work, log)
         (work / "runner.py").write_text(RUNNER, encoding="utf-8")
         run = subprocess.run(
             [str(python), str(work / "runner.py"), str(work / "jobs.json"), str(work / "results.json")],
