@@ -189,8 +189,11 @@ def test_publish_refuses_a_non_empty_folder_and_force_keeps_what_it_did_not_writ
     (out / ".git").mkdir(parents=True)  # a fresh clone of the published repository counts as empty
     publish([course], out, repo=REPO, package_parent=package)
     (out / "LICENSE").write_text("the learners' licence\n")
+    (out / MANIFEST).unlink()  # as in a clone whose manifest was not committed: every file is someone else's
     with pytest.raises(DFAError, match="not empty"):
         publish([course], out, repo=REPO, package_parent=package)
+    result = publish([course], out, repo=REPO, package_parent=package, force=True)
+    assert "README.md" in result.replaced and "LICENSE" in result.foreign  # overwritten only with --force
     stale = json.loads((out / MANIFEST).read_text())
     stale["files"].append("common/old_module.py")
     (out / MANIFEST).write_text(json.dumps(stale))

@@ -48,6 +48,7 @@ class Published:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # files of the previous publish that this one did not write
     foreign: list[str] = field(default_factory=list)  # files in OUT that publish did not write (left alone)
+    replaced: list[str] = field(default_factory=list)  # files no manifest listed that --force overwrote
     strips: list = field(default_factory=list)  # published_package.Strip per grader-only reference
     salted: list[str] = field(default_factory=list)  # release notebooks that print a salt
 
@@ -188,6 +189,8 @@ def publish(
             if rel not in result.written:
                 (out / rel).unlink(missing_ok=True)
                 result.removed.append(rel)
+        result.replaced = [rel for rel in foreign if rel in result.written]
+        result.foreign = [rel for rel in foreign if rel not in result.written]
         for rel in result.written:
             target = out / rel
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,11 @@ def publish(args) -> int:
     )
     for rel in result.removed:
         print(f"removed {rel}: a previous dfa publish wrote it, this one does not")
+    if result.replaced:
+        print(
+            f"replaced {len(result.replaced)} file(s) that no earlier dfa publish listed (--force), e.g. "
+            f"{result.replaced[0]}"
+        )
     if result.foreign:
         print(
             f"left alone {len(result.foreign)} file(s) in {result.out} that dfa publish did not write, e.g. "
