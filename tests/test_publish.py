@@ -71,7 +71,8 @@ def test_publish_writes_the_student_edition(edition):
     assert "optional-dependencies" not in project["project"]  # no instructor, cluster or dev extras
     assert project["project"]["scripts"]["dfa"] == "common.cli:main"
     assert (out / "common" / "checks.py").is_file() and not (out / "common" / "grading").exists()
-    assert not list(out.rglob("*.py")) == [] and not list((out / "course0_fixture").rglob("*.py"))
+    assert not list((out / "course0_fixture").rglob("*.py"))  # no lab source, no nbgrader_config.py
+    assert not (out / "course0_fixture" / "source").exists()
     dataflow = (out / "common" / "dataflow.py").read_text()
     assert "def run_tokens" not in dataflow and "def kept_helper" in dataflow  # unused reference left out
     assert [s.removed for s in result.strips if s.reference == "common.dataflow:run_tokens"] == [True]
