@@ -34,7 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from common.grading import testcells
 from common.grading.limits import measure_load_factor, scaled_seconds
+from common.grading.verdicts import TestChannel, verdict_outputs
 
 KERNEL_NAME = "dfa-sandbox"
 TIMEOUT_ENAME = "CellTimeoutError"
@@ -77,7 +79,7 @@ def _write_kernelspec(config: dict) -> str:
         "common.grading.runner",
         "kernel",
         "--config",
-        json.dumps(config.get("kernel_limits", {})),
+        json.dumps({"limits": config.get("kernel_limits", {}), "agent": config.get("agent")}),
         "--",
         "-f",
         "{connection_file}",
@@ -137,9 +139,10 @@ def _streaming_execute_class():
     class StreamingExecute(Execute):
         """nbgrader's Execute, reporting each code cell as soon as it ran and capping its output."""
 
-        def __init__(self, emit, max_cell_output_bytes: int, **kwargs):
+        def __init__(self, emit, max_cell_output_bytes: int, tests: dict, channel, **kwargs):
             super().__init__(**kwargs)
             self._emit = emit
+            self._tests, self._channel = tests, channel
             self._max_bytes = max_cell_output_bytes
             self._cell_bytes = 0
             self._truncated = False
@@ -150,15 +153,24 @@ def _streaming_execute_class():
             self.current_index = index
             self._cell_bytes, self._truncated = 0, False
             started = time.monotonic()
+            self._channel.accept()  # at the first cell at the latest: the listener closes to anyone else
+            test = self._tests.get(str(index)) if cell.cell_type == "code" else None
+            verdict_fd = self._channel.send(index, test) if test is not None else None
+            if test is not None:
+                cell.source = testcells.kernel_source(index, test)
             cell, resources = super().preprocess_cell(cell, resources, index)
             if cell.cell_type == "code":
                 cell.outputs = coalesce_streams(cell.outputs)
                 # nbclient marks an interrupted cell with this error; the elapsed time tells it from a learner
                 # who merely raises an exception of that name
-                if time.monotonic() - started >= self.timeout and any(
+                interrupted = time.monotonic() - started >= self.timeout and any(
                     o.get("output_type") == "error" and o.get("ename") == TIMEOUT_ENAME for o in cell.outputs
-                ):
+                )
+                if interrupted:
                     self.timed_out.append(index)
+                if test is not None:  # the kernel's own outputs of a test cell are the learner's: dropped
+                    verdict = self._channel.verdict(verdict_fd)
+                    cell.outputs = verdict_outputs(verdict, interrupted, self._channel.problem)
                 if self._truncated:
                     cell.outputs.append(
                         new_output("stream", name="stdout", text="\n[output truncated by the grader]\n")
@@ -182,6 +194,14 @@ def _streaming_execute_class():
     return StreamingExecute
 
 
+def _read_tests(fd) -> dict:
+    """The test cells (testcells.split), from the descriptor the parent passed; read before any kernel."""
+    if fd is None:
+        return {}
+    with os.fdopen(fd, "rb") as f:
+        return json.loads(f.read() or b"{}")
+
+
 def run(result_fd: int, config: dict) -> int:
     os.set_inheritable(result_fd, False)
     out = os.fdopen(result_fd, "w", encoding="utf-8")
@@ -200,6 +220,9 @@ def run(result_fd: int, config: dict) -> int:
         import nbformat
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+        tests = _read_tests(config.get("tests_fd"))
+        channel = TestChannel()
+        config["agent"] = channel.path
         workdir = Path(config["workdir"])
         copy_regular_files(Path(config["source"]), workdir)
         _seed_matplotlib_cache(config)
@@ -210,6 +233,8 @@ def run(result_fd: int, config: dict) -> int:
         executor = _streaming_execute_class()(
             emit,
             config["max_cell_output_bytes"],
+            tests,
+            channel,
             kernel_name=KERNEL_NAME,
             timeout=timeout,
             startup_timeout=scaled_seconds(config.get("startup_timeout", 60), factor),
@@ -259,14 +284,19 @@ def run(result_fd: int, config: dict) -> int:
     return 0
 
 
-def exec_kernel(limits: dict, kernel_args: list[str]) -> None:
-    for name, value in limits.items():
+def exec_kernel(config: dict, kernel_args: list[str]) -> None:
+    for name, value in config.get("limits", {}).items():
         resource.setrlimit(getattr(resource, name), (int(value), int(value)))
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
     except OSError:
         pass
+    if config.get("agent"):
+        from common.grading.checker import start_kernel
+
+        start_kernel(config["agent"], kernel_args)
+        sys.exit(0)
     os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *kernel_args])
 
 

@@ -34,6 +34,8 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+import nbformat
+
 from common.errors import DFAError
 from common.grading import bwrap, cgroups, fallback, scratch
 from common.grading.bwrap import SYSTEM_DIRS, package_dir, python_env_dirs  # noqa: F401 (public names)
@@ -273,9 +275,9 @@ class Sandbox:
                 "--result-fd", str(result_fd), "--config", json.dumps(runner_config)]  # fmt: skip
 
     def _command(self, mode: str, staging: Path, notebook: str, result_fd: int, time_scale: float,
-                 uid: int | None) -> tuple[list[str], dict | None]:  # fmt: skip
+                 uid: int | None, tests_fd: int) -> tuple[list[str], dict | None]:  # fmt: skip
         """The command that runs the notebook, and its environment (None: bubblewrap sets it inside)."""
-        config = functools.partial(self._runner_config, notebook=notebook, time_scale=time_scale)
+        config = functools.partial(self._runner_config, notebook=notebook, time_scale=time_scale, tests_fd=tests_fd)
         if mode == "bubblewrap":
             runner = config(bwrap.SUBMISSION_MOUNT, f"{bwrap.SANDBOX_HOME}/{Path(notebook).stem}",
                             count_processes=True)  # fmt: skip
@@ -295,8 +297,9 @@ class Sandbox:
         return self._runner_command(runner, result_fd), _sandbox_env(str(staging / "tmp"), str(staging / "tmp"))
 
     def _runner_config(self, source: str, workdir: str, *, notebook: str, count_processes: bool,
-                       time_scale: float = 1.0) -> dict:  # fmt: skip
+                       time_scale: float = 1.0, tests_fd: int | None = None) -> dict:  # fmt: skip
         return {
+            "tests_fd": tests_fd,
             "source": source,
             "workdir": workdir,
             "notebook": notebook,
@@ -336,6 +339,7 @@ class Sandbox:
             if mode == "fallback-user":
                 slot = fallback.claim()
             self._stage(mode, submission_dir, staging, slot and slot.uid)
+            tests_fd = _take_out_tests(staging / ("user" if mode == "fallback-user" else "") / "submission" / notebook)
             if self.as_root and mode != "unsafe":
                 group = cgroups.create(self.limits.cgroup_memory_bytes, self.limits.max_processes)
                 if group is None and mode == "bubblewrap":
@@ -343,10 +347,11 @@ class Sandbox:
             read_fd, write_fd = os.pipe()
             log_read, log_write = os.pipe()
             try:
-                command, env = self._command(mode, staging, notebook, write_fd, time_scale, slot and slot.uid)
+                command, env = self._command(mode, staging, notebook, write_fd, time_scale, slot and slot.uid,
+                                             tests_fd)  # fmt: skip
                 if group is not None:
                     command = group.join_prefix() + command
-                process = subprocess.Popen(command, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
+                process = subprocess.Popen(command, pass_fds=(write_fd, tests_fd), stdin=subprocess.DEVNULL,
                                            stdout=log_write, stderr=log_write, env=env, cwd=staging,
                                            start_new_session=True)  # fmt: skip
             except BaseException:
@@ -356,6 +361,7 @@ class Sandbox:
             finally:
                 os.close(write_fd)  # only the runner holds these now
                 os.close(log_write)
+                os.close(tests_fd)
             log = LogTail(log_read, LOG_TAIL_BYTES)
             try:
                 token = scratch.on_interrupt(functools.partial(_stop, process, group, slot, wait=False))
@@ -382,6 +388,24 @@ class Sandbox:
                 slot.clean()
                 slot.release()
             scratch.remove_dir(staging)
+
+
+def _take_out_tests(path: Path) -> int:
+    """Strip the test cells' hidden parts from the staged notebook (testcells.py) and return a memory file
+    holding them, for the runner alone: nothing in the sandbox's folders holds a hidden test."""
+    from common.grading import testcells
+
+    tests = {}
+    if path.is_file():
+        nb = nbformat.read(path, as_version=4)
+        tests = testcells.split(nb)
+        nbformat.write(nb, path)
+    fd = os.memfd_create("dfa-tests", os.MFD_CLOEXEC)
+    view = memoryview(json.dumps(tests).encode())
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _stop(process: subprocess.Popen, group, slot, *, wait: bool = True) -> None:
