@@ -184,6 +184,170 @@ def relu(x):
 """
 
 
+# ---- Issue #17: attacks on the grader from inside the learner's kernel. Each sits in the relu stub's cell;
+# the intensity stub stays unsolved, so every one of them must score what the blank notebook scores: 0.
+INPUT_TRANSFORMER = """
+get_ipython().input_transformer_manager.cleanup_transforms.append(lambda lines: ["pass\\n"])
+def relu(x):
+    raise NotImplementedError
+"""
+AST_TRANSFORMER = """
+import ast
+class Gut(ast.NodeTransformer):
+    def visit_Module(self, node):
+        return ast.fix_missing_locations(ast.Module(body=[ast.Pass()], type_ignores=[]))
+get_ipython().ast_transformers.append(Gut())
+def relu(x):
+    raise NotImplementedError
+"""
+PRE_RUN_DISPLAYHOOK = """
+import sys
+get_ipython().events.register("pre_run_cell", lambda *a: sys.displayhook("ok"))
+def relu(x):
+    raise NotImplementedError
+"""
+DO_EXECUTE_WRAPPER = """
+import inspect
+kernel = get_ipython().kernel
+original = kernel.do_execute
+async def do_execute(*args, **kwargs):
+    reply = original(*args, **kwargs)
+    if inspect.isawaitable(reply):
+        reply = await reply
+    reply["status"] = "ok"
+    return reply
+kernel.do_execute = do_execute
+get_ipython().showtraceback = lambda *a, **k: None
+def relu(x):
+    raise NotImplementedError
+"""
+PATCHED_GRADER = """
+from common.checks import check_tensor, grader
+type(grader)._verdict = staticmethod(lambda *a, **k: None)
+for name in list(check_tensor.__globals__):
+    if name == "_report" or name.startswith("_compare"):
+        check_tensor.__globals__[name] = lambda *a, **k: None
+def relu(x):
+    return -x
+"""
+PATCH_DURING_TEST = """
+import common.checks
+def relu(x):  # patches the checks from inside the stub, while the test that called it runs
+    global grader, check_tensor
+    class Yes:
+        def __getattr__(self, name): return lambda *a, **k: None
+    grader, check_tensor = Yes(), (lambda *a, **k: None)
+    type(common.checks.grader)._verdict = staticmethod(lambda *a, **k: None)
+    common.checks.check_tensor.__globals__["_report"] = lambda *a, **k: None
+    return -x
+"""
+FRAME_WALK = """
+import sys
+def relu(x):  # rewrites the calling test's names through its frame
+    frame = sys._getframe(1)
+    frame.f_globals["check_tensor"] = frame.f_locals["check_tensor"] = lambda *a, **k: None
+    return -x
+"""
+FORGED_VERDICT = """
+import json, os, stat
+def relu(x):  # writes a passing verdict to every pipe and socket it can find, then leaves
+    fake = json.dumps({"passed": True, "stdout": "✔ relu: correct"}).encode()
+    for fd in range(3, 512):
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISFIFO(mode):
+                os.write(fd, fake)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+THREAD_FORGER = """
+import json, os, stat, threading, time
+def relu(x):  # leaves a thread behind that keeps trying to write a passing verdict
+    fake = json.dumps({"passed": True, "stdout": ""}).encode()
+    def forge():
+        while True:
+            for fd in range(3, 512):
+                try:
+                    if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                        os.write(fd, fake)
+                except OSError:
+                    pass
+            time.sleep(0.001)
+    threading.Thread(target=forge, daemon=True).start()
+    return -x
+"""
+HIDDEN_TEST_READER = """
+import glob, os, signal
+SEEN = []
+get_ipython().events.register("pre_run_cell", lambda info=None, *a: SEEN.append(getattr(info, "raw_cell", "")))
+FRAMES = {}
+def peek(signum, frame):  # a signal handler is handed the frame it interrupted: maybe a test's
+    while frame is not None and len(FRAMES) < 200:
+        FRAMES.setdefault(frame.f_code, repr(frame.f_code.co_consts)[:400])
+        frame = frame.f_back
+signal.signal(signal.SIGALRM, peek)
+signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+def relu(x):
+    raise NotImplementedError
+"""
+LEAK_HIDDEN_TESTS = """
+import base64, codecs, glob, os
+signal.setitimer(signal.ITIMER_REAL, 0, 0)
+for pattern in ("*.ipynb", "/submission/*.ipynb", "/tmp/**/*.ipynb", os.path.expanduser("~/**/*.ipynb")):
+    for path in glob.glob(pattern, recursive=True):
+        try:
+            SEEN.append(open(path).read())
+        except OSError:
+            pass
+text = "\\n".join(SEEN + list(FRAMES.values()))[:60_000]
+print("B64", base64.b64encode(text.encode()).decode())
+print("ROT13", codecs.encode(text, "rot13"))
+print("HEX", text.encode().hex())
+"""
+HIDDEN_IN_EXEC = "import base64\nexec(base64.b64decode({payload!r}))"
+
+
+def kernel_attacks(course) -> dict[str, object]:
+    import base64
+
+    base = release_nb(course)
+    hidden_exec = HIDDEN_IN_EXEC.format(payload=base64.b64encode(INPUT_TRANSFORMER.encode()))
+    return {
+        "input_transformer": with_code(base, relu=INPUT_TRANSFORMER),
+        "ast_transformer": with_code(base, relu=AST_TRANSFORMER),
+        "pre_run_displayhook": with_code(base, relu=PRE_RUN_DISPLAYHOOK),
+        "do_execute_wrapper": with_code(base, relu=DO_EXECUTE_WRAPPER),
+        "patched_grader": with_code(base, relu=PATCHED_GRADER),
+        "patch_during_test": with_code(base, relu=PATCH_DURING_TEST),
+        "frame_walk": with_code(base, relu=FRAME_WALK),
+        "forged_verdict": with_code(base, relu=FORGED_VERDICT),
+        "thread_forger": with_code(base, relu=THREAD_FORGER),
+        "hidden_test_reader": with_code(base, relu=HIDDEN_TEST_READER, intensity=LEAK_HIDDEN_TESTS),
+        "exec_b64_transformer": with_code(base, relu=hidden_exec),
+    }
+
+
+def decoded_leaks(text: str) -> str:
+    """The printed text, plus whatever its B64/ROT13/HEX lines decode to."""
+    import base64
+    import codecs
+
+    found = [text]
+    for line in text.splitlines():
+        kind, _, payload = line.partition(" ")
+        try:
+            if kind == "B64":
+                found.append(base64.b64decode(payload).decode(errors="replace"))
+            elif kind == "ROT13":
+                found.append(codecs.decode(payload, "rot13"))
+            elif kind == "HEX":
+                found.append(bytes.fromhex(payload).decode(errors="replace"))
+        except ValueError:
+            pass
+    return "\n".join(found)
+
+
 def _edit_test_cells(nb):
     for grade_id in ("relu_tests", "intensity_tests"):
         nb.cells[cell_index(nb, grade_id)].source = "print('all tests passed')"
@@ -298,6 +462,31 @@ def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
     tampered = autograded_nb(course, "tampered-metadata-points")
     assert "bonus" not in json.dumps(tampered.cells[cell_index(tampered, "relu") + 1].metadata)
     assert set(by_student["monkeypatched-checker"].review) >= {"builtins"}
+
+
+def test_attacks_from_the_learners_kernel_score_what_the_blank_scores(course):
+    from common.grading.regions import normalize, secret_lines
+
+    attacks = kernel_attacks(course)
+    honest = {"alice": source_nb(course), "carol": colab_stripped(right_answers(course))}
+    for student, nb in {**honest, **attacks}.items():
+        submit(course, student.replace("_", "-"), nb)
+    graded = autograde(course, LAB, workers=2, limits=FAST_LIMITS, report=lambda g: print(g.line()))
+    by_student = {g.student: g for g in graded}
+    assert by_student["alice"].score == by_student["carol"].score == AUTOGRADED_POINTS
+    for name in attacks:
+        result = by_student[name.replace("_", "-")]
+        assert result.status != "grading_error", f"{name}: {result.message}"
+        assert result.score == 0.0, f"{name} gained {result.score} points"
+    # nothing of the hidden tests reached any output of the learner's, in any encoding tried
+    secrets = secret_lines(source_nb(course), kinds=("hidden tests",))
+    assert secrets, "the fixture lab has hidden tests"
+    leaked = normalize(decoded_leaks(all_output_text(autograded_nb(course, "hidden-test-reader"))))
+    assert "B64" in leaked and "HEX" in leaked  # the probe ran and printed what it found
+    for line in secrets:
+        assert line not in leaked, f"hidden test text leaked: {line}"
+    for name in ("hidden-test-reader", "alice"):  # the notebook the sandbox ran held no hidden test either
+        assert "BEGIN HIDDEN TESTS" not in all_output_text(autograded_nb(course, name))
 
 
 def test_source_full_marks_release_zero_and_parallel_equals_serial(course, tmp_path):
