@@ -39,6 +39,7 @@ import socket
 import sys
 import threading
 
+from common.grading import codetrust
 from common.grading import snapshot as snapshot_module
 
 TRIGGER_EVENT = "dfa.check"
@@ -49,16 +50,19 @@ MAX_VERDICT_OUTPUT = 32 * 1024  # bytes of a test's printed text kept: the verdi
 NO_THREADS_EXIT = 3  # the child's exit status when learner threads outlived the test (no verdict sent)
 REFUSED_EVENTS = frozenset(
     {
-        "sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys.settrace", "sys.setprofile",
+        "sys._current_frames", "sys.settrace", "sys.setprofile",
         "sys.addaudithook", "sys.monitoring.register_callback", "gc.get_objects", "gc.get_referrers",
         "gc.get_referents", "socket.__new__", "os.fork", "os.forkpty", "os.exec", "os.posix_spawn",
         "os.spawn", "os.system", "subprocess.Popen", "pty.spawn", "_thread.start_new_thread",
         "_thread.start_joinable_thread", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle",
         "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.call_function", "ctypes.addressof",
-        "ctypes.string_at", "ctypes.wstring_at", "os.chdir", "object.__setattr__", "object.__delattr__",
+        "ctypes.string_at", "ctypes.wstring_at", "os.chdir",
     }
 )  # fmt: skip
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+# Allowed only when the code asking is genuine library code (codetrust.py): torch, typing and dataclasses
+# read frames for module names and stack traces; a learner's function may not.
+ASKER_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "object.__setattr__", "object.__delattr__"})
 PROC_PARTS = ("/fd", "/mem", "/map", "/environ", "/task", "/root", "/cwd")
 
 
@@ -77,6 +81,12 @@ def preimport() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 (an optional library, or a module that needs a GPU)
             pass
+    try:  # tqdm's monitor thread would outlive a test, and a test with a thread left running sends no verdict
+        import tqdm.std
+
+        tqdm.std.tqdm.monitor_interval = 0
+    except ImportError:
+        pass
 
 
 def install(agent: socket.socket) -> None:
@@ -138,6 +148,8 @@ def install(agent: socket.socket) -> None:
                 pass
         filename = f"<test cell {index}>"
         segments = [(hidden, compile(text, filename, "exec")) for hidden, text in test["segments"]]
+        for _, code in segments:
+            trust.trust(code)
         shown, hidden_sink = io.StringIO(), io.StringIO()
         sys.stderr = io.StringIO()
         failure = None
@@ -152,6 +164,9 @@ def install(agent: socket.socket) -> None:
         gc_disable()
         mode[0] = "post"
         if length(current_frames()) > 1:  # a learner thread could write to the verdict pipe once it exists
+            if debug_log:
+                with open(debug_log, "a") as log:
+                    log.write(f"test {index}: threads still running: {threading.enumerate()}\n")
             exit_now(NO_THREADS_EXIT)
         trusted_globals()
         restore(snap, keep)
@@ -162,7 +177,8 @@ def install(agent: socket.socket) -> None:
         exit_now(0)
 
     trigger, refused, frame_attributes = TRIGGER_EVENT, REFUSED_EVENTS, FRAME_ATTRIBUTES
-    descriptor_path = _is_descriptor_path
+    descriptor_path, asker_events, busy = _is_descriptor_path, ASKER_EVENTS, [False]
+    trust = codetrust.CodeTrust()
     value_error, runtime_error, sigkill, fspath = ValueError, RuntimeError, signal.SIGKILL, os.fspath
 
     def hook(event, args) -> None:  # only closure names here: learner code may have rebound every global
@@ -176,8 +192,18 @@ def install(agent: socket.socket) -> None:
             return  # the grader's own reporting, with signals, gc and every other thread stopped
         if event in refused:
             raise value_error(f"the grader does not allow {event} while a test runs")
-        if event == "object.__getattr__" and length(args) == 2 and args[1] in frame_attributes:
-            raise value_error(f"the grader does not allow reading {args[1]} while a test runs")
+        asked = event in asker_events or (
+            event == "object.__getattr__" and length(args) == 2 and args[1] in frame_attributes
+        )
+        if asked and not busy[0]:
+            busy[0] = True  # the trust check reads frames itself: its own events pass
+            try:
+                allowed = trust.library_asks(getframe(1))
+            finally:
+                busy[0] = False
+            if not allowed:
+                what = args[1] if event == "object.__getattr__" else event
+                raise value_error(f"the grader does not allow {what} from your code while a test runs")
         if event == "open" and args and descriptor_path(args[0], fspath, typeof, int_type, str_type):
             raise value_error("the grader does not allow reopening file descriptors while a test runs")
 
