@@ -329,22 +329,17 @@ def kernel_attacks(course) -> dict[str, object]:
 
 
 def decoded_leaks(text: str) -> str:
-    """The printed text, plus whatever its B64/ROT13/HEX lines decode to."""
+    """The printed text, plus whatever its B64/ROT13/HEX payloads decode to."""
     import base64
     import codecs
+    import re
 
     found = [text]
-    for line in text.splitlines():
-        kind, _, payload = line.partition(" ")
-        try:
-            if kind == "B64":
-                found.append(base64.b64decode(payload).decode(errors="replace"))
-            elif kind == "ROT13":
-                found.append(codecs.decode(payload, "rot13"))
-            elif kind == "HEX":
-                found.append(bytes.fromhex(payload).decode(errors="replace"))
-        except ValueError:
-            pass
+    for payload in re.findall(r"B64 ([A-Za-z0-9+/=]+)", text):
+        found.append(base64.b64decode(payload + "===").decode(errors="replace"))
+    for payload in re.findall(r"HEX ([0-9a-f]+)", text):
+        found.append(bytes.fromhex(payload[: len(payload) // 2 * 2]).decode(errors="replace"))
+    found += [codecs.decode(payload, "rot13") for payload in re.findall(r"ROT13 (.*?)(?:\nHEX |$)", text, re.S)]
     return "\n".join(found)
 
 
@@ -487,6 +482,19 @@ def test_attacks_from_the_learners_kernel_score_what_the_blank_scores(course):
         assert line not in leaked, f"hidden test text leaked: {line}"
     for name in ("hidden-test-reader", "alice"):  # the notebook the sandbox ran held no hidden test either
         assert "BEGIN HIDDEN TESTS" not in all_output_text(autograded_nb(course, name))
+    # and the feedback page the learner gets back carries none, decoded or not
+    import html
+    import re
+
+    from common.grading.feedback import generate_feedback
+
+    pages, problems = generate_feedback(course, LAB)
+    assert not problems, problems
+    page = next(p for p in pages if "hidden-test-reader" in p.parts).read_text(encoding="utf-8")
+    shown = normalize(decoded_leaks(html.unescape(re.sub(r"<[^>]+>", "", page))))
+    assert "B64" in shown
+    for line in secrets:
+        assert line not in shown, f"hidden test text in the feedback page: {line}"
 
 
 def test_source_full_marks_release_zero_and_parallel_equals_serial(course, tmp_path):
