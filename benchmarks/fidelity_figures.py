@@ -1,0 +1,156 @@
+"""The published end-to-end figures benchmarks/fidelity.py compares the simulators with (TEST FIGURES only).
+
+Each figure names its source (URL, title, date) and its exact conditions (model, precision, batch, sequence
+lengths, chips, software). None of these numbers is used by common/sim or common/catalog: the calibration inputs
+(matmul ceilings, copy bandwidths, stack host costs) live in common/catalog with their own sources. Conventions:
+
+* ``serving_tps``: a static batch served end to end = one prefill of ``prompt`` tokens, then ``output`` decode
+  steps at the mean context prompt + output/2: tokens/s = batch x output / (t_prefill + output x t_decode),
+  divided by the chip count where the source reports per GPU.
+* ``prefill_tps``: a first-token latency L for a prompt of S tokens is compared as S / L (prompt tokens/s), so
+  sim / published > 1 still means the simulator is too fast.
+* A figure measured on software with no ``Stack`` in common/catalog/stacks.py (TensorRT-LLM) is simulated on
+  the hardware alone (stack None) and says so in ``measured_on``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from common.sim import simulate_op
+from common.sim.serving import simulate_served
+
+REF = "shared/reference/accelerators.md"
+TRT06 = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Performance of TensorRT-LLM', v0.6.1 (2023-12), "
+         "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.6.1/docs/source/performance.md")
+TRT_LAT = f"{TRT06}, 'Low Latency' tables (marked there as TensorRT-LLM v0.5 data, 2023-10)"
+TRT_SW = ("TensorRT-LLM v0.6.1 gptSessionBenchmark (static batching); no TensorRT-LLM stack in common/catalog: "
+          "simulated on the hardware alone")
+TRT_LAT_SW = "TensorRT-LLM v0.5 gptSessionBenchmark, batch 1; no TensorRT-LLM stack: hardware alone"
+JSPT = ("AI-Hypercomputer/jetstream-pytorch benchmarks/summary.md, 'Benchmark results of various models' "
+        "(rows dated 2024-03-28 and 2024-04-24), "
+        "https://github.com/AI-Hypercomputer/jetstream-pytorch/blob/main/benchmarks/summary.md")
+JSPT_SW = ("JetStream PyTorch server + JetStream benchmark_serving.py on ShareGPT (lengths are the caps), cache "
+           "2048; simulated on jetstream-2024-07 (the only JetStream stack; the rows predate it by 3-4 months)")
+GROQ_TPU = ("TechPowerUp news on the Groq LPU (2024-02), citing the LLMPerf leaderboard, "
+            "https://techpowerup.com/news-tags/Processor?page=3")
+CEREBRAS_AUG = ("Cerebras blog, 'Introducing Cerebras Inference: AI at Instant Speed' (2024-08-27), "
+                "https://cerebras.ai/blog/introducing-cerebras-inference-ai-at-instant-speed")
+CEREBRAS_OCT = ("Cerebras blog, 'Cerebras Inference now 3x faster: Llama3.1-70B breaks 2,100 tokens/s' "
+                "(2024-10-24), cerebras.ai blog (the exact URL not verified here)")
+
+
+@dataclass
+class Figure:
+    name: str
+    published: float
+    unit: str
+    source: str  # URL + title + date
+    conditions: str  # model, precision, batch, sequence lengths, chips
+    measured_on: str  # the software stack the figure was measured on
+    backend: str
+    stack: str | None  # the catalog Stack it is simulated on (None: hardware alone)
+    simulate: callable
+
+
+def decode_tps(model, backend, chip, *, stack, batch=1, seq=1024, chips=None, dtype=None):
+    r = simulate_served(model, backend, stack=stack, phase="decode", batch=batch, seq=seq, chip=chip, chips=chips,
+                        dtype=dtype)
+    return r.tokens_per_s_per_user, r
+
+
+def serving_tps(model, backend, chip, *, stack, batch, prompt, output, chips=None, dtype=None, per_chip=False):
+    """Output tokens/s of a static batch: one prefill, then ``output`` decode steps at mean context."""
+    pre = simulate_served(model, backend, stack=stack, phase="prefill", batch=batch, seq=prompt, chip=chip,
+                          chips=chips, dtype=dtype)
+    dec = simulate_served(model, backend, stack=stack, phase="decode", batch=batch, seq=prompt + output // 2,
+                          chip=chip, chips=chips, dtype=dtype)
+    tps = batch * output / (pre.time_s + output * dec.time_s)
+    return (tps / dec.chips if per_chip else tps), dec
+
+
+def prefill_tps(model, backend, chip, *, stack, prompt, chips=None, dtype=None):
+    """Prompt tokens / first-token latency of one request (batch 1)."""
+    r = simulate_served(model, backend, stack=stack, phase="prefill", batch=1, seq=prompt, chip=chip, chips=chips,
+                        dtype=dtype)
+    return prompt / r.time_s, r
+
+
+def attention_tflops(chip):
+    r = simulate_op("sdpa", (16, 16, 8192, 128), "gpu", chip=chip, dtype="fp16")
+    return r.achieved_flops / 1e12, r
+
+
+def _trt(model, chip, dtype, batch, prompt, output, published, chips=1):
+    tp = f", TP{chips}" if chips > 1 else ""
+    gpu = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB"}[chip]
+    name = f"TensorRT-LLM, {model} {dtype}, batch {batch}, {prompt} in / {output} out, {gpu}{tp}"
+    cond = (f"{model} (LLaMA {'7B' if '7b' in model else '70B'} in the source), {dtype} weights"
+            f"{' and KV cache' if dtype == 'fp8' else ''}, batch {batch}, input {prompt}, output {output}, "
+            f"{chips} x {gpu}, output tok/s{' per GPU' if chips > 1 else ''}")
+    return Figure(name, published, "tok/s" + ("/GPU" if chips > 1 else ""), TRT06, cond, TRT_SW, "gpu", None,
+                  lambda: serving_tps(model, "gpu", chip, stack=None, batch=batch, prompt=prompt, output=output,
+                                      chips=chips, dtype=dtype, per_chip=chips > 1))
+
+
+def _trt_ttft(model, chip, dtype, prompt, ms, chips=1):
+    gpu = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB"}[chip]
+    tp = f", TP{chips}" if chips > 1 else ""
+    name = f"TensorRT-LLM first token {ms} ms, {model} {dtype}, batch 1, {prompt} in, {gpu}{tp}"
+    cond = f"{model}, {dtype}, batch 1, input {prompt}, 1 output token, {chips} x {gpu}; compared as {prompt}/{ms} ms"
+    return Figure(name, round(prompt / (ms / 1e3)), "prompt tok/s", TRT_LAT, cond, TRT_LAT_SW, "gpu", None,
+                  lambda: prefill_tps(model, "gpu", chip, stack=None, prompt=prompt, chips=chips, dtype=dtype))
+
+
+def _jetstream(model, label, dtype, batch, published):
+    cond = (f"{model} ({label} in the source), {dtype} weights and KV cache, batch {batch}, max 1024 in / 1024 out, "
+            "TPU v5e-8 (8 chips)")
+    return Figure(f"JetStream PyTorch, {label} {dtype}, batch {batch}, 1k in / 1k out, TPU v5e-8", published,
+                  "tok/s", JSPT, cond, JSPT_SW, "tpu", "jetstream-2024-07",
+                  lambda: serving_tps(model, "tpu", "tpu-v5e", stack="jetstream-2024-07", batch=batch, prompt=1024,
+                                      output=1024, chips=8, dtype=dtype))
+
+
+def _groq(name, model, seq, published, cond, source=f"{REF} (Groq)"):
+    return Figure(name, published, "tok/s", source, cond, "GroqCloud (2024)", "lpu", "groq-2024",
+                  lambda: decode_tps(model, "lpu", "groq-lpu", stack="groq-2024", seq=seq))
+
+
+def _cerebras(name, model, published, stack, source):
+    cond = f"{model}, 16-bit weights, one user (batch 1), context 1024 assumed (not published), CS-3 systems"
+    return Figure(name, published, "tok/s", source, cond, f"Cerebras Inference ({stack})", "wse", stack,
+                  lambda: decode_tps(model, "wse", "wse-3", stack=stack))
+
+
+FIGURES = [
+    Figure("vLLM, Llama-3.1-8B bf16, batch 1 decode, A100-40GB", 75, "tok/s", f"{REF} (vLLM)",
+           "llama-3.1-8b, bf16, batch 1, context 1024, 1 x A100-40GB", "vLLM (2023-08 generation)", "gpu",
+           "vllm-2023-08", lambda: decode_tps("llama-3.1-8b", "gpu", "a100-40gb", stack="vllm-2023-08")),
+    _trt("llama-2-7b", "h100-sxm", "fp8", 768, 128, 128, 19694),
+    _trt("llama-2-7b", "h100-sxm", "fp8", 112, 128, 2048, 6818),
+    _trt("llama-2-7b", "h100-sxm", "fp8", 48, 2048, 2048, 2740),
+    _trt("llama-2-70b", "h100-sxm", "fp8", 64, 2048, 2048, 547, chips=2),
+    _trt("llama-2-7b", "a100-80gb", "fp16", 384, 128, 128, 5586),
+    _trt("llama-2-7b", "a100-80gb", "fp16", 60, 128, 2048, 1928),
+    _trt("llama-2-7b", "a100-80gb", "fp16", 52, 2048, 128, 591),
+    _trt_ttft("llama-2-7b", "h100-sxm", "fp8", 2048, 36),
+    _trt_ttft("llama-2-70b", "h100-sxm", "fp8", 2048, 109, chips=4),
+    _trt_ttft("llama-2-7b", "a100-80gb", "fp16", 2048, 133),
+    _trt_ttft("llama-2-70b", "a100-80gb", "fp16", 2048, 377, chips=4),
+    Figure("FlashAttention-3 forward, fp16, H100 SXM", 740, "TFLOP/s", f"{REF} (FlashAttention-3 paper)",
+           "attention forward, fp16, head dim 128 (simulated at B16 H16 S8192)", "FlashAttention-3 kernel", "gpu",
+           None, lambda: attention_tflops("h100-sxm")),
+    _jetstream("llama-3.1-8b", "Llama-3-8B", "bf16", 128, 8249),
+    _jetstream("llama-3.1-8b", "Llama-3-8B", "int8", 256, 10873),
+    _jetstream("llama-2-7b", "Llama-2-7B", "bf16", 96, 3663),
+    _jetstream("llama-2-7b", "Llama-2-7B", "int8", 96, 4783),
+    _groq("Groq LPU, Llama-2-70B, 4k context, per user", "llama-2-70b", 4095, 300,
+          "llama-2-70b, fp16, one user, 4k context (simulated at 4095 = model max)"),
+    _groq("Groq LPU, Llama-2-7B, 2k context, per user", "llama-2-7b", 2048, 750,
+          "llama-2-7b, one user, 2048 context", GROQ_TPU),
+    _groq("Groq LPU, Mixtral-8x7B (MoE), per user", "mixtral-8x7b", 1024, 480,
+          "mixtral-8x7b, one user, context not published (1024 assumed)", GROQ_TPU),
+    _cerebras("Cerebras inference, Llama-3.1-8B, per user", "llama-3.1-8b", 1800, "cerebras-2024-08", CEREBRAS_AUG),
+    _cerebras("Cerebras inference, Llama-3.1-70B, per user", "llama-3.1-70b", 450, "cerebras-2024-08", CEREBRAS_AUG),
+    _cerebras("Cerebras inference (Oct 2024 release), Llama-3.1-70B, per user", "llama-3.1-70b", 2100,
+              "cerebras-2024-10", CEREBRAS_OCT),
+]
