@@ -25,6 +25,14 @@ TRT06 = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Performance of Tensor
 TRT_LAT = f"{TRT06}, 'Low Latency' tables (marked there as TensorRT-LLM v0.5 data, 2023-10)"
 TRT_SW = ("TensorRT-LLM v0.6.1 gptSessionBenchmark (static batching); no TensorRT-LLM stack in common/catalog: "
           "simulated on the hardware alone")
+H200_BLOG = ("NVIDIA TensorRT-LLM docs/source/blogs/H200launch.md, 'H200 achieves nearly 12,000 tokens/sec on "
+             "Llama2-13B with TensorRT-LLM' (2023-11, TensorRT-LLM v0.5.0, TensorRT 9.1.0.4, 'preliminary'), "
+             "https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/blogs/H200launch.md")
+H200_SW = ("TensorRT-LLM v0.5.0 (TensorRT 9.1.0.4), static batch; no TensorRT-LLM stack in common/catalog: "
+           "simulated on the hardware alone")
+FA3 = ("Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao, 'FlashAttention-3: Fast and Accurate Attention with Asynchrony "
+       "and Low-precision' (2024-07), https://arxiv.org/abs/2407.08608, forward-speed figure 'head dim 128 "
+       "(H100 80GB SXM5)', non-causal, B x S = 16k, H x D = 2048")
 TRT_LAT_SW = "TensorRT-LLM v0.5 gptSessionBenchmark, batch 1; no TensorRT-LLM stack: hardware alone"
 JSPT = ("AI-Hypercomputer/jetstream-pytorch benchmarks/summary.md, 'Benchmark results of various models' "
         "(rows dated 2024-03-28 and 2024-04-24), "
@@ -75,25 +83,30 @@ def prefill_tps(model, backend, chip, *, stack, prompt, chips=None, dtype=None):
     return prompt / r.time_s, r
 
 
-def attention_tflops(chip):
-    r = simulate_op("sdpa", (16, 16, 8192, 128), "gpu", chip=chip, dtype="fp16")
+def attention_tflops(chip, shape=(16, 16, 8192, 128)):
+    r = simulate_op("sdpa", shape, "gpu", chip=chip, dtype="fp16")
     return r.achieved_flops / 1e12, r
 
 
-def _trt(model, chip, dtype, batch, prompt, output, published, chips=1):
+GPUS = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB", "h200": "H200 SXM 141GB"}
+
+
+def _trt(model, chip, dtype, batch, prompt, output, published, chips=1, per_gpu=None, source=TRT06, sw=TRT_SW):
+    """A TensorRT-LLM static-batch row; ``per_gpu``: the source reports tok/s per GPU (default: when TP > 1)."""
+    per_gpu = chips > 1 if per_gpu is None else per_gpu
     tp = f", TP{chips}" if chips > 1 else ""
-    gpu = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB"}[chip]
+    gpu = GPUS[chip]
     name = f"TensorRT-LLM, {model} {dtype}, batch {batch}, {prompt} in / {output} out, {gpu}{tp}"
     cond = (f"{model} (LLaMA {'7B' if '7b' in model else '70B'} in the source), {dtype} weights"
             f"{' and KV cache' if dtype == 'fp8' else ''}, batch {batch}, input {prompt}, output {output}, "
-            f"{chips} x {gpu}, output tok/s{' per GPU' if chips > 1 else ''}")
-    return Figure(name, published, "tok/s" + ("/GPU" if chips > 1 else ""), TRT06, cond, TRT_SW, "gpu", None,
+            f"{chips} x {gpu}, output tok/s{' per GPU' if per_gpu else ''}")
+    return Figure(name, published, "tok/s" + ("/GPU" if per_gpu else ""), source, cond, sw, "gpu", None,
                   lambda: serving_tps(model, "gpu", chip, stack=None, batch=batch, prompt=prompt, output=output,
-                                      chips=chips, dtype=dtype, per_chip=chips > 1))
+                                      chips=chips, dtype=dtype, per_chip=per_gpu))
 
 
 def _trt_ttft(model, chip, dtype, prompt, ms, chips=1):
-    gpu = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB"}[chip]
+    gpu = GPUS[chip]
     tp = f", TP{chips}" if chips > 1 else ""
     name = f"TensorRT-LLM first token {ms} ms, {model} {dtype}, batch 1, {prompt} in, {gpu}{tp}"
     cond = f"{model}, {dtype}, batch 1, input {prompt}, 1 output token, {chips} x {gpu}; compared as {prompt}/{ms} ms"
@@ -132,13 +145,19 @@ FIGURES = [
     _trt("llama-2-7b", "a100-80gb", "fp16", 384, 128, 128, 5586),
     _trt("llama-2-7b", "a100-80gb", "fp16", 60, 128, 2048, 1928),
     _trt("llama-2-7b", "a100-80gb", "fp16", 52, 2048, 128, 591),
+    _trt("llama-2-70b", "h200", "fp8", 512, 128, 128, 3014, per_gpu=True, source=H200_BLOG, sw=H200_SW),
+    _trt("llama-2-70b", "h200", "fp8", 64, 2048, 128, 341, per_gpu=True, source=H200_BLOG, sw=H200_SW),
     _trt_ttft("llama-2-7b", "h100-sxm", "fp8", 2048, 36),
     _trt_ttft("llama-2-70b", "h100-sxm", "fp8", 2048, 109, chips=4),
     _trt_ttft("llama-2-7b", "a100-80gb", "fp16", 2048, 133),
     _trt_ttft("llama-2-70b", "a100-80gb", "fp16", 2048, 377, chips=4),
     Figure("FlashAttention-3 forward, fp16, H100 SXM", 740, "TFLOP/s", f"{REF} (FlashAttention-3 paper)",
-           "attention forward, fp16, head dim 128 (simulated at B16 H16 S8192)", "FlashAttention-3 kernel", "gpu",
-           None, lambda: attention_tflops("h100-sxm")),
+           "attention forward, fp16; the abstract's 'up to 740' gives no shape (simulated at B16 H16 S8192 D128)",
+           "FlashAttention-3 kernel", "gpu", None, lambda: attention_tflops("h100-sxm")),
+    Figure("FlashAttention-3 forward, fp16, head dim 128, seq 16k, non-causal, H100 SXM", 648, "TFLOP/s", FA3,
+           "attention forward, fp16, non-causal, B 1, H 16, S 16384, D 128, 1 x H100 SXM5 80GB",
+           "FlashAttention-3 kernel (paper's release)", "gpu", None,
+           lambda: attention_tflops("h100-sxm", (1, 16, 16384, 128))),
     _jetstream("llama-3.1-8b", "Llama-3-8B", "bf16", 128, 8249),
     _jetstream("llama-3.1-8b", "Llama-3-8B", "int8", 256, 10873),
     _jetstream("llama-2-7b", "Llama-2-7B", "bf16", 96, 3663),
