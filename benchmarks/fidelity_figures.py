@@ -163,7 +163,7 @@ FIGURES = [
     _jetstream("llama-2-7b", "Llama-2-7B", "bf16", 96, 3663),
     _jetstream("llama-2-7b", "Llama-2-7B", "int8", 96, 4783),
     _groq("Groq LPU, Llama-2-70B, 4k context, per user", "llama-2-70b", 4095, 300,
-          "llama-2-70b, fp16, one user, 4k context (simulated at 4095 = model max)"),
+          "llama-2-70b, fp16, one user, 4k context (simulated at 4095 = model max)", f"{REF} (Groq); {GROQ_TPU}"),
     _groq("Groq LPU, Llama-2-7B, 2k context, per user", "llama-2-7b", 2048, 750,
           "llama-2-7b, one user, 2048 context", GROQ_TPU),
     _groq("Groq LPU, Mixtral-8x7B (MoE), per user", "mixtral-8x7b", 1024, 480,
