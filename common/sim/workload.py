@@ -83,9 +83,23 @@ def _annotated(module, args, kwargs=None) -> fx.GraphModule:
 
 @lru_cache(maxsize=32)
 def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") -> Workload:
-    """Capture one prefill (``seq`` prompt tokens) or decode step (1 new token after ``seq`` cached)."""
-    config = resolve_config(model)
+    """Capture one prefill (``seq`` prompt tokens) or decode step (1 new token after ``seq`` cached).
+
+    The traced graph carries shapes and byte counts only, so dtypes of equal width share one capture (the
+    costly part of a step, ~1 s for a 70B layer): fp16 reuses the bf16 trace, int8 the fp8 one. The
+    workload's ``dtype`` is the one asked for; every byte count is ``DTYPE_BYTES[dtype]`` either way.
+    """
     dtype = canonical_dtype(dtype)
+    shared = _captured_step(model, phase, batch, seq, _TRACE_AS.get(dtype, dtype))
+    return shared if shared.dtype == dtype else dataclasses.replace(shared, dtype=dtype)
+
+
+_TRACE_AS = {"fp16": "bf16", "int8": "fp8"}  # same DTYPE_BYTES, same trace dtype (TORCH_DTYPES)
+
+
+@lru_cache(maxsize=32)
+def _captured_step(model: str, phase: str, batch: int, seq: int, dtype: str) -> Workload:
+    config = resolve_config(model)
     if batch <= 0 or seq <= 0:
         raise DFAError(f"batch and seq must be positive, got batch={batch}, seq={seq}")
     one_layer = dataclasses.replace(config, n_layers=1)
