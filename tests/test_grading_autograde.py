@@ -419,7 +419,7 @@ def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
     elapsed = time.monotonic() - started
     by_student = {g.student: g for g in graded}
 
-    assert elapsed < 420, f"grading took {elapsed:.0f} s: something hung"
+    assert elapsed < 600, f"grading took {elapsed:.0f} s: something hung"  # loose: load stretches every limit
     assert by_student["alice"].score == AUTOGRADED_POINTS  # the source: every autograded point
     assert by_student["carol"].score == AUTOGRADED_POINTS  # Colab stripped metadata and ids: re-matched
     assert by_student["dave"].score == 3.0  # part 1 only

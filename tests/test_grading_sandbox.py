@@ -143,7 +143,7 @@ def test_runaway_output_is_capped_and_the_notebook_time_limit_kills(tmp_path):
     started = time.monotonic()
     execution = run_cells(tmp_path, ["print('ok')", "import time; time.sleep(1000)"], limits)
     assert execution.status == "time_limit" and text(execution, 0) == "ok\n"
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # the kernel's start and a busy machine's load factor, not 1000 s
 
 
 @pytest.mark.slow
@@ -183,10 +183,9 @@ def test_modes_are_named_and_said(monkeypatch):
 
 @pytest.mark.slow
 @needs_sandbox
-def test_honest_fixture_code_warns_on_stderr_and_the_course_filter_drops_it():
-    """The fixture's relu test makes PyTorch warn on stderr; without the filter nbgrader would score it 0."""
-    import re
-
+def test_a_warning_on_stderr_in_a_test_cell_costs_nothing():
+    """The fixture's relu test makes PyTorch warn on stderr, which nbgrader would score 0. The checker keeps a
+    test's stderr out of its outputs: the cell shows its visible checks' text and passes."""
     from fixtures.grading_support import FIXTURE_COURSE, LAB, cell_index, read
 
     from common.grading.course import Course
@@ -196,9 +195,8 @@ def test_honest_fixture_code_warns_on_stderr_and_the_course_filter_drops_it():
     sandbox = Sandbox(torch_sized, protect=[FIXTURE_COURSE.parent])
     execution = sandbox.run(course.source_dir / LAB, f"{LAB}.ipynb")
     tests = cell_index(read(course.source_notebook(LAB)), "relu_tests")
-    stderr = [o["text"] for o in execution.cells[tests]["outputs"] if o.get("name") == "stderr"]
-    assert stderr and "UserWarning" in stderr[0]
-    assert re.search(course.config.IgnorePattern.pattern, stderr[0])
+    outputs = execution.cells[tests]["outputs"]
+    assert [o.get("name") for o in outputs] == ["stdout"] and "✔" in outputs[0]["text"], outputs
 
 
 # ---- long output lines (issue 17 item 3) ---

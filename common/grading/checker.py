@@ -5,8 +5,9 @@ transformers, hooks, display hook and kernel methods are all the learner's to re
 therefore never sent to it. Instead (runner.py is the other half):
 
 1. ``start_kernel`` runs before IPython does, so before any learner code: it connects to the runner's
-   one-time socket, imports what tests use, takes a ``Snapshot`` (snapshot.py) and installs an audit hook
-   (PEP 578: it cannot be removed, and no second hook may be added after it).
+   one-time socket, imports what tests use (the modules their cells name), takes a ``Snapshot``
+   (snapshot.py) and installs an audit hook (PEP 578: it cannot be removed, and no second hook may be added
+   after it).
 2. Where a test cell stood, the kernel runs ``sys.audit("dfa.check", i)`` and then the cell's visible part,
    whose names later cells may use. The hook forks on that event; the kernel waits for the child.
 3. The child blocks signals and garbage collection (no learner finaliser or handler can run in our code),
@@ -33,7 +34,6 @@ import importlib.util
 import io
 import json
 import os
-import pkgutil
 import signal
 import socket
 import sys
@@ -43,8 +43,8 @@ from common.grading import codetrust
 from common.grading import snapshot as snapshot_module
 
 TRIGGER_EVENT = "dfa.check"
-PREIMPORT = ("torch", "numpy", "pandas", "matplotlib.pyplot", "IPython", "ipykernel.kernelapp")
-# what ipykernel sets when nothing else is set; here before pyplot is first imported (by the preimport)
+PREIMPORT = ("torch", "numpy", "common.checks", "IPython", "ipykernel.kernelapp")
+# what ipykernel sets when nothing else is set; here before pyplot may first be imported (by the preimport)
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 MAX_VERDICT_OUTPUT = 32 * 1024  # bytes of a test's printed text kept: the verdict must fit a pipe's buffer
 NO_THREADS_EXIT = 3  # the child's exit status when learner threads outlived the test (no verdict sent)
@@ -66,17 +66,12 @@ ASKER_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "object.__
 PROC_PARTS = ("/fd", "/mem", "/map", "/environ", "/task", "/root", "/cwd")
 
 
-def preimport() -> None:
-    """Import what tests use before the snapshot, so the snapshot covers it: the libraries and every module
-    of ``common`` outside the grading tools. A module that fails to import is left to the learner's cells."""
-    import common
-
+def preimport(names=()) -> None:
+    """Import what tests use before the snapshot, so the snapshot covers it: torch, numpy, the checks, and
+    the modules the lab's test and instructor cells import (``names``, testcells.imported_modules), with
+    whatever those import in turn. A module that fails to import is left to the learner's cells."""
     os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)
-    names = list(PREIMPORT)
-    for info in pkgutil.walk_packages(common.__path__, "common."):
-        if not info.name.startswith("common.grading"):
-            names.append(info.name)
-    for name in names:
+    for name in (*PREIMPORT, *names):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 (an optional library, or a module that needs a GPU)
@@ -89,9 +84,9 @@ def preimport() -> None:
         pass
 
 
-def install(agent: socket.socket) -> None:
+def install(agent: socket.socket, modules=()) -> None:
     """Snapshot, then hook: from here on ``dfa.check`` forks a checked test (see the module docstring)."""
-    preimport()
+    preimport(modules)
     snap = snapshot_module.Snapshot()
     # Every name the child uses before the snapshot is back, or after the test ran, is bound here: learner
     # code may have rebound module globals and builtins by then, but not the cells of this closure.
@@ -305,13 +300,13 @@ def _verdict(failure, shown: str, filename: str, tb_of, frame_of) -> bytes:
     return json.dumps(record).encode()
 
 
-def start_kernel(agent_path: str, kernel_args: list[str]) -> None:
+def start_kernel(agent_path: str, kernel_args: list[str], modules=()) -> None:
     """The grading kernel: connect to the runner, install the checker, then run IPython's kernel."""
     agent = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     agent.connect(agent_path)
     if sys.path and (sys.path[0] in ("", os.getcwd())):
         del sys.path[0]  # as ipykernel_launcher does; IPython puts the notebook's folder back
-    install(agent)
+    install(agent, modules)
     from ipykernel import kernelapp
 
     sys.argv = ["ipykernel_launcher", *kernel_args]

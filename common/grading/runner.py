@@ -79,7 +79,8 @@ def _write_kernelspec(config: dict) -> str:
         "common.grading.runner",
         "kernel",
         "--config",
-        json.dumps({"limits": config.get("kernel_limits", {}), "agent": config.get("agent")}),
+        json.dumps({"limits": config.get("kernel_limits", {}), "agent": config.get("agent"),
+                    "preimport": config.get("preimport", [])}),  # fmt: skip
         "--",
         "-f",
         "{connection_file}",
@@ -222,7 +223,7 @@ def run(result_fd: int, config: dict) -> int:
 
         tests = _read_tests(config.get("tests_fd"))
         channel = TestChannel()
-        config["agent"] = channel.path
+        config["agent"], config["preimport"] = channel.path, testcells.imported_modules(tests)
         workdir = Path(config["workdir"])
         copy_regular_files(Path(config["source"]), workdir)
         _seed_matplotlib_cache(config)
@@ -295,7 +296,7 @@ def exec_kernel(config: dict, kernel_args: list[str]) -> None:
     if config.get("agent"):
         from common.grading.checker import start_kernel
 
-        start_kernel(config["agent"], kernel_args)
+        start_kernel(config["agent"], kernel_args, config.get("preimport", []))
         sys.exit(0)
     os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *kernel_args])
 

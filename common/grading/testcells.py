@@ -104,6 +104,25 @@ def split(nb) -> dict[str, dict]:
     return tests
 
 
+def imported_modules(tests: dict) -> list[str]:
+    """The modules the test cells and the instructor's cells import, by name: the grading kernel imports
+    them before its snapshot (checker.py), so the snapshot covers what tests use. Only names reach the
+    kernel, never a test's text."""
+    names = []
+    for test in tests.values():
+        for source in [*test["imports"], *(text for _, text in test["segments"])]:
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    names += [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names.append(node.module)
+    return sorted(set(names))
+
+
 def kernel_source(index: int, test: dict) -> str:
     """What the learner's kernel runs in a test cell's place: the check, then the part later cells need."""
     return TRIGGER.format(index=index) + test["visible"]
