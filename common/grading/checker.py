@@ -100,7 +100,7 @@ def install(agent: socket.socket, modules=()) -> None:
     tb_of = BaseException.__dict__["__traceback__"].__get__
     frame_of = type(getframe()).__dict__["f_code"].__get__
     saved = [(vars(m), dict(vars(m))) for m in (snapshot_module, sys.modules[__name__], builtins)]
-    restore, main_thread = snapshot_module.Snapshot.restore, get_ident()
+    restore, reporter = snapshot_module.Snapshot.restore, [None]  # the child's one thread, once forked
     debug_log = os.environ.get("DFA_CHECKER_DEBUG")
     mode = ["open"]  # "open" (the learner's kernel), "strict" (a test runs), "post" (the child reports)
 
@@ -125,6 +125,7 @@ def install(agent: socket.socket, modules=()) -> None:
                 close(fd)
 
     def child(index: int, namespace: dict) -> None:
+        reporter[0] = get_ident()  # fork kept only the thread that ran the trigger
         sigmask(block, all_signals)  # no learner handler may run inside the grader's code
         gc_disable()  # nor a learner finaliser
         keep = [dict(namespace)]  # every replaced object stays alive: dropping one could run its __del__
@@ -172,7 +173,7 @@ def install(agent: socket.socket, modules=()) -> None:
         exit_now(0)
 
     trigger, refused, frame_attributes = TRIGGER_EVENT, REFUSED_EVENTS, FRAME_ATTRIBUTES
-    descriptor_path, asker_events, busy = _is_descriptor_path, ASKER_EVENTS, [False]
+    descriptor_path, asker_events, busy = _is_descriptor_path, ASKER_EVENTS, [None]
     trust = codetrust.CodeTrust()
     value_error, runtime_error, sigkill, fspath = ValueError, RuntimeError, signal.SIGKILL, os.fspath
 
@@ -183,19 +184,19 @@ def install(agent: socket.socket, modules=()) -> None:
             elif event == "sys.addaudithook":  # a learner's hook would see the test's code objects
                 raise runtime_error("the grading kernel allows no other audit hook")
             return
-        if mode[0] == "post" and get_ident() == main_thread:
+        if mode[0] == "post" and get_ident() == reporter[0]:
             return  # the grader's own reporting, with signals, gc and every other thread stopped
         if event in refused:
             raise value_error(f"the grader does not allow {event} while a test runs")
         asked = event in asker_events or (
             event == "object.__getattr__" and length(args) == 2 and args[1] in frame_attributes
         )
-        if asked and not busy[0]:
-            busy[0] = True  # the trust check reads frames itself: its own events pass
+        if asked and busy[0] != get_ident():
+            busy[0] = get_ident()  # the trust check reads frames itself: its own events (this thread's) pass
             try:
                 allowed = trust.library_asks(getframe(1))
             finally:
-                busy[0] = False
+                busy[0] = None
             if not allowed:
                 what = args[1] if event == "object.__getattr__" else event
                 raise value_error(f"the grader does not allow {what} from your code while a test runs")
