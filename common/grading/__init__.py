@@ -7,11 +7,15 @@ courseN_*/source/<lab>/<lab>.py        solutions + hidden tests, jupytext text
   → dfa check     check.py             metadata, LAB_STANDARD sections (standard.py), no leaks (regions.py)
   → dfa collect   collect.py           LMS zip / folder → courseN_*/submitted/<student>/<lab>/
   → dfa autograde autograde.py         parent: restore cells (rematch.py) + nbgrader sanitize
-                                       worker: run the notebook in a sandbox (sandbox.py → runner.py)
+                                       worker: run the notebook in a sandbox (sandbox.py → runner.py);
+                                       test cells leave it first (testcells.py) and are checked in a
+                                       child of the kernel (checker.py, snapshot.py, codetrust.py),
+                                       their verdicts read back by the runner (verdicts.py)
                                        parent: merge outputs, nbgrader scores it (preprocessors.py)
   → dfa feedback  feedback.py          HTML without hidden tests
   → dfa grades    grades.py            nbgrader's CSV + a score histogram per lab
 ```
 ``course.py`` finds course folders and builds nbgrader API objects; ``cli.py`` adds the ``dfa`` sub-commands.
-Only the parent process writes a gradebook; student code only ever runs inside the sandbox.
+Only the parent process writes a gradebook; student code only ever runs inside the sandbox, and no output of
+the learner's kernel decides a test cell's grade.
 """
