@@ -46,7 +46,9 @@ TRIGGER_EVENT = "dfa.check"
 PREIMPORT = ("torch", "numpy", "common.checks", "IPython", "ipykernel.kernelapp")
 # what ipykernel sets when nothing else is set; here before pyplot may first be imported (by the preimport)
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-MAX_VERDICT_OUTPUT = 32 * 1024  # bytes of a test's printed text kept: the verdict must fit a pipe's buffer
+# characters of a test's printed text kept: even escaped six-fold, the verdict fits a pipe's default 64 KiB
+# buffer, so the child never waits on a runner that reads only after the cell (verdicts.py)
+MAX_VERDICT_OUTPUT = 8 * 1024
 NO_THREADS_EXIT = 3  # the child's exit status when learner threads outlived the test (no verdict sent)
 REFUSED_EVENTS = frozenset(
     {

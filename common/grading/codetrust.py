@@ -16,7 +16,6 @@ decides from the frame that made the request:
 from __future__ import annotations
 
 import os
-import sys
 import sysconfig
 
 import common
@@ -102,11 +101,3 @@ class CodeTrust:
             frame = frame.f_back
         return False
 
-
-def _self_test() -> None:  # pragma: no cover (a manual check: python -m common.grading.codetrust)
-    trust = CodeTrust()
-    print(trust.library_asks(sys._getframe()))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _self_test()

@@ -87,12 +87,13 @@ def split(nb) -> dict[str, dict]:
     """Strip hidden tests from ``nb`` in place; return the test cells as the checker needs them."""
     tests, imports = {}, []
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    reads = [_names(c.source)[1] for _, c in code]  # parsed once, not once per test cell after it
     for position, (index, cell) in enumerate(code):
         if is_autograded_test(cell):
             pieces = segments(cell.source)
             visible = "\n".join(text for hidden, text in pieces if not hidden)
             stored, _ = _names(visible)
-            later = set().union(*(_names(c.source)[1] for _, c in code[position + 1 :]))
+            later = set().union(*reads[position + 1 :])
             tests[str(index)] = {
                 "segments": pieces,
                 "imports": list(imports),
