@@ -8,25 +8,19 @@
 * ``matmul_stream`` — the addresses an output-stationary tiled ``C = A @ B`` touches (row-major, A, B, C at
   separate page-aligned bases): for each output tile (i0, j0), for each k0, read the A tile (tm x tk) and the
   B tile (tk x tn) row by row; after the k loop write the C tile (tm x tn), kept in registers until then.
-* ``dma_schedule`` — the explicit schedule a compiler writes for a scratchpad of the same capacity: the same
-  loop nest, each tile moved by one DMA, inputs double-buffered (tile s+1 loads while tile s computes).
-  Bytes from off-chip, for tiles that divide the matrix:
-
-      A: M K e * ceil(N / tn)      B: K N e * ceil(M / tm)      C (stored once): M N e
-
-  and the scratchpad footprint with two buffers per tile is ``2 (tm tk + tk tn + tm tn) e`` bytes.
+* ``footprint_bytes`` — the scratchpad bytes of one A, B and C tile, twice with double buffering:
+  ``2 (tm tk + tk tn + tm tn) e``. The explicit DMA schedule for a scratchpad of the same capacity, and its
+  off-chip bytes, are what Lab 4's learner writes (``dma_plan``); the library does not hold them.
 
 The cache needs no schedule but pays for it: conflict misses (two tiles mapping to the same sets), capacity
 misses (LRU evicting a tile still needed) and write-allocate fetches of C lines that are only overwritten.
 """
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from common.errors import DFAError
 
@@ -150,13 +144,6 @@ class LRUCache:
         return self.stats
 
 
-def simulate_cache(addrs, writes, config: CacheConfig, *, flush: bool = True) -> CacheStats:
-    """Run a stream through a cold cache (and flush it): the off-chip traffic of one kernel."""
-    cache = LRUCache(config)
-    cache.run(addrs, writes)
-    return cache.flush() if flush else cache.stats
-
-
 # ---- the kernel ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MatmulTiling:
@@ -223,50 +210,6 @@ def footprint_bytes(tm: int, tn: int, tk: int, elem_bytes: int, double_buffer: b
 
 def fits(t: MatmulTiling, capacity_bytes: int, double_buffer: bool = True) -> bool:
     return footprint_bytes(t.tm, t.tn, t.tk, t.elem_bytes, double_buffer) <= capacity_bytes
-
-
-def largest_square_tile(capacity_bytes: int, elem_bytes: int, *, multiple: int = 1, double_buffer: bool = True,
-                        limit: int | None = None) -> int:
-    """The largest T (a multiple of ``multiple``, at most ``limit``) with footprint_bytes(T, T, T) <= capacity.
-
-    With double buffering 6 T^2 e <= capacity, so T = floor(sqrt(capacity / (6 e))) rounded down."""
-    per = (6 if double_buffer else 3) * elem_bytes
-    t = math.isqrt(capacity_bytes // per)
-    t = t // multiple * multiple
-    if limit is not None:
-        t = min(t, limit // multiple * multiple)
-    if t <= 0:
-        raise DFAError(f"no tile that is a multiple of {multiple} fits {capacity_bytes} B")
-    return t
-
-
-def dma_schedule(t: MatmulTiling, capacity_bytes: int | None = None, double_buffer: bool = True) -> pd.DataFrame:
-    """One row per DMA: step, op (load/store), matrix, tile origin (row, col), shape, bytes, buffer.
-
-    Step s loads the A and B tiles of tile step s into buffer s % 2 (while step s-1 computes on the other);
-    the C tile of an output tile is stored after its last k step, from buffer (output tile index) % 2.
-    A ``capacity_bytes`` the footprint exceeds is a DFAError."""
-    if capacity_bytes is not None and not fits(t, capacity_bytes, double_buffer):
-        need = footprint_bytes(t.tm, t.tn, t.tk, t.elem_bytes, double_buffer)
-        raise DFAError(f"tiles {t.tm}x{t.tn}x{t.tk} need {need} B of scratchpad, more than {capacity_bytes} B")
-    e, rows, out = t.elem_bytes, [], 0
-    nbuf = 2 if double_buffer else 1
-    for s, (i0, j0, k0, m, n, k) in enumerate(t.tiles()):
-        rows.append((s, "load", "A", i0, k0, m, k, m * k * e, s % nbuf))
-        rows.append((s, "load", "B", k0, j0, k, n, k * n * e, s % nbuf))
-        if k0 + k >= t.K:
-            rows.append((s, "store", "C", i0, j0, m, n, m * n * e, out % nbuf))
-            out += 1
-    return pd.DataFrame(rows, columns=["step", "op", "matrix", "row", "col", "rows", "cols", "bytes", "buffer"])
-
-
-def dma_bytes(t: MatmulTiling) -> dict[str, int]:
-    """Off-chip bytes of the scratchpad schedule per matrix and in total (closed form, edge tiles included)."""
-    e = t.elem_bytes
-    a = t.M * t.K * e * -(-t.N // t.tn)  # A is re-read once per column of output tiles
-    b = t.K * t.N * e * -(-t.M // t.tm)  # B once per row of output tiles
-    c = t.M * t.N * e
-    return {"A": a, "B": b, "C": c, "total": a + b + c}
 
 
 def compulsory_bytes(t: MatmulTiling) -> int:

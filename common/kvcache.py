@@ -12,14 +12,13 @@
   ``onchip_context`` is the longest batch-1 context whose *one layer* of K/V fits the largest on-chip level
   (H100 L2, TPU VMEM, Spyre LX after its reservations; on the SRAM-only WSE and LPU the whole cache is on-chip).
 * ``chips_needed``: the fewest chips (or wafers, cards) for weights + KV of ``batch`` x ``context`` tokens.
-* ``PagedAllocator``: fixed-size blocks of ``block_size`` token slots, a block table per request, blocks taken
-  lowest id first (vLLM keeps a FIFO free queue; the order does not change how many slots are wasted).
-  Internal fragmentation = allocated slots - tokens stored (< block_size per request). Contiguous
+* ``request_trace`` and ``replay``: a seeded trace of requests and continuous batching over it with any
+  paged block allocator (Lab 4's learner writes one, as vLLM does: fixed-size blocks of ``block_size`` token
+  slots, a block table per request). Internal fragmentation = allocated slots - tokens stored. Contiguous
   pre-allocation reserves ``max_len`` slots per request, whatever its final length.
 """
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Mapping
 
@@ -129,66 +128,7 @@ def plot_kv_limits(config: ModelConfig | str, limits: pd.DataFrame, contexts, *,
     return axes
 
 
-# ---- paged KV-cache allocation ------------------------------------------------------------------------------
-class OutOfBlocks(DFAError, MemoryError):
-    """No free block left (a MemoryError, and a DFAError with a one-line message)."""
-
-
-class PagedAllocator:
-    """Fixed-size KV blocks and one block table per request; the lowest free block id is taken first."""
-
-    def __init__(self, num_blocks: int, block_size: int):
-        if num_blocks <= 0 or block_size <= 0:
-            raise DFAError(f"num_blocks and block_size must be positive, got {num_blocks}, {block_size}")
-        self.num_blocks, self.block_size = num_blocks, block_size
-        self._free = list(range(num_blocks))  # a heap of free block ids
-        self._tables: dict = {}
-        self._tokens: dict = {}
-
-    def _take(self, n: int, req) -> list[int]:
-        if n > len(self._free):
-            raise OutOfBlocks(f"request {req!r} needs {n} more blocks; {len(self._free)} of {self.num_blocks} free")
-        return [heapq.heappop(self._free) for _ in range(n)]
-
-    def allocate(self, req, n_tokens: int) -> list[int]:
-        """A new request holding ``n_tokens`` (its prompt): ceil(n_tokens / block_size) blocks."""
-        if req in self._tables:
-            raise DFAError(f"request {req!r} is already allocated")
-        if n_tokens < 0:
-            raise DFAError(f"n_tokens must be >= 0, got {n_tokens}")
-        self._tables[req] = self._take(-(-n_tokens // self.block_size), req)
-        self._tokens[req] = n_tokens
-        return list(self._tables[req])
-
-    def append(self, req, n_tokens: int = 1) -> list[int]:
-        """``n_tokens`` more tokens (decode); a new block only when the last one is full."""
-        if req not in self._tables:
-            raise DFAError(f"unknown request {req!r}; allocate it first")
-        total = self._tokens[req] + n_tokens
-        extra = -(-total // self.block_size) - len(self._tables[req])
-        self._tables[req] += self._take(max(0, extra), req)
-        self._tokens[req] = total
-        return list(self._tables[req])
-
-    def free(self, req) -> None:
-        for b in self._tables.pop(req):
-            heapq.heappush(self._free, b)
-        del self._tokens[req]
-
-    def block_table(self, req) -> list[int]:
-        return list(self._tables[req])
-
-    @property
-    def num_free_blocks(self) -> int:
-        return len(self._free)
-
-    def tokens_used(self) -> int:
-        return sum(self._tokens.values())
-
-    def slots_allocated(self) -> int:
-        return self.block_size * sum(len(t) for t in self._tables.values())
-
-
+# ---- paged KV-cache allocation: the trace and the replay ----------------------------------------------------
 def request_trace(n: int = 48, seed: int = 0, max_len: int = 2048, mean_gap: float = 4.0) -> pd.DataFrame:
     """A seeded trace: request, arrival (decode step), prompt and output lengths (log-normal, within max_len)."""
     rng = np.random.default_rng(seed)
@@ -230,9 +170,3 @@ def replay(trace: pd.DataFrame, make_allocator: Callable[[int, int], object], bl
                      "contiguous": len(left) * max_len})
         step += 1
     return pd.DataFrame(rows)
-
-
-def waste_summary(frame: pd.DataFrame) -> dict:
-    """Slot-weighted waste over the replay: 1 - sum(used) / sum(allocated), for paged and contiguous."""
-    used = frame["used"].sum()
-    return {"paged": float(1 - used / frame["paged"].sum()), "contiguous": float(1 - used / frame["contiguous"].sum())}

@@ -18,10 +18,9 @@ Two views of the same run:
   activations, gradients...): it finds the weights but has no notion of a KV cache. Its analysis runs in Python
   and takes seconds per decode step, so ``torch_export=False`` skips it (the fast setting of the lab).
 
-``categorise_reference`` labels an allocation *KV cache* when it outlives the step that allocated it (state
-carried to the next step) and *activations* when it is freed inside that step; ``timeline`` turns labels
-into live bytes per category over time; ``plot_memory_timeline`` draws it (MEASURED, with machine, batch,
-sequence lengths and dtype in the title).
+Labelling each allocation (weights, activations, KV cache) is Lab 4's exercise, not the library's.
+``timeline`` turns any labels into live bytes per category over time; ``plot_memory_timeline`` draws it
+(MEASURED, with machine, batch, sequence lengths and dtype in the title).
 """
 from __future__ import annotations
 
@@ -206,16 +205,6 @@ def profile_decode(run: DecodeRun | None = None, *, torch_export: bool = True) -
         meta={"cpu": info["cpu"], "threads": info["num_threads"], "torch": info["torch"],
               "dtype": str(run.dtype).replace("torch.", "")},
         torch_timeline=tl)
-
-
-def categorise_reference(allocs: pd.DataFrame, regions: pd.DataFrame) -> pd.Series:
-    """'KV cache' if an allocation outlives the step region that made it (or is never freed), else
-    'activations'; allocations outside any region are 'other'."""
-    ends = dict(zip(regions["name"], regions["end_ms"], strict=True))
-    end = allocs["region"].map(ends)
-    survives = allocs["t_free_ms"].isna() | (allocs["t_free_ms"] > end)
-    out = np.where(survives, "KV cache", "activations")
-    return pd.Series(np.where(allocs["region"] == "", "other", out), index=allocs.index, name="category")
 
 
 def timeline(profile: MemoryProfile, categories) -> pd.DataFrame:

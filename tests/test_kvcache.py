@@ -1,7 +1,9 @@
 """common.kvcache: the KV formula on known configs, per-system limits from the catalog, the paged allocator."""
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
 import pytest
 
@@ -9,17 +11,21 @@ from common.chips import DTYPE_BYTES, get_chip
 from common.errors import DFAError
 from common.kvcache import (
     SYSTEM_CHIPS,
-    OutOfBlocks,
-    PagedAllocator,
     chips_needed,
     kv_cache_bytes,
     kv_limits,
     onchip_bytes,
     replay,
     request_trace,
-    waste_summary,
 )
 from common.models import get_config
+
+# Lab 4's grader-side allocator and waste (the learner writes them; common does not hold them)
+_ANSWERS = Path(__file__).resolve().parents[1] / "course4_memory/source/lab4_memory/answers.py"
+_spec = importlib.util.spec_from_file_location("lab4_answers", _ANSWERS)
+answers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(answers)
+PagedAllocator, waste_summary = answers.PagedAllocator, answers.waste_summary
 
 
 def test_kv_formula_llama_8b():
@@ -71,6 +77,11 @@ def test_spyre_lx_working_set_uses_reservations():
 def test_chips_needed_grows_with_context():
     counts = [chips_needed("groq-lpu", "llama-3.1-8b", 1, c) for c in (1024, 16384, 131072)]
     assert counts == sorted(counts) and counts[-1] > counts[0]
+    cfg = get_config("llama-3.1-8b")
+    # the lab's lpu_chips equals the library only with an fp16 KV cache; an fp8 cache needs fewer chips
+    assert [answers.lpu_chips(cfg, 1, c) for c in (1024, 16384, 131072)] == counts
+    assert answers.lpu_chips(cfg, 8, 131072, "fp8") < chips_needed("groq-lpu", cfg, 8, 131072)
+    assert answers.lpu_chips(cfg, 8, 131072, "fp8") != chips_needed("groq-lpu", cfg, 8, 131072, "fp8")
     tpu = [chips_needed("tpu-v5e", "llama-3.1-8b", 8, c) for c in (1024, 65536)]
     assert all(n & (n - 1) == 0 for n in tpu)  # tensor parallel: powers of two
 
@@ -87,10 +98,8 @@ def test_paged_allocator_hand_trace():
     assert a.block_table("c") == [2, 4, 5]
     with pytest.raises(MemoryError):
         a.allocate("d", 12)
-    with pytest.raises(OutOfBlocks, match="needs 3 more blocks"):
+    with pytest.raises(MemoryError, match="3 blocks needed"):
         a.append("c", 12)
-    with pytest.raises(DFAError, match="already allocated"):
-        a.allocate("a", 1)
 
 
 def test_replay_fragmentation():

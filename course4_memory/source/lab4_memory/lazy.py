@@ -1,0 +1,255 @@
+"""Shortcuts a learner who does not do Lab 4's work might try; each must score 0 on the cells in ``fails``
+(tests/test_lazy_notebooks.py runs them). Instructor edition only, like answers.py."""
+
+_HONEST_PLAN = '''
+def dma_plan(t, capacity_bytes):
+    e = t.elem_bytes
+    if 2 * (t.tm * t.tk + t.tk * t.tn + t.tm * t.tn) * e > capacity_bytes:
+        raise ValueError("does not fit")
+    rows, step, stored = [], 0, 0
+    for i0 in range(0, t.M, t.tm):
+        for j0 in range(0, t.N, t.tn):
+            m, n = min(t.tm, t.M - i0), min(t.tn, t.N - j0)
+            for k0 in range(0, t.K, t.tk):
+                k = min(t.tk, t.K - k0)
+                rows.append({"step": step, "op": "load", "matrix": "A", "bytes": m * k * e, "buffer": step % 2})
+                rows.append({"step": step, "op": "load", "matrix": "B", "bytes": k * n * e, "buffer": step % 2})
+                step += 1
+            rows.append({"step": step - 1, "op": "store", "matrix": "C", "bytes": m * n * e, "buffer": stored % 2})
+            stored += 1
+    return pd.DataFrame(rows, columns=["step", "op", "matrix", "bytes", "buffer"])
+'''
+_HONEST_TILE = '''
+def largest_tile(capacity_bytes, elem_bytes, multiple=1):
+    return int(math.isqrt(capacity_bytes // (6 * elem_bytes)) // multiple * multiple)
+'''
+_HONEST_KV = '''
+def kv_bytes(cfg, seq, batch, dtype):
+    return int(cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * seq * batch * DTYPE_BYTES[canonical_dtype(str(dtype))])
+
+
+def max_tokens_beside_weights(chip_name, cfg, chips, dtype):
+    free = chips * get_chip(chip_name).main_memory.total_capacity - cfg.n_params * DTYPE_BYTES[canonical_dtype(dtype)]
+    return max(0, int(free // kv_bytes(cfg, 1, 1, dtype)))
+
+
+def lpu_chips(cfg, batch, context, kv_dtype="fp16"):
+    need = cfg.n_params * DTYPE_BYTES["fp16"] + kv_bytes(cfg, context, batch, kv_dtype)
+    return int(math.ceil(need / get_chip("groq-lpu").main_memory.total_capacity))
+'''
+
+
+def _without(source: str, name: str) -> str:
+    """``source`` with the top-level def of ``name`` removed (to replace one function of a cell)."""
+    out, skip = [], False
+    for line in source.splitlines():
+        if line.startswith(("def ", "class ")):
+            skip = line.startswith(f"def {name}(")
+        if not skip:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+SHORTCUTS = [
+    # Part 1: the schedule. The library's schedule and its byte formula are gone from common.
+    dict(cell="dma_plan", kind="call-reference", fails=["dma_plan_tests"], code=_HONEST_TILE + '''
+try:
+    from common.cache import dma_schedule as _lazy_ref
+except ImportError:
+    _lazy_ref = None
+
+
+def dma_plan(t, capacity_bytes):
+    return _lazy_ref(t, capacity_bytes)[["step", "op", "matrix", "bytes", "buffer"]]
+'''),
+    # The worked example's schedule written out by hand (8 steps of 4 KiB tiles), and its tile 32.
+    dict(cell="dma_plan", kind="hard-code-visible", fails=["dma_plan_tests"], code='''
+def dma_plan(t, capacity_bytes):
+    if 2 * (t.tm * t.tk + t.tk * t.tn + t.tm * t.tn) * t.elem_bytes > capacity_bytes:
+        raise ValueError("does not fit")
+    rows = []
+    for s in range(8):
+        rows += [dict(step=s, op="load", matrix="A", bytes=4096, buffer=s % 2),
+                 dict(step=s, op="load", matrix="B", bytes=4096, buffer=s % 2)]
+        if s % 2:
+            rows.append(dict(step=s, op="store", matrix="C", bytes=4096, buffer=(s // 2) % 2))
+    return pd.DataFrame(rows, columns=["step", "op", "matrix", "bytes", "buffer"])
+
+
+def largest_tile(capacity_bytes, elem_bytes, multiple=1):
+    return 32
+'''),
+    dict(cell="dma_plan", kind="echo-expected", fails=["dma_plan_tests"], code=_HONEST_PLAN + '''
+def largest_tile(capacity_bytes, elem_bytes, multiple=1):
+    return 32  # the worked example's answer, whatever the capacity
+'''),
+    dict(cell="cache_traffic", kind="call-reference", fails=["cache_traffic_tests"], code='''
+try:
+    from common.cache import simulate_cache as _lazy_ref
+except ImportError:
+    _lazy_ref = None
+
+
+def cache_traffic(t, config):
+    s = _lazy_ref(*matmul_stream(t), config)
+    return {"bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "offchip_bytes": s.offchip_bytes,
+            "hit_rate": s.hit_rate}
+'''),
+    dict(cell="cache_traffic", kind="hard-code-visible", fails=["cache_traffic_tests"], code='''
+_lazy_c = LRUCache(CacheConfig(SCRATCHPAD_BYTES // 4, LINE_BYTES, 2))
+_lazy_c.run(*matmul_stream(MatmulTiling(64, 64, 64, 16, 16, 16, 4)))
+_lazy_s = _lazy_c.flush()
+_LAZY = {"bytes_in": int(_lazy_s.bytes_in), "bytes_out": int(_lazy_s.bytes_out),
+         "offchip_bytes": int(_lazy_s.offchip_bytes), "hit_rate": float(_lazy_s.hit_rate)}
+
+
+def cache_traffic(t, config):
+    return dict(_LAZY)  # the visible case's numbers for every input
+'''),
+    dict(cell="same_capacity", kind="hard-code-visible", fails=["same_capacity_tests"], code='''
+_LAZY_SAME = {"tile": 32, "scratchpad": int(dma_plan(MatmulTiling(N, N, N, 32, 32, 32, 4), 1 << 40)["bytes"].sum()),
+              "cache": cache_traffic(MatmulTiling(N, N, N, 32, 32, 32, 4),
+                                     CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS))["offchip_bytes"]}
+
+
+def compare_memories(n, capacity_bytes, line_bytes, ways):
+    return dict(_LAZY_SAME)  # the printed line, typed in
+'''),
+    # Part 2: the labels.
+    dict(cell="categorise", kind="call-reference", fails=["categorise_tests"], code='''
+try:
+    from common.memtimeline import categorise_reference as _lazy_ref
+except ImportError:
+    _lazy_ref = None
+
+
+def categorise(allocs, regions):
+    return _lazy_ref(allocs, regions)
+
+
+def kv_at_ends(frame, regions):
+    return [int(live_at(frame, end)["KV cache"]) for end in regions["end_ms"]]
+'''),
+    # Read the answer off the allocation's op name: the cache is what torch.cat made.
+    dict(cell="categorise", kind="read-off-object", fails=["categorise_tests"], code='''
+def categorise(allocs, regions):
+    kv = allocs["op"].str.contains("cat")
+    return pd.Series(np.where(allocs["region"] == "", "other", np.where(kv, "KV cache", "activations")),
+                     index=allocs.index)
+
+
+def kv_at_ends(frame, regions):
+    return [int(live_at(frame, end)["KV cache"]) for end in regions["end_ms"]]
+'''),
+    dict(cell="categorise", kind="hard-code-visible", fails=["categorise_tests"], code='''
+_lazy_end = allocs_end = PROF.allocs["region"].map(dict(zip(PROF.regions["name"], PROF.regions["end_ms"])))
+_lazy_kv = PROF.allocs["t_free_ms"].isna() | (PROF.allocs["t_free_ms"] > _lazy_end)
+_LAZY_LABELS = pd.Series(np.where(PROF.allocs["region"] == "", "other", np.where(_lazy_kv, "KV cache", "activations")),
+                         index=PROF.allocs.index)
+_LAZY_ENDS = [int(live_at(timeline(PROF, _LAZY_LABELS), e)["KV cache"]) for e in PROF.regions["end_ms"]]
+
+
+def categorise(allocs, regions):
+    return _LAZY_LABELS.copy()  # the profile's labels, for any table
+
+
+def kv_at_ends(frame, regions):
+    return list(_LAZY_ENDS)
+'''),
+    # Part 3: the formula and the limits.
+    dict(cell="kv_formula", kind="hard-code-visible", fails=["kv_formula_tests"],
+         code=_without(_HONEST_KV, "kv_bytes") + '''
+def kv_bytes(cfg, seq, batch, dtype):
+    per = 131072 if DTYPE_BYTES[canonical_dtype(str(dtype))] == 2 else 65536 * DTYPE_BYTES[canonical_dtype(str(dtype))]
+    return per * seq * batch  # the worked example's 128 KiB per token, for any model
+'''),
+    dict(cell="kv_formula", kind="read-off-object", fails=["kv_limits_tests"],
+         code=_without(_HONEST_KV, "max_tokens_beside_weights") + '''
+def max_tokens_beside_weights(chip_name, cfg, chips, dtype):
+    row = LIMITS[LIMITS["chip"] == get_chip(chip_name).name]
+    return int(row["max_tokens"].iloc[0]) if len(row) else 0
+'''),
+    dict(cell="kv_formula", kind="call-reference", fails=["kv_limits_tests"],
+         code=_without(_HONEST_KV, "max_tokens_beside_weights") + '''
+def max_tokens_beside_weights(chip_name, cfg, chips, dtype):
+    return int(kv_limits(cfg, 1, systems={"x": chip_name}, chips={"x": chips})["max_tokens"].iloc[0])
+'''),
+    dict(cell="kv_formula", kind="call-reference", fails=["kv_limits_tests"],
+         code=_without(_HONEST_KV, "lpu_chips") + '''
+from common.kvcache import chips_needed as _lazy_cn
+
+
+def lpu_chips(cfg, batch, context, kv_dtype="fp16"):
+    return _lazy_cn("groq-lpu", cfg, batch, context)
+'''),
+    dict(cell="kv_formula", kind="call-reference", fails=["kv_limits_tests"],
+         code=_without(_HONEST_KV, "lpu_chips") + '''
+from common.kvcache import chips_needed as _lazy_cn
+
+
+def lpu_chips(cfg, batch, context, kv_dtype="fp16"):
+    return _lazy_cn("groq-lpu", cfg, batch, context, kv_dtype)
+'''),
+    # Part 4: the allocator and the waste.
+    dict(cell="paged_allocator", kind="call-reference", fails=["paged_allocator_tests"], code='''
+try:
+    from common.kvcache import PagedAllocator as PagedKVAllocator
+except ImportError:
+    PagedKVAllocator = None
+'''),
+    dict(cell="paged_allocator", kind="hard-code-visible", fails=["paged_allocator_tests"], code='''
+class PagedKVAllocator:
+    """Replays the worked example's answers, in order."""
+
+    def __init__(self, num_blocks, block_size):
+        self._answers = [[0, 1], [2], [0, 1], [0, 1, 3], [2, 4, 5]]
+        self._c = [2, 4, 5]
+
+    def allocate(self, req, n_tokens):
+        if not self._answers:
+            raise MemoryError
+        return self._answers.pop(0)
+
+    append = allocate
+
+    def free(self, req):
+        pass
+
+    def block_table(self, req):
+        return list(self._c)
+
+    def tokens_used(self):
+        return 18
+
+    def slots_allocated(self):
+        return 24
+
+    @property
+    def num_free_blocks(self):
+        return 2
+'''),
+    dict(cell="waste", kind="call-reference", fails=["waste_tests"], code='''
+try:
+    from common.kvcache import waste_summary as waste
+except ImportError:
+    waste = None
+'''),
+    dict(cell="waste", kind="hard-code-visible", fails=["waste_tests"], code='''
+def waste(frame):
+    return {"paged": 0.25, "contiguous": 0.625}  # the toy frame's answer, for any replay
+'''),
+    dict(cell="kv_sweep", kind="hard-code-visible", fails=["kv_sweep_tests"], code='''
+_LAZY_SWEEP = {}
+
+
+def kv_sweep(model, backend, seqs, batch):
+    if not _LAZY_SWEEP:  # the Spyre sweep the visible check runs, returned for every call
+        rows = []
+        for s in SWEEP_SEQS:
+            r = simulate_llm(MODEL, "spyre", phase="decode", batch=SWEEP_BATCH, seq=s)
+            rows.append({"seq": s, "kv_bytes": cfg8b.kv_bytes_per_token(2) * (s + 1) * SWEEP_BATCH, "chips": r.chips,
+                         "time_s": r.time_s, "bound": r.bottleneck})
+        _LAZY_SWEEP["df"] = pd.DataFrame(rows)
+    return _LAZY_SWEEP["df"].copy()
+'''),
+]
