@@ -11,6 +11,8 @@ op of the compiled program, read from the compiler's own records (``kernel.tilin
   rows x (ceil(n / e) e - n) x elem_bytes bytes of padding; every read or write of it moves that share.
 * matmul tiling ``mc, nc`` (per-core output rows / padded columns), ``tm, tn`` (tile), ``m_tiles, n_tiles``:
   LPDDR5 bytes = A x ceil(nc / tn) + B x ceil(mc / tm) for the operands that come from LPDDR5, not LX.
+  (The closed forms of padding, tile traffic, the largest tile and a spilled chain are the Course 4 Deep
+  Dive's exercises; the library does not hold them.)
 * working set: ``ws_bytes_per_core`` (the op's tiles or slice), ``spill_write`` / ``spill_read`` (intermediates
   that did not fit the LX budget, written out and read back) and ``reread_bytes`` (operand re-reads that
   tiling forced). ``working_set_check`` keeps the ops where the LX budget changed what the compiler did.
@@ -22,7 +24,6 @@ catalog through the Spyre policy.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -154,33 +155,6 @@ def step_totals(table: pd.DataFrame) -> dict[str, float]:
         ("lpddr_padding_bytes", "lpddr_padding"), ("host_roundtrip_bytes", "host_bytes"))}
     tot["lpddr_bytes"] = tot["lpddr_to_lx_bytes"] + tot["lx_to_lpddr_bytes"]
     return tot
-
-
-def matmul_tile_traffic(a_bytes: float, b_bytes: float, mc: int, nc: int, tm: int, tn: int) -> float:
-    """LPDDR5 bytes of a tiled matmul: A is re-read once per N tile, B once per M tile (K streamed)."""
-    if min(mc, nc, tm, tn) < 1:
-        raise DFAError(f"mc, nc, tm, tn must be >= 1, got {mc}, {nc}, {tm}, {tn}")
-    return a_bytes * math.ceil(nc / tn) + b_bytes * math.ceil(mc / tm)
-
-
-def padding_bytes(shape, elem_bytes: int, stick_bytes: int) -> int:
-    """Stick padding of a row-major tensor: rows x (ceil(n / e) x e - n) x elem_bytes, e = stick_bytes / elem."""
-    *outer, n = (int(x) for x in shape)
-    e = max(1, stick_bytes // elem_bytes)
-    return math.prod(outer) * (-(-n // e) * e - n) * elem_bytes
-
-
-def largest_tile_rows(lx_bytes: float, tn: int, tk: int, elem_bytes: int) -> int:
-    """Most output rows tm with a tm x tk A tile, a tk x tn B tile and a tm x tn C tile in ``lx_bytes``:
-    (tm tk + tk tn + tm tn) elem <= lx  =>  tm = floor((lx / elem - tk tn) / (tk + tn)); 0 if not even one."""
-    return max(0, int((lx_bytes // elem_bytes - tk * tn) // (tk + tn)))
-
-
-def chain_lpddr_bytes(nbytes: float, n_intermediates: int, cores: int, lx_budget: float) -> float:
-    """LPDDR5 bytes of an elementwise chain in one bundle (input, k intermediates, output, all ``nbytes``).
-    An intermediate stays in LX when its per-core slice fits the budget; else it is written and read back."""
-    spilled = nbytes / cores > lx_budget
-    return 2 * nbytes + (2 * n_intermediates * nbytes if spilled else 0.0)
 
 
 def working_set_check(step: SpyreStep, table: pd.DataFrame | None = None) -> pd.DataFrame:
