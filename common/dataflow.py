@@ -2,10 +2,9 @@
 
 Two models, both small enough to read in one sitting:
 
-* **One-shot token firing** (``run_tokens``): every edge of a ``torch.fx`` graph carries one token; a node
-  *fires* when a token is present on every one of its input edges, consumes them and puts its result on every
-  output edge. Ready nodes wait in a FIFO queue, so the firing order is the order in which nodes became ready
-  (not the order the graph lists them). The result equals eager execution; the trace records the order.
+* **The ALU of one-shot token firing** (``Evaluator``): computes one ``torch.fx`` node from the tokens on its
+  input edges. The firing loop itself (FIFO ready queue, tokens per edge) is what Lab 2 asks the learner to
+  write; its reference lives with the lab's grader-side answers, not here.
 * **Streams through bounded buffers** (``StreamGraph`` + ``run_stream``): a sequence of items (micro-batches,
   rows, tokens) flows through actors connected by FIFO edges of fixed *capacity*. Time advances in synchronous
   rounds: at the start of a round every actor looks at the buffer counts; it fires if each input edge holds at
@@ -20,6 +19,7 @@ A stream is complete when every source is exhausted and every edge holds exactly
 (actor -> the actor it waits on: the producer of a missing token, or the consumer of a full buffer) is searched
 for a cycle, and ``BufferDeadlock`` names it. No cycle means starvation (rates that do not balance): a
 ``DFAError`` says which actors are left waiting. Nothing here can hang: ``max_rounds`` bounds every run.
+Buffer sizes that keep a rate-1 DAG at full throughput (skew buffers) are Lab 2's graded stub: not here.
 """
 from __future__ import annotations
 
@@ -50,34 +50,6 @@ class Evaluator(fx.Interpreter):
             return self.inputs[node]
         args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda a: values[a])
         return getattr(self, node.op)(node.target, args, kwargs)
-
-
-def run_tokens(gm: fx.GraphModule, *args) -> tuple[Any, list[str]]:
-    """Token-driven execution of ``gm``: returns (the output node's value, node names in firing order).
-
-    Nodes without inputs are ready at the start, in graph order. Firing a node pops its tokens, evaluates it,
-    and pushes the result to each user (in ``node.users`` order); a user whose last missing token just arrived
-    joins the back of the ready queue."""
-    ev = Evaluator(gm, *args)
-    missing = {n: len(n.all_input_nodes) for n in gm.graph.nodes}
-    tokens: dict[tuple[fx.Node, fx.Node], Any] = {}  # edge (producer, consumer) -> the token on it
-    ready = deque(n for n in gm.graph.nodes if missing[n] == 0)
-    trace, result = [], None
-    while ready:
-        n = ready.popleft()
-        value = ev.evaluate(n, {p: tokens.pop((p, n)) for p in n.all_input_nodes})
-        trace.append(n.name)
-        if n.op == "output":
-            result = value
-        for user in n.users:
-            tokens[(n, user)] = value
-            missing[user] -= 1
-            if missing[user] == 0:
-                ready.append(user)
-    unfired = [n.name for n in gm.graph.nodes if missing[n] > 0]
-    if unfired:  # only possible in a graph with a cycle: FX graphs are DAGs, so this is a corrupted graph
-        raise DFAError(f"nodes never received all their tokens: {', '.join(unfired)}")
-    return result, trace
 
 
 # ---- streams through bounded buffers ------------------------------------------------------------------------
@@ -311,32 +283,6 @@ def _find_cycle(waits: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]
             if found:
                 return found
     return None
-
-
-def levels(sg: StreamGraph) -> dict[str, int]:
-    """Longest path (in edges) from a source to each actor; a DFAError if the graph has a cycle."""
-    lv: dict[str, int] = {}
-    pending = {a: len(sg.actors[a].inputs) for a in sg.actors}
-    queue = deque(a for a, k in pending.items() if k == 0)
-    while queue:
-        a = queue.popleft()
-        lv[a] = max((lv[s] + 1 for s in sg.actors[a].inputs), default=0)
-        for e in sg.outputs_of(a):
-            pending[e.dst] -= 1
-            if pending[e.dst] == 0:
-                queue.append(e.dst)
-    if len(lv) < len(sg.actors):
-        raise DFAError("levels are defined for acyclic stream graphs only")
-    return lv
-
-
-def full_throughput_capacities(sg: StreamGraph) -> dict[tuple[str, str], int]:
-    """Per edge u->v of a rate-1 DAG: capacity = level(v) - level(u) + 1 keeps every actor firing every round.
-
-    In steady state actor v fires item i in round i + level(v); at the start of a round the edge holds the
-    level(v) - level(u) items u has produced that v has not yet consumed, and u needs one more free slot."""
-    lv = levels(sg)
-    return {k: lv[e.dst] - lv[e.src] + 1 for k, e in sg.edges.items()}
 
 
 def rowmax_stream(rows: Sequence[Sequence[float]], *, direct_capacity: int) -> StreamGraph:

@@ -199,16 +199,13 @@ grader.assert_equal(sorted(set(_e["via"])), ["LPDDR5"], name="a spilled edge ins
 # %%
 try:
     EDGES = edge_table(PROGRAM)
-except NotImplementedError:  # not written yet: the same table from the plans, so the rest of the notebook runs
-    print("edge_table is not written yet; using the reference table for what follows")
-    _kernel_of = {op.name: k for k in PROGRAM.kernels for op in k.ops}
-    EDGES = pd.DataFrame(
-        [{"producer": p, "consumer": op.name, "same_kernel": _kernel_of[p] is k,
-          "via": "host" if k.kind == "fallback" else k.tiling["sdsc"][i]["inputs_from"][p]}
-         for k in PROGRAM.kernels for i, op in enumerate(k.ops) for p in op.in_bytes if p in _kernel_of])
-ON_CHIP = float((EDGES["via"] == "LX").mean())
-print(f"SIMULATED: {len(EDGES)} op->op edges, {ON_CHIP:.0%} stay in LX; crossing LPDDR5:")
-print(EDGES[EDGES["via"] != "LX"].to_string(index=False))
+except NotImplementedError:
+    EDGES, ON_CHIP = None, None
+    print("edge_table is not written yet: the share of edges kept in LX is left out below")
+if EDGES is not None:
+    ON_CHIP = float((EDGES["via"] == "LX").mean())
+    print(f"SIMULATED: {len(EDGES)} op->op edges, {ON_CHIP:.0%} stay in LX; crossing LPDDR5:")
+    print(EDGES[EDGES["via"] != "LX"].to_string(index=False))
 
 
 # %% [markdown]
@@ -341,40 +338,53 @@ print("share of LPDDR5 bytes:", share.round(3).to_dict())
 # tensor's offset in a stick-aligned LPDDR5 layout (`gv.lpddr_arena`: ours — the simulator counts bytes, it does
 # not place tensors).
 #
-# **Spec.** `stick_plan(shape, cores, dtype="fp16")` → `{"sticks": int, "device_bytes": int, "padding_bytes":
-# int, "sticks_per_core": int, "bytes_per_core": int}` with the stick size from the catalog (`STICK`) and the
-# element size from `DTYPE_BYTES[dtype]`; `sticks_per_core = ceil(sticks / cores)` and `bytes_per_core =
-# sticks_per_core × STICK`. Example: `(2, 4, 16, 40)` fp16 on 32 cores → 128 sticks (40 values in a 64-slot
-# stick), 16,384 device bytes, 6,144 of them padding, 4 sticks = 512 bytes per core.
+# **Spec.** `stick_plan(shape, cores, dtype="fp16", stick_bytes=STICK)` → `{"sticks": int, "device_bytes": int,
+# "padding_bytes": int, "sticks_per_core": int, "bytes_per_core": int}` for sticks of `stick_bytes` bytes
+# (default: Spyre's, from the catalog; a design study may try other widths) and the element size
+# `DTYPE_BYTES[dtype]`; `sticks_per_core = ceil(sticks / cores)` and `bytes_per_core = sticks_per_core ×
+# stick_bytes`. Example: `(2, 4, 16, 40)` fp16 on 32 cores with 128-byte sticks → 128 sticks (40 values in a
+# 64-slot stick), 16,384 device bytes, 6,144 of them padding, 4 sticks = 512 bytes per core; with 64-byte sticks
+# (32 slots) each row of 40 needs 2 sticks: 256 sticks, 8 per core.
 
 # %% nbgrader={"grade": false, "grade_id": "stick_plan", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
-def stick_plan(shape, cores, dtype="fp16"):
+def stick_plan(shape, cores, dtype="fp16", stick_bytes=STICK):
     """Sticks, device bytes, padding and the per-core share of a row-major tensor split over `cores` cores."""
     ### BEGIN SOLUTION
     shape = tuple(int(s) for s in shape) or (1,)
     elem = DTYPE_BYTES[dtype]
-    per_row = math.ceil(shape[-1] * elem / STICK)
+    per_row = math.ceil(shape[-1] * elem / stick_bytes)
     sticks = math.prod(shape[:-1]) * per_row
     per_core = math.ceil(sticks / cores)
-    return {"sticks": sticks, "device_bytes": sticks * STICK, "padding_bytes": sticks * STICK - math.prod(shape) * elem,
-            "sticks_per_core": per_core, "bytes_per_core": per_core * STICK}
+    return {"sticks": sticks, "device_bytes": sticks * stick_bytes,
+            "padding_bytes": sticks * stick_bytes - math.prod(shape) * elem,
+            "sticks_per_core": per_core, "bytes_per_core": per_core * stick_bytes}
     ### END SOLUTION
 
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "stick_plan_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_equal, check_type
-from common.sim.spyre import stick_layout
+import math
 
-for shape, dtype in [((2, 4, 16, 40), "fp16"), ((80, 64), "fp16"), ((3, 100), "fp32"), ((40, 40), "fp16")]:  # on CORES
-    mine, ref = stick_plan(shape, CORES, dtype), stick_layout(shape, dtype)
-    check_type(f"stick_plan{shape}", mine, dict)
-    check_equal(f"sticks of {shape} {dtype}", mine["sticks"], ref["sticks"],
+from common.checks import check_equal, check_type
+
+ex = stick_plan((2, 4, 16, 40), 32, "fp16", 128)
+check_type("stick_plan(...)", ex, dict)
+check_equal("worked example, 128-byte sticks", ex, {"sticks": 128, "device_bytes": 16384, "padding_bytes": 6144,
+                                                    "sticks_per_core": 4, "bytes_per_core": 512})
+check_equal("worked example, 64-byte sticks: sticks", stick_plan((2, 4, 16, 40), 32, "fp16", 64).get("sticks"), 256)
+for shape, dtype, sb in [((80, 64), "fp16", STICK), ((3, 100), "fp32", 64), ((40, 40), "fp16", 256)]:  # invariants
+    mine, elem = stick_plan(shape, CORES, dtype, sb), DTYPE_BYTES[dtype]
+    check_equal(f"{shape} {dtype}, {sb}-byte sticks: device bytes = sticks x stick bytes",
+                mine["device_bytes"] == mine["sticks"] * sb, True)
+    check_equal(f"{shape} {dtype}, {sb}-byte sticks: padding = device bytes - the tensor's bytes",
+                mine["padding_bytes"] == mine["device_bytes"] - math.prod(shape) * elem, True)
+    check_equal(f"{shape} {dtype}, {sb}-byte sticks: each row's padding fills less than one stick",
+                0 <= mine["padding_bytes"] < math.prod(shape[:-1]) * sb, True,
                 hint="rows x ceil(last dim x element bytes / stick bytes)")
-    check_equal(f"padding of {shape} {dtype}", mine["padding_bytes"], ref["padding_bytes"])
-    check_equal(f"sticks per core of {shape}", mine["sticks_per_core"], -(-ref["sticks"] // CORES))
+    check_equal(f"{shape}: the busiest core holds ceil(sticks / cores)",
+                mine["sticks_per_core"] == -(-mine["sticks"] // CORES), True)
 RESTICK = gv.restickify_edges(PROGRAM)
 for row in RESTICK.itertuples():  # the compiler's own count for the restickified tensor
     check_equal(f"sticks of {row.restickify} {row.view_shape}", stick_plan(row.view_shape, CORES)["sticks"],
@@ -382,14 +392,22 @@ for row in RESTICK.itertuples():  # the compiler's own count for the restickifie
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 
-for _shape, _cores, _dtype, _sticks, _pad, _per in [((7,), 1, 'fp32', 1, 100, 1), ((5, 65), 3, 'fp16', 10, 630, 4), ((2, 3, 129), 32, 'int8', 12, 762, 1), ((64, 64), 32, 'bf16', 64, 0, 2), ((1, 1, 33), 2, 'fp16', 1, 62, 1), ((10, 200), 4, 'fp32', 70, 960, 18)]:
-    _m = stick_plan(_shape, _cores, _dtype)
+# (shape, cores, dtype, stick bytes, sticks, padding bytes, busiest core's sticks), counted by hand; the widths
+# 32, 64 and 256 are ones the catalog and the simulator's stick_layout never use
+for _shape, _cores, _dtype, _sb, _sticks, _pad, _per in [
+        ((7,), 1, 'fp32', 128, 1, 100, 1), ((5, 65), 3, 'fp16', 128, 10, 630, 4),
+        ((2, 3, 129), 32, 'int8', 128, 12, 762, 1), ((64, 64), 32, 'bf16', 128, 64, 0, 2),
+        ((5, 65), 3, 'fp16', 64, 15, 310, 5), ((2, 3, 129), 32, 'int8', 256, 6, 762, 1),
+        ((10, 200), 4, 'fp32', 64, 130, 320, 33), ((1, 1, 33), 2, 'fp16', 32, 3, 30, 2),
+        ((64, 64), 32, 'bf16', 256, 64, 8192, 2)]:
+    _m = stick_plan(_shape, _cores, _dtype, _sb)
     grader.assert_type(_m, dict, name="a dict")
-    grader.assert_equal(_m["sticks"], _sticks, name="sticks")
+    grader.assert_equal(_m["sticks"], _sticks, name=f"sticks ({_sb}-byte sticks)")
     grader.assert_equal(_m["padding_bytes"], _pad, name="padding bytes")
-    grader.assert_equal(_m["device_bytes"], _sticks * 128, name="device bytes")
+    grader.assert_equal(_m["device_bytes"], _sticks * _sb, name="device bytes")
     grader.assert_equal(_m["sticks_per_core"], _per, name="sticks per core (the busiest core)")
-    grader.assert_equal(_m["bytes_per_core"], _per * 128, name="bytes per core")
+    grader.assert_equal(_m["bytes_per_core"], _per * _sb, name="bytes per core")
+grader.assert_equal(stick_plan((5, 65), 3, "fp16")["sticks"], 10, name="default stick: the catalog's")
 ### END HIDDEN TESTS
 
 # %%
@@ -480,11 +498,15 @@ def core_busy(report):
 
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "core_busy_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_in_range, check_tensor
+from common.checks import check_equal, check_in_range, check_scalar, check_type
 
 BUSY = core_busy(REPORT)
-check_tensor("core_busy", BUSY, torch.tensor(gv.core_work(REPORT)["busy_s"].to_numpy(), dtype=torch.float64),
-             rtol=1e-9, atol=0.0, hint="cores 0..k-1 each add the event's duration")
+check_type("core_busy(...)", BUSY, torch.Tensor)
+check_equal("shape and dtype", (tuple(BUSY.shape), str(BUSY.dtype)), ((SPYRE.compute_units,), "torch.float64"))
+check_equal("core 0 is never less busy than a higher core (cores 0..k-1 run an op on k cores)",
+            bool((BUSY[:-1] >= BUSY[1:]).all()), True)
+check_scalar("core 0's busy time = the summed duration of the compute events on the cores", float(BUSY[0]),
+             sum(e.duration for e in REPORT.events if e.kind == "compute" and e.engine == "cores"), rel=1e-9)
 check_in_range("imbalance = busiest / mean", float(BUSY.max() / BUSY.mean()), 1.0, float(SPYRE.compute_units))
 print(f"SIMULATED busy time per core: max {BUSY.max() * 1e9:.0f} ns (core {int(BUSY.argmax())}), "
       f"mean {BUSY.mean() * 1e9:.0f} ns, imbalance {float(BUSY.max() / BUSY.mean()):.2f}")
@@ -495,7 +517,21 @@ from common.checks import grader
 from common.chips import get_chip as _get_chip
 from common.sim import graphview as _gv
 
-for _r in (_gv.attention_report("test", 1, 24), _gv.attention_report("tiny-block", 1, 16, cores=8)):
+import copy as _copy
+
+
+def _resplit(_r, _seed):
+    """The report as another work division would have left it: each compute event's cores_used redrawn, the
+    detail reduced to what the spec reads."""
+    _q = _copy.deepcopy(_r)
+    for _i, _e in enumerate(_q.events):
+        if _e.kind == "compute" and _e.engine == "cores":
+            _e.detail = {"cores_used": 1 + (7 * _i + _seed) % _get_chip("spyre").compute_units}
+    return _q
+
+
+for _r in (_gv.attention_report("test", 1, 24), _resplit(_gv.attention_report("test", 2, 16), 3),
+           _gv.attention_report("tiny-block", 1, 16, cores=8)):
     _b = core_busy(_r)
     _ref = [0.0] * _get_chip("spyre").compute_units
     for _e in _r.events:
@@ -637,7 +673,8 @@ for backend in ("gpu", "tpu", "wse", "lpu", "spyre"):
 COMPARE = pd.DataFrame(rows).set_index("backend")
 print(f"SIMULATED: {CONFIG} x + attention(ln1(x)), batch {BATCH}, seq {SEQ}, each backend's native 16-bit type")
 print(COMPARE.to_string())
-print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX")
+print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX" if ON_CHIP is not None
+      else "Spyre: edge_table is not written yet (share of edges in LX unknown)")
 
 # %% [markdown]
 # **Question 2 (layout and work division).** (a) Which op needed the restickify, what layout did its input have
@@ -677,8 +714,9 @@ system = {"gpu": "GPU", "tpu": "TPU", "wse": "WSE", "lpu": "LPU", "spyre": "Spyr
 for backend, n in COMPARE["device programs"].items():
     LM.add(system[backend], "device programs for the attention half", int(n), course=2, source="simulated",
            overwrite=True)
-LM.add("Spyre", "attention op->op edges kept on chip (LX)", f"{ON_CHIP:.0%}", course=2, source="learner",
-       overwrite=True)
+if ON_CHIP is not None:
+    LM.add("Spyre", "attention op->op edges kept on chip (LX)", f"{ON_CHIP:.0%}", course=2, source="learner",
+           overwrite=True)
 LM.add("Spyre", "restickify copies in attention", int(REPORT.counters["restickify_count"]), course=2,
        source="simulated", overwrite=True)
 LM.add("Spyre", "core imbalance (busiest / mean) of the attention half", f"{IMBALANCE:.2f} at {BATCH * SEQ} rows",
