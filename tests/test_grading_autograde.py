@@ -306,6 +306,26 @@ print("ROT13", codecs.encode(text, "rot13"))
 print("HEX", text.encode().hex())
 """
 HIDDEN_IN_EXEC = "import base64\nexec(base64.b64decode({payload!r}))"
+# The lab's grader-side answers (source/lab1/answers.py, common/grading/answerkeys.py): looked for as a module,
+# in sys.modules, on disk where the course and the sandbox keep files, and in the kernel's objects.
+ANSWERS_SEEKER = """
+import gc, os, sys
+def _answers():
+    mod = sys.modules.get("answers")
+    if mod is not None:
+        return mod
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "module" and getattr(obj, "__name__", "") == "answers":
+            return obj
+    for folder in (".", "..", "../..", "source/lab1", "{course}/source/lab1", "/tmp", os.path.expanduser("~")):
+        path = os.path.join(folder, "answers.py")
+        if os.path.isfile(path):
+            sys.path.insert(0, folder)
+    import answers
+    return answers
+def arithmetic_intensity(flops, bytes_moved):
+    return _answers().intensity(flops, bytes_moved)
+"""
 
 
 def kernel_attacks(course) -> dict[str, object]:
@@ -325,6 +345,7 @@ def kernel_attacks(course) -> dict[str, object]:
         "thread_forger": with_code(base, relu=THREAD_FORGER),
         "hidden_test_reader": with_code(base, relu=HIDDEN_TEST_READER, intensity=LEAK_HIDDEN_TESTS),
         "exec_b64_transformer": with_code(base, relu=hidden_exec),
+        "answers_seeker": with_code(base, intensity=ANSWERS_SEEKER.format(course=course.root)),
     }
 
 

@@ -42,6 +42,44 @@ def test_split_leaves_no_hidden_test_and_returns_what_the_checker_needs():
     assert testcells.kernel_source(4, tests["4"]).startswith("__import__('sys').audit('dfa.check', 4)")
 
 
+def test_grader_side_answers_leave_the_notebook_and_reach_only_the_test(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from common.grading import answerkeys
+    from common.grading.checker import _test_namespace
+
+    lab = tmp_path / "source" / "lab9"
+    lab.mkdir(parents=True)
+    (lab / "answers.py").write_text("KEY = (GRADER_SALT, GRADER_STUDENT)\ndef ref(x):\n    return 2 * x\n")
+    course = SimpleNamespace(source_dir=tmp_path / "source", name="course9", config={"Offering": {"salt": "s3cret"}})
+    monkeypatch.delenv("DFA_SALT", raising=False)
+    nb = new_notebook(cells=[
+        _cell("def f(x):\n    return x", solution=True, grade=False, locked=False),
+        _cell("### BEGIN HIDDEN TESTS\nfrom answers import ref\nassert f(3) == ref(3)\n### END HIDDEN TESTS",
+              grade=True, solution=False, locked=True, points=1),
+    ])  # fmt: skip
+    assert answerkeys.attach(nb, course, "lab9", "alice")
+    assert not answerkeys.attach(new_notebook(), course, "lab8", "alice")  # a lab without answers.py
+    tests = testcells.split(nb)
+    assert answerkeys.METADATA_KEY not in nb.metadata and "s3cret" not in nbformat.writes(nb)
+    grader = tests["1"]["grader"]
+    assert grader["salt"] == "s3cret" and grader["student"] == "alice"
+    assert "answers" not in testcells.imported_modules(tests)  # the kernel must not import a learner's answers.py
+    namespace = _test_namespace({"__name__": "__main__"}, grader)
+    exec("import answers\nfrom answers import ref, KEY", namespace)  # noqa: S102
+    assert namespace["ref"](4) == 8 and namespace["KEY"] == ("s3cret", "alice")
+    assert "answers" not in sys.modules
+    bare = _test_namespace({"__name__": "__main__"})
+    try:
+        exec("import answers", bare)  # noqa: S102
+    except ImportError as exc:
+        assert "answers.py" in str(exc)
+    else:
+        raise AssertionError("a lab without answers.py gave the test an answers module")
+    monkeypatch.setenv("DFA_SALT", "from-env")
+    assert answerkeys.offering_salt(course) == "from-env"
+
+
 def test_a_hidden_region_that_cuts_a_block_is_one_hidden_piece():
     source = "for i in range(2):\n### BEGIN HIDDEN TESTS\n    assert i < 2\n### END HIDDEN TESTS"
     assert testcells.segments(source) == [(True, "for i in range(2):\n    assert i < 2")]

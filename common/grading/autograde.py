@@ -33,7 +33,7 @@ import nbformat
 from traitlets.config import Config
 
 from common.errors import DFAError
-from common.grading import tamper
+from common.grading import answerkeys, tamper
 from common.grading.course import Course, locked, quiet_nbgrader
 from common.grading.executors import WorkerLost, check_target, open_executions
 from common.grading.limits import RETRY_TIME_SCALE, Limits
@@ -128,6 +128,10 @@ def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str]) 
             nb = nbformat.read(path, as_version=4)
             digests[name] = cells_digest(nb)
             review += [flag for flag in tamper.flags(nb) if flag not in review]
+            # the lab's grader-side answers ride with the prepared notebook up to the sandbox's door, where
+            # testcells.split takes them off with the hidden tests; the score step rewrites this notebook
+            if answerkeys.attach(nb, course, lab, student):
+                nbformat.write(nb, path)
     return Prepared(student, folder, digests, review)
 
 

@@ -39,7 +39,7 @@ import socket
 import sys
 import threading
 
-from common.grading import codetrust
+from common.grading import answerkeys, codetrust
 from common.grading import snapshot as snapshot_module
 
 TRIGGER_EVENT = "dfa.check"
@@ -138,7 +138,7 @@ def install(agent: socket.socket, modules=()) -> None:
             exit_now(1)
         test = json.loads(_read_all(read, source))
         close(source)
-        namespace = _test_namespace(namespace)
+        namespace = _test_namespace(namespace, test.get("grader") or {}, trust.trust)
         for line in test["imports"]:  # the names the instructor's cells imported mean what they meant
             try:
                 exec(compile(line, "<instructor import>", "exec"), namespace)  # noqa: S102
@@ -231,20 +231,28 @@ def install(agent: socket.socket, modules=()) -> None:
 PRIVATE_MODULES = ("common.checks",)
 
 
-def _test_namespace(namespace: dict) -> dict:
+def _test_namespace(namespace: dict, grader: dict | None = None, trust=None) -> dict:
     """The namespace a test runs in: a copy of the learner's (their functions, whose globals are the
     original, cannot rebind a name the test is about to look up), with builtins of its own whose
     ``__import__`` gives the test a private copy of the checks. Nothing the learner's code can reach refers
-    to that copy, so a stub called by the test cannot patch the verdict it is about to be given."""
+    to that copy, so a stub called by the test cannot patch the verdict it is about to be given.
+
+    ``grader`` (answerkeys.attach: the lab's answers.py, the salt, the student) makes ``import answers``
+    in the test give a module built here, for this test alone (answerkeys.build_module)."""
     private = {}
     for name in PRIVATE_MODULES:
         spec = importlib.util.find_spec(name)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         private[name] = module
+    answers = answerkeys.build_module(grader or {}, trust)
     public_import = builtins.__import__
 
     def test_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name == answerkeys.MODULE:
+            if answers is None:
+                raise ImportError("this lab has no grader-side answers module (source/<lab>/answers.py)")
+            return answers
         if level == 0 and fromlist and name in private:
             return private[name]
         return public_import(name, globals, locals, fromlist, level)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 
+from common.grading import answerkeys
 from common.grading.regions import REGIONS
 from common.grading.standard import is_autograded_test, nbgrader_meta
 
@@ -84,7 +85,10 @@ def _instructor_locked(cell) -> bool:
 
 
 def split(nb) -> dict[str, dict]:
-    """Strip hidden tests from ``nb`` in place; return the test cells as the checker needs them."""
+    """Strip hidden tests from ``nb`` in place; return the test cells as the checker needs them. The
+    grader-side answers the prepare step attached (answerkeys.attach) leave the notebook too, and go with
+    each test as ``grader``."""
+    grader = answerkeys.detach(nb)
     tests, imports = {}, []
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     reads = [_names(c.source)[1] for _, c in code]  # parsed once, not once per test cell after it
@@ -98,6 +102,7 @@ def split(nb) -> dict[str, dict]:
                 "segments": pieces,
                 "imports": list(imports),
                 "visible": visible if stored & later else "",
+                "grader": grader,
             }
             cell.source = visible
         elif _instructor_locked(cell):
@@ -121,7 +126,8 @@ def imported_modules(tests: dict) -> list[str]:
                     names += [a.name for a in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     names.append(node.module)
-    return sorted(set(names))
+    # answers is built in the checker's child alone: importing it in the kernel would find a learner's file
+    return sorted(set(names) - {answerkeys.MODULE})
 
 
 def kernel_source(index: int, test: dict) -> str:

@@ -62,7 +62,8 @@ class TestChannel:
         source = os.memfd_create(f"dfa-test-{index}", os.MFD_CLOEXEC)
         read_end, write_end = os.pipe()
         try:
-            data = json.dumps({"segments": test["segments"], "imports": test["imports"]}).encode()
+            data = json.dumps({"segments": test["segments"], "imports": test["imports"],
+                               "grader": test.get("grader") or {}}).encode()
             view = memoryview(data)
             while view:
                 view = view[os.write(source, view) :]
