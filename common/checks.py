@@ -3,7 +3,9 @@
 Two families share one comparison core:
 
 * ``check_*`` — the **visible checks** a learner runs right after a stub. On success they print one
-  ``✔`` line; on failure they print what was expected, what the learner got and a hint, then raise
+  ``✔`` line; on failure they print what the learner got, how it departs from what is expected (a number's
+  expected value and tolerance; for plain data only types, lengths, keys and the first differing place, never
+  the expected discrete answer, which a dummy value would otherwise reveal) and a hint, then raise
   :class:`CheckFailed` (an ``AssertionError``, so nbgrader scores the cell 0).
 * ``grader.assert_*`` — for **hidden tests**. Same verdicts, but silent on success and terse on failure: the
   message says *what kind* of mismatch it was, never the reference values, so feedback cannot leak them.
@@ -257,7 +259,30 @@ def _compare_equal(yours, expected) -> _Mismatch | None:
         return _Mismatch(f"expected plain data ({want}), got {got}")
     if _plain_equal(yours, expected):
         return None
-    return _Mismatch("the value is not the expected one", f"yours {yours!r}, expected {expected!r}")
+    return _Mismatch("the value is not the expected one", _shape_of_difference(yours, expected))
+
+
+def _shape_of_difference(yours, expected) -> str:
+    """Where ``yours`` departs from ``expected``, without the expected value: a discrete answer printed next to a
+    dummy one could simply be copied (issue 15). Types, lengths, key sets and the first differing position are
+    structure the learner can act on; the expected values stay unsaid."""
+    ty, te = _type(yours), _type(expected)
+    if ty is not te and not (_one_of(ty, _SCALAR_TYPES) and _one_of(te, _SCALAR_TYPES)):
+        return f"yours is of type {_type_name(ty)}; {_type_name(te)} is expected"
+    if ty is _tuple or ty is _list:
+        if _len(yours) != _len(expected):
+            return f"yours has {_len(yours)} items; {_len(expected)} are expected"
+        for i in _range(_len(yours)):
+            if not _plain_equal(yours[i], expected[i]):
+                return f"the first item that differs is at position {i} (yours {yours[i]!r})"
+    if ty is _dict:
+        missing = [k for k in expected if k not in yours]
+        extra = [k for k in yours if k not in expected]
+        if missing or extra:
+            return f"keys missing: {missing!r}; keys not expected: {extra!r}"
+        wrong = [k for k in expected if not _plain_equal(yours[k], expected[k])]
+        return f"{_len(wrong)} of {_len(expected)} entries differ, among them {wrong[0]!r} (yours {yours[wrong[0]]!r})"
+    return f"yours {yours!r} is not it"
 
 
 def _compare_in_range(yours, low: float, high: float) -> _Mismatch | None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import common.checks as checks
-from common.checks import CheckFailed, grader
+from common.checks import CheckFailed, check_equal, grader
 
 
 class AlwaysEqual:
@@ -208,3 +208,17 @@ def test_reference_literal_round_trips():
     literal = checks.reference_literal(reference)
     assert literal == "[[1.0, 2.5], [-3.25, 0.1]]"
     grader.assert_tensor(reference.clone(), eval(literal))
+
+
+def test_check_equal_never_prints_the_expected_discrete_answer(capsys):
+    """A dummy value must not make the visible check reveal the answer (issue 15): only its structure."""
+    cases = [("cat", "clone_1"), (["a", "b"], ["a", "clone_1"]), ({"r1": "cat"}, {"r1": "clone_1"}),
+             (["a"], ["a", "clone_1"]), (3, "clone_1")]  # fmt: skip
+    for yours, expected in cases:
+        with pytest.raises(CheckFailed):
+            check_equal("answer", yours, expected)
+        out = capsys.readouterr().out
+        assert "clone_1" not in out and "✘ answer" in out
+    with pytest.raises(CheckFailed):
+        check_equal("layers", {"r1": "cat", "r2": "mem"}, {"r1": "cat", "r3": "mem"})
+    assert "keys missing: ['r3']" in capsys.readouterr().out  # the keys are the learner's own to fix

@@ -1,0 +1,155 @@
+"""The lazy-notebook suite (issue 15): for every lab, the shortcuts a student who does not do the work would try
+must earn nothing, while the honest solution keeps every point.
+
+Each lab lists its shortcuts in ``source/<lab>/lazy.py`` (instructor edition only, like answers.py):
+
+    SHORTCUTS = [dict(cell="run_dataflow", kind="call-reference",
+                      code="from common.dataflow import run_tokens as run_dataflow",
+                      fails=["run_dataflow_tests"]), ...]
+
+``kind`` is one of ``KINDS``. The lab's source notebook runs once, in a plain kernel in its own folder (so hidden
+tests import ``answers`` from there), with ``FAST = True``. After the last test cell a shortcut targets, the
+harness inserts the shortcut's code, then a copy of each test cell in ``fails`` (each must raise), then the honest
+solution cell again, so later cells run on honest state. Every original cell must finish without an error.
+A test cell that raises earns 0 of its points under nbgrader; one that runs clean earns them all.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+from common.grading.standard import nbgrader_meta
+
+REPO = Path(__file__).resolve().parents[1]
+KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visible", "echo-expected")
+LAZY_LABS = sorted(REPO.glob("course*_*/source/*/lazy.py"))
+TAG = "dfa-lazy"  # metadata key marking the cells the harness inserted
+
+pytestmark = pytest.mark.slow
+
+
+def _id(path: Path) -> str:
+    return f"{path.parents[2].name}/{path.parent.name}"
+
+
+def load_shortcuts(path: Path) -> list[dict]:
+    spec = importlib.util.spec_from_file_location(f"lazy_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.SHORTCUTS)
+
+
+def _grade_ids(nb) -> dict[str, int]:
+    return {nbgrader_meta(c)["grade_id"]: i for i, c in enumerate(nb.cells) if nbgrader_meta(c).get("grade_id")}
+
+
+def shortcut_problems(nb, shortcuts: list[dict]) -> list[str]:
+    """What is wrong with the list itself: unknown kinds or cells, a shortcut that targets no test."""
+    ids, problems = _grade_ids(nb), []
+    for n, s in enumerate(shortcuts):
+        where = f"shortcut {n} ({s.get('cell')}, {s.get('kind')})"
+        if s.get("kind") not in KINDS:
+            problems.append(f"{where}: kind {s.get('kind')!r} is not one of {', '.join(KINDS)}")
+        if s.get("cell") not in ids or not nbgrader_meta(nb.cells[ids[s["cell"]]]).get("solution"):
+            problems.append(f"{where}: {s.get('cell')!r} is not a solution cell of the lab")
+        fails = s.get("fails") or []
+        if not fails:
+            problems.append(f"{where}: it names no test cell it must fail")
+        for test in fails:
+            if test not in ids or not nbgrader_meta(nb.cells[ids[test]]).get("grade"):
+                problems.append(f"{where}: {test!r} is not a graded test cell of the lab")
+    return problems
+
+
+def lazy_notebook(nb, shortcuts: list[dict]):
+    """``nb`` with every shortcut inserted after the last test cell it targets (see the module docstring)."""
+    nb = copy.deepcopy(nb)
+    ids = _grade_ids(nb)
+    after: dict[int, list] = {}
+    for n, s in enumerate(shortcuts):
+        at = max(ids[t] for t in s["fails"])
+        cells = [new_code_cell(s["code"], metadata={TAG: {"shortcut": n, "role": "code"}})]
+        for test in s["fails"]:
+            cell = copy.deepcopy(nb.cells[ids[test]])
+            cell.metadata = {TAG: {"shortcut": n, "role": "must-fail", "test": test}}
+            cell.pop("id", None)
+            cells.append(cell)
+        honest = copy.deepcopy(nb.cells[ids[s["cell"]]])
+        honest.metadata = {TAG: {"shortcut": n, "role": "restore"}}
+        honest.pop("id", None)
+        after.setdefault(at, []).extend([*cells, honest])
+    out = []
+    for i, cell in enumerate(nb.cells):
+        out.append(cell)
+        if "parameters" in cell.metadata.get("tags", []):
+            out.append(new_code_cell("FAST = True", metadata={TAG: {"role": "parameters"}}))
+        out += after.get(i, [])
+    nb.cells = out
+    for cell in nb.cells:  # nbformat 4.5 wants an id on every cell
+        cell.setdefault("id", f"lazy-{len(out)}-{id(cell) % 10**8}")
+    return nb
+
+
+def _errors(cell) -> list[str]:
+    return [f"{o.get('ename')}: {o.get('evalue')}"[:300] for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+@pytest.mark.parametrize("lazy", LAZY_LABS, ids=_id)
+def test_every_shortcut_scores_zero_and_the_honest_solution_keeps_its_points(lazy, tmp_path):
+    lab_dir = lazy.parent
+    source = nbformat.read(lab_dir / f"{lab_dir.name}.ipynb", as_version=4)
+    shortcuts = load_shortcuts(lazy)
+    assert not shortcut_problems(source, shortcuts)
+    nb = lazy_notebook(source, shortcuts)
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(lab_dir)}}).execute()  # fmt: skip
+    nbformat.write(nb, tmp_path / "lazy.ipynb")  # kept for a failing run's inspection
+    honest_errors, passed = judge(nb, shortcuts)
+    assert not honest_errors, f"the honest notebook raised: {honest_errors}"
+    assert not passed, f"shortcuts that earned points: {passed}"
+
+
+def judge(nb, shortcuts: list[dict]) -> tuple[list[str], list[str]]:
+    """(errors in the honest cells, shortcuts whose must-fail test cell ran clean) of an executed lazy notebook."""
+    honest_errors, passed = [], []
+    for cell in nb.cells:
+        tag = cell.metadata.get(TAG)
+        if tag is None or tag.get("role") in ("restore", "parameters"):
+            if _errors(cell):
+                honest_errors.append(f"{cell.source.splitlines()[0][:60] if cell.source else ''}: {_errors(cell)}")
+        elif tag["role"] == "must-fail" and not _errors(cell):
+            s = shortcuts[tag["shortcut"]]
+            passed.append(f"{s['kind']} shortcut for {s['cell']} passed {tag['test']}")
+    return honest_errors, passed
+
+
+def test_the_harness_catches_a_shortcut_that_passes_and_a_list_that_is_wrong():
+    from nbformat.v4 import new_notebook
+
+    def graded(source, grade_id, **meta):
+        return new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, **meta}})
+
+    nb = new_notebook(cells=[
+        graded("def f(x):\n    return 2 * x", "f", solution=True, grade=False),
+        graded("assert f(2) == 4", "f_tests", solution=False, grade=True, points=1),
+    ])  # fmt: skip
+    cheat = dict(cell="f", kind="hard-code-visible", code="def f(x):\n    return 4", fails=["f_tests"])
+    assert shortcut_problems(nb, [cheat]) == []
+    assert len(shortcut_problems(nb, [dict(cell="f_tests", kind="guess", code="", fails=[])])) == 3
+    lazy = lazy_notebook(nb, [cheat])
+    roles = [c.metadata.get(TAG, {}).get("role") for c in lazy.cells]
+    assert roles == [None, None, "code", "must-fail", "restore"]
+    NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    # the visible value hard-coded passes a test of the visible value only: the harness reports it
+    assert judge(lazy, [cheat]) == ([], ["hard-code-visible shortcut for f passed f_tests"])
+    nb.cells[1].source = "assert f(2) == 4\nassert f(5) == 10"  # a test on an input the learner has not seen
+    lazy = lazy_notebook(nb, [cheat])
+    NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    assert judge(lazy, [cheat]) == ([], [])
