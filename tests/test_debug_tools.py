@@ -1,5 +1,7 @@
 """Course 5 tools: the failure taxonomy, the first-divergence finder, the reducer and timing regions."""
+import importlib.util
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,12 +37,23 @@ def test_taxonomy_has_eight_layers_by_five_stacks_with_sources():
         taxonomy.get_layer("dma")
 
 
-def test_failure_reports_cover_every_layer_and_draw_is_seeded():
-    assert {r.layer for r in taxonomy.REPORTS} == set(taxonomy.LAYER_KEYS)
+ANSWERS = Path(__file__).resolve().parents[1] / "course5_debug/source/lab5_debug/answers.py"
+
+
+def lab5_answers():
+    spec = importlib.util.spec_from_file_location("lab5_answers", ANSWERS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_failure_reports_carry_no_answer_and_the_grader_key_covers_every_layer():
+    key = lab5_answers().REPORT_LAYERS
+    assert set(key) == {r.id for r in taxonomy.REPORTS} and set(key.values()) == set(taxonomy.LAYER_KEYS)
     assert len({r.id for r in taxonomy.REPORTS}) == len(taxonomy.REPORTS)
+    assert all(not hasattr(r, "layer") and r.id[:1] == "R" and r.id[1:].isdigit() for r in taxonomy.REPORTS)
     a, b = taxonomy.draw_reports(1, 10), taxonomy.draw_reports(1, 10)
     assert [r.id for r in a] == [r.id for r in b] and len({r.id for r in a}) == 10
-    assert {r.layer for r in a} == set(taxonomy.LAYER_KEYS)
     assert any([r.id for r in taxonomy.draw_reports(s, 10)] != [r.id for r in a] for s in range(2, 6))
     with pytest.raises(DFAError, match="n must be between 1 and"):
         taxonomy.draw_reports(0, 99)
@@ -48,7 +61,7 @@ def test_failure_reports_cover_every_layer_and_draw_is_seeded():
 
 def test_first_divergence_finds_the_planted_copy_and_not_a_clean_graph():
     x = torch.randn(3, 65, dtype=torch.float16) + 3.0  # no zeros: every lost element shows
-    bug = make_bug("stick", 0)
+    bug = make_bug("wrong", 0)
     found = divergence.first_divergence(None, (x,), compiled=bug.compile(CloneThenScale(), (x,)))
     assert found.node == "clone" and found.op == "aten.clone" and found.index[-1] == 64
     assert found.target_value == 0.0 and found.reference_value == pytest.approx(float(x[found.index]), rel=1e-3)
@@ -83,17 +96,18 @@ def test_smallest_failing_on_monotone_predicates(n, threshold):
 
 
 def test_reducer_shrinks_the_stick_bug_to_one_copy_that_fails_the_same_way():
-    bug = make_bug("stick", 2)
+    bug = make_bug("wrong", 2)
     compiled = bug.compile(bug.model, bug.args)
+    node = divergence.first_divergence(None, bug.args, compiled=compiled).node
     repro = reducer.reduce(compiled, bug.args, bug.compile_fn)
-    assert repro.nodes == [bug.params["node"]] and repro.op == "aten.clone"
+    assert repro.nodes == [node] and repro.op == "aten.clone"
     assert repro.failure == reducer.Failure("diverges", "aten.clone")
     assert repro.shape[:-1] == (1, 1) and repro.shape[-1] > 64 and repro.shape[-1] % 64
     fails = reducer.same_failure(bug.compile_fn, repro.failure)
     assert reducer.is_one_minimal(repro, fails)
     # a reproducer that is not minimal is recognised as such
     values = reducer.node_values(compiled, bug.args)
-    big = reducer.Reproducer(*reducer.extract(compiled.aten, [bug.params["node"]], values), repro.failure)
+    big = reducer.Reproducer(*reducer.extract(compiled.aten, [node], values), repro.failure)
     assert fails(big.gm, big.inputs) and not reducer.is_one_minimal(big, fails)
 
 
@@ -101,7 +115,7 @@ def test_reducer_keeps_the_exception_type_of_a_hang():
     bug = make_bug("hang", 4)
     compiled = bug.compile(bug.model, bug.args)
     repro = reducer.reduce(compiled, bug.args, bug.compile_fn)
-    want = "SimTimeoutError" if bug.variant == "dma_timeout" else "DeadlockError"
+    want = "SimTimeoutError" if bug._rule["fault"] == "dma_timeout" else "DeadlockError"
     assert repro.failure == reducer.Failure("raises", want) and len(repro.nodes) == 1
     assert reducer.is_one_minimal(repro, reducer.same_failure(bug.compile_fn, repro.failure))
 
@@ -124,7 +138,7 @@ def test_exclusive_split_sums_to_the_window_and_respects_priority(seed):
 
 
 def test_timing_region_of_a_report_sums_to_its_time_and_names_the_fallback():
-    bug = next(b for b in (make_bug("perf", s) for s in range(20)) if b.variant == "cumsum")
+    bug = next(b for b in (make_bug("slow", s) for s in range(20)) if type(b.model).__name__ == "RunningMean")
     r = bug.report()
     region = timing.timing_region(r)
     split = region.split()
@@ -145,3 +159,19 @@ def test_timing_region_with_communication_on_two_cards():
     region = timing.timing_region(r)
     assert sum(region.split().values()) == pytest.approx(r.time_s)
     assert region.busy()["communication"] > 0
+
+
+@pytest.mark.parametrize("order", [("transfer", "host", "kernel", "overhead", "communication"),
+                                   ("overhead", "host", "communication", "transfer", "kernel")])
+def test_grader_split_time_under_another_priority_matches_a_direct_sweep(order):
+    events, (t0, t1) = _random_events(7), (1.0, 8.0)
+    got = lab5_answers().split_time(events, t0, t1, order)
+    rank = {c: i for i, c in enumerate(order)}
+    want = dict.fromkeys((*order, "idle"), 0.0)
+    steps = 20000
+    for i in range(steps):  # midpoint rule: each instant goes to the highest-ranked active category
+        t = t0 + (i + 0.5) * (t1 - t0) / steps
+        active = [timing.category(e) for e in events if e.start <= t < e.end]
+        want[min(active, key=rank.__getitem__) if active else "idle"] += (t1 - t0) / steps
+    assert set(got) == set(want) and all(got[k] == pytest.approx(want[k], abs=2e-3) for k in want)
+    assert got != timing.exclusive_split(events, t0, t1)  # the library's fixed order gives another answer

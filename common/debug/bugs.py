@@ -4,20 +4,27 @@ Each bug is a small model, its inputs, and a *rule* the simulated compiler/runti
 any graph (the full model, a reduced subgraph, or a learner's rewrite), so a reproducer fails for the same
 reason the model did and a real workaround makes it pass:
 
-* ``stick``    (code generation) every copy kernel computes its range in whole 64-element sticks
+* ``wrong``    (code generation) every copy kernel computes its range in whole 64-element sticks
                (fault ``stick_copy`` on every copy op): a copy whose innermost dim is not a multiple of 64
                loses its tail (torch-spyre issue #524); the model has one such copy among aligned ones.
 * ``hang``     (memory/DMA or scheduling) a bundle whose input DMA exceeds a limit never completes:
                reported as a DMA timeout (``dma_timeout``) or, in the other variant, as a cyclic wait
                (``deadlock``). Smaller calls stay under the limit.
-* ``overflow`` (numerics) softmax is compiled without the row-max subtraction (``fp16_overflow`` on every
+* ``nan``      (numerics) softmax is compiled without the row-max subtraction (``fp16_overflow`` on every
                softmax): a branch with large logits gives inf/inf = NaN in fp16, the other branch is fine.
-* ``perf``     (performance) a CPU fallback (``cumsum``, ``tril`` or ``repeat``, each with a native
+* ``slow``     (performance) a CPU fallback (``cumsum``, ``tril`` or ``repeat``, each with a native
                rewrite): correct but slow (a host round trip and a second bundle launch); the fix keeps the
                output and removes the cause.
 
-``learner_seed(learner_id, salt)`` hashes the learner id with an instructor salt; ``make_bug(key, seed)``
-varies which op, shape and layer carry the fault (the answers change, the failure mode does not).
+``learner_seed(learner_id)`` hashes the learner id; ``make_bug(key, seed)`` varies which op, shape and layer
+carry the fault (the answers change, the failure mode does not). A bug handed to the learner carries no
+answer: no layer, no diverging node, no cause, and keys named after the symptom. The answer keys and the
+secret variants the grader tests a fix on live with the lab's grader-side answers, not here.
+
+The simulated device keeps a trace: every completed ``bug.run`` appends a ``DeviceRun`` (the compiled graph,
+its inputs, its output) to ``bug.runs``. ``device_problems`` reads that trace to tell a fix that ran on the
+device from a CPU answer handed back: the output must be made of device outputs, those runs must have done
+the model's FLOPs (the device's counters), and the graphs they ran must compute the model on fresh inputs.
 """
 from __future__ import annotations
 
@@ -33,15 +40,14 @@ from common.debug.divergence import compile_graph
 from common.errors import DFAError, unknown
 from common.sim import faults as F
 
-BUG_KEYS = ("stick", "hang", "overflow", "perf")
-DEFAULT_SALT = "dfa-course5"
+BUG_KEYS = ("wrong", "hang", "nan", "slow")
 
 
-def learner_seed(learner_id: str, salt: str = DEFAULT_SALT) -> int:
-    """A stable 32-bit seed from the learner id and the instructor's salt (sha256, not Python's hash())."""
+def learner_seed(learner_id: str) -> int:
+    """A stable 32-bit seed from the learner id (sha256, not Python's hash()): the learner's visible bugs."""
     if not isinstance(learner_id, str) or not learner_id.strip():
         raise DFAError(f"learner_id must be a non-empty string, got {learner_id!r}")
-    digest = hashlib.sha256(f"{salt}|{learner_id.strip().lower()}".encode()).hexdigest()
+    digest = hashlib.sha256(f"course5|{learner_id.strip().lower()}".encode()).hexdigest()
     return int(digest[:8], 16)
 
 
@@ -136,15 +142,23 @@ class RepeatKV(nn.Module):
 
 # ---- a bug ---------------------------------------------------------------------------------------------------
 @dataclass
+class DeviceRun:
+    """One completed run on the simulated Spyre: the compiled graph, the inputs it was called with, its output."""
+
+    compiled: object
+    args: tuple
+    out: object
+
+
+@dataclass
 class PlantedBug:
     key: str
     seed: int
     model: nn.Module
     args: tuple
-    layer: str  # the taxonomy layer (answer)
-    variant: str = ""
-    params: dict = field(default_factory=dict)
     calls: int = 0
+    runs: list = field(default_factory=list, repr=False)  # the device's trace: one DeviceRun per completed run
+    _rule: dict = field(default_factory=dict, repr=False)  # how the buggy compiler treats every graph
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _key(self, model, args) -> tuple:
@@ -167,17 +181,17 @@ class PlantedBug:
 
     def _compile(self, model, args):
         compiled = compile_graph(model, args, "spyre")
-        if self.key == "stick":
+        if self.key == "wrong":
             plant_everywhere(compiled, "stick_copy")
-        elif self.key == "overflow":
+        elif self.key == "nan":
             plant_everywhere(compiled, "fp16_overflow")
         elif self.key == "hang":
-            limit = self.params["dma_limit_bytes"]
+            limit = self._rule["dma_limit_bytes"]
             for k in compiled.program.kernels:
                 if sum(k.inputs.values()) > limit:
                     names = [o.name for o in compiled.ops]  # the kernel may start with an inserted restickify
                     idx = next(names.index(o.name) for o in k.ops if o.name in names)
-                    compiled.plant([F.Fault(self.variant, seed=_seed_hitting(idx, len(compiled.ops)),
+                    compiled.plant([F.Fault(self._rule["fault"], seed=_seed_hitting(idx, len(compiled.ops)),
                                             params={"timeout_s": 1.0})])
                     break
         return compiled
@@ -190,10 +204,13 @@ class PlantedBug:
         model = self.model if model is None else model
         args = args or self.args
         self.calls += 1
-        return self.compile(model, args)(*args)
+        compiled = self.compile(model, args)
+        out = compiled(*args)
+        self.runs.append(DeviceRun(compiled, tuple(args), out))
+        return out
 
     def reference(self, *args) -> torch.Tensor:
-        """The CPU fp32 eager output of the original model."""
+        """The CPU eager output of the original model (fp32, or fp16 for an fp16 model)."""
         with torch.no_grad():
             return self.model(*(args or self.args))
 
@@ -208,52 +225,85 @@ def make_bug(key: str, seed: int) -> PlantedBug:
         raise unknown("bug", key, BUG_KEYS)
     rng = random.Random(f"{key}:{seed}")
     torch.manual_seed(rng.randrange(2**31))
-    if key == "stick":
+    if key == "wrong":
         odd = rng.choice((65, 72, 80, 97, 100, 130))
         widths = [rng.choice((64, 128)), rng.choice((64, 128))]
-        pos = rng.randrange(3)
-        widths.insert(pos, odd)
+        widths.insert(rng.randrange(3), odd)
         model = FeatureMixer(32, tuple(widths)).half()  # fp16 end to end, as in torch-spyre #524
         x = torch.randn(2, rng.choice((3, 4, 5)), 32, dtype=torch.float16)
-        return PlantedBug(key, seed, model, (x,), "codegen",
-                          params={"widths": tuple(widths), "branch": pos, "node": "clone" + (f"_{pos}" if pos else "")})
+        return PlantedBug(key, seed, model, (x,))
     if key == "hang":
         d, hidden = 64, 128
         model = MLP(d, hidden)
         weights = sum(p.numel() * p.element_size() for p in model.parameters())
         rows_ok = rng.randrange(24, 100)
         x = torch.randn(4, 32, d)  # 128 rows > rows_ok: the full call is too large
-        variant = rng.choice(("dma_timeout", "deadlock"))
-        return PlantedBug(key, seed, model, (x,), "memory" if variant == "dma_timeout" else "schedule", variant,
-                          params={"dma_limit_bytes": weights + rows_ok * d * x.element_size(), "rows_ok": rows_ok})
-    if key == "overflow":
+        fault = rng.choice(("dma_timeout", "deadlock"))
+        return PlantedBug(key, seed, model, (x,),
+                          _rule={"dma_limit_bytes": weights + rows_ok * d * x.element_size(), "fault": fault})
+    if key == "nan":
         big = rng.choice((6.0, 8.0, 10.0))
-        pos = rng.randrange(2)
         scales = [32 ** -0.5, 32 ** -0.5]
-        scales[pos] = big
+        scales[rng.randrange(2)] = big
         model = TwoScaleAttention(32, tuple(scales))
-        return PlantedBug(key, seed, model, (torch.randn(2, rng.choice((6, 8, 12)), 32),), "numerics",
-                          params={"scales": tuple(scales), "branch": pos,
-                                  "node": "_softmax" + (f"_{pos}" if pos else "")})
-    variant = rng.choice(("cumsum", "tril", "repeat"))
+        return PlantedBug(key, seed, model, (torch.randn(2, rng.choice((6, 8, 12)), 32),))
+    op = rng.choice(("cumsum", "tril", "repeat"))
     steps = rng.choice((32, 48, 64))
     model = {"cumsum": lambda: RunningMean(256, steps), "tril": lambda: DecayMix(256, steps),
-             "repeat": lambda: RepeatKV(128, rng.choice((2, 4)))}[variant]()
-    return PlantedBug(key, seed, model, (torch.randn(2, steps, model.proj.in_features if variant != "repeat"
-                                                     else 128),), "coverage", variant,
-                      params={"cause": f"fallback:aten.{variant}"})
+             "repeat": lambda: RepeatKV(128, rng.choice((2, 4)))}[op]()
+    return PlantedBug(key, seed, model, (torch.randn(2, steps, model.proj.in_features if op != "repeat"
+                                                     else 128),))
 
 
-def learner_bugs(learner_id: str, salt: str = DEFAULT_SALT) -> dict[str, PlantedBug]:
-    """The four bugs of one learner."""
-    seed = learner_seed(learner_id, salt)
+def learner_bugs(learner_id: str) -> dict[str, PlantedBug]:
+    """The four bugs of one learner (from the learner id alone)."""
+    seed = learner_seed(learner_id)
     return {k: make_bug(k, seed) for k in BUG_KEYS}
 
 
-def ran_on_device(out) -> bool:
-    """Was ``out`` produced by the simulated Spyre (every value fp16-representable, as its storage rounds)?"""
-    return isinstance(out, torch.Tensor) and out.is_floating_point() and bool(
-        torch.equal(out.float().nan_to_num(), out.half().float().nan_to_num()))
+def _values(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().double().flatten().nan_to_num(nan=1e300, posinf=1e301, neginf=-1e301)
+
+
+def _contained(part: torch.Tensor, whole: torch.Tensor) -> bool:
+    """Is the multiset of values of ``part`` inside that of ``whole``?"""
+    if part.numel() > whole.numel():
+        return False
+    up, cp = torch.unique(part, return_counts=True)
+    uw, cw = torch.unique(whole, return_counts=True)
+    at = torch.searchsorted(uw, up).clamp(max=len(uw) - 1)
+    return bool(((uw[at] == up) & (cw[at] >= cp)).all())
+
+
+def device_problems(bug: PlantedBug, out, since: int = 0, *, rtol: float = 5e-3, fresh_seed: int = 0) -> list[str]:
+    """Why ``out`` is not the simulated Spyre's own answer for ``bug`` (``[]``: it is), from the device's trace
+    ``bug.runs[since:]``: ``out`` is made of the outputs of device runs, those runs did at least 90 % of the
+    model's FLOPs (the compile's counters), and each graph they ran computes the model on fresh inputs of the
+    same shape (within ``rtol`` x max|CPU|), so an answer held as a constant does not count."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        return [f"expected a floating-point torch.Tensor, got {type(out).__name__}"]
+    runs = [r for r in bug.runs[since:] if isinstance(r.out, torch.Tensor)]
+    if not runs:
+        return ["no run of the simulated Spyre completed while your fix ran: return what bug.run(...) gives"]
+    mine = _values(out)
+    used = [r for r in runs if _contained(_values(r.out), mine)]
+    if not used or not _contained(mine, torch.cat([_values(r.out) for r in used])):
+        return ["your output is not made of the simulated Spyre's outputs: values came from somewhere else "
+                "(the CPU?)"]
+    need = bug.report().flops
+    done = sum(r.compiled.report.flops for r in used)
+    if done < 0.9 * need:
+        return [f"the device's counters show {done:.3g} FLOPs for the runs your output came from; the model "
+                f"needs {need:.3g}: compute the model on the device, do not hand back a stored answer"]
+    gen = torch.Generator().manual_seed(fresh_seed)
+    for r in {id(r.compiled): r for r in used}.values():
+        fresh = tuple(torch.randn(a.shape, generator=gen).to(a.dtype) if isinstance(a, torch.Tensor) else a
+                      for a in r.args)
+        got, want = r.compiled(*fresh).double(), bug.reference(*fresh).double()
+        if got.shape != want.shape or not bool(((got - want).abs() <= rtol * want.abs().max() + 1e-12).all()):
+            return ["a graph you ran on the device does not compute bug.model on fresh inputs of the same shape: "
+                    "it must compute the answer, not hold it"]
+    return []
 
 
 def trace(model) -> fx.GraphModule:

@@ -11,7 +11,12 @@ example's ``source`` is a public issue or document it is taken from; examples ma
 written by us to match the documented architecture, with the document that describes the mechanism.
 
 ``REPORTS`` is a pool of failure reports (error messages, timelines, wrong outputs) for the classification
-exercise; ``draw_reports(seed, n)`` picks a per-learner subset.
+exercise, with neutral ids and no layer (the answer key is grader side); ``draw_reports(seed, n)`` picks a
+per-learner subset.
+
+A hang is sorted by what the stuck work was waiting for, not by who reported it (a watchdog only reports):
+a transfer that never completes is ``memory`` (a DMA timeout), work waiting on other work (a cycle of
+waits, ranks in different collectives) is ``schedule``.
 """
 from __future__ import annotations
 
@@ -143,7 +148,8 @@ LAYERS: tuple[Layer, ...] = (
           }),
     Layer("memory", "Memory placement and DMA",
           "where tensors live (HBM, scratchpad, SRAM) and the transfers between levels",
-          "out-of-memory at compile or run time, a DMA timeout, a buffer overwritten by a reuse, spills",
+          "out-of-memory at compile or run time, a transfer that never completes (a DMA timeout, whoever "
+          "reports it), a buffer overwritten by a reuse, spills",
           "transfer logs and counters (LPDDR5<->LX bytes, spills), the memory plan, OOM messages", {
               "GPU": _ex("the memory planner reuses a buffer wrongly marked as mutated: an in-place lerp_ result "
                          "is overwritten by a later cast", "https://github.com/pytorch/pytorch/issues/183575"),
@@ -158,7 +164,8 @@ LAYERS: tuple[Layer, ...] = (
           }),
     Layer("schedule", "Scheduling and synchronisation (conflicts, deadlocks, timeouts)",
           "the order of kernels and transfers, the waits between them, collectives across chips",
-          "a hang, a watchdog timeout, a deadlock report naming a cycle, nondeterministic results",
+          "work waiting on other work: a deadlock report naming a cycle of waits, ranks stuck in different "
+          "collectives (a collective timeout), nondeterministic results",
           "timeline (Report.gantt, chrome trace), runtime watchdogs, the dependency graph (cycle check)", {
               "GPU": _ex("NCCL watchdog: 'Watchdog caught collective operation timeout' when ranks issue "
                          "collectives in different orders", "https://pytorch.org/docs/stable/distributed.html",
@@ -232,72 +239,67 @@ def render(system: str | None = None) -> str:
 # ---- failure reports for the classification exercise -------------------------------------------------------
 @dataclass(frozen=True)
 class FailureReport:
+    """A report as a learner receives it: a neutral id, the system and what was observed (no layer: the
+    answer key is the lab's, grader side)."""
+
     id: str
     system: str
     text: str
-    layer: str
 
 
 REPORTS: tuple[FailureReport, ...] = (
-    FailureReport("cap1", "GPU", "torch._dynamo.explain: graph_count=3, graph_break_count=2, break reasons: "
-                  "'Tensor.item() call' at model.py:41", "capture"),
-    FailureReport("cap2", "TPU", "metrics report: CompileTime TotalSamples 102 in 200 steps; UncachedCompile "
-                  "keeps growing; input sequence length differs per batch", "capture"),
-    FailureReport("cap3", "Spyre", "Recompiling function forward: guard failed: len(L['x']) == 7; each new "
-                  "prompt length triggers a new compile", "capture"),
-    FailureReport("low1", "GPU", "BackendCompilerFailed: backend='inductor' raised: RuntimeError: my_ops::rope "
-                  "has no fake impl or Meta kernel registered", "lowering"),
-    FailureReport("low2", "Spyre", "InductorError: torch.mean not supported for IEEE_FP32 data format "
-                  "(raised in loop_body.py store_reduction)", "lowering"),
-    FailureReport("low3", "TPU", "LLVM ERROR: Expect an prototype attribute ... in mlir::hlo::inferConcatenateOp "
-                  "while lowering a graph with a bounded dynamic dimension", "lowering"),
-    FailureReport("cov1", "Spyre", "FallbackWarning: torch.ops.aten.cumsum is falling back to cpu; step time 3x "
-                  "the estimate, timeline shows sync -> d2h -> host -> h2d in every layer", "coverage"),
-    FailureReport("cov2", "TPU", "metrics: Counter aten::nonzero Value 480 - op executed on CPU, device "
-                  "synchronised each step", "coverage"),
-    FailureReport("cov3", "LPU", "compile error: operator 'Unique' is not supported by the target; no runtime "
-                  "fallback is available", "coverage"),
-    FailureReport("lay1", "Spyre", "z = x.transpose(0, 1).clone() on (72, 91) fp16 returns wrong values, right "
-                  "shape; restickify count 1; (64, 64) works", "layout"),
-    FailureReport("lay2", "TPU", "profile: a (4096, 129) matmul uses 2x the expected HBM and MXU time; the "
-                  "operand is padded to (4096, 256)", "layout"),
-    FailureReport("lay3", "GPU", "AssertionError in generated wrapper: assert_size_stride(buf3, (8, 64, 56, 56), "
-                  "(200704, 1, 3584, 64)) failed: got stride (200704, 3136, 56, 1)", "layout"),
-    FailureReport("cg1", "Spyre", "torch.clone of a (65,) fp16 tensor: out[64] = 0 instead of 0.7466; "
-                  "elements 0..63 right; DMA log shows 256 bytes moved; 63 and 128 elements are right", "codegen"),
-    FailureReport("cg2", "GPU", "compiled result differs from eager only when the epilogue is fused "
-                  "(max diff 3.1 at the last row); disabling epilogue fusion fixes it", "codegen"),
-    FailureReport("cg3", "WSE", "outputs wrong only in the last column of every tile region; every transfer "
-                  "checksum matches", "codegen"),
-    FailureReport("mem1", "TPU", "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
-                  "memory space vmem while allocating a fusion's operands", "memory"),
-    FailureReport("mem2", "Spyre", "SimTimeoutError: DMA into kernel k0 (aten.mm+aten.add, 4194304 bytes) did "
-                  "not complete within 1.0 s; the runtime watchdog aborted", "memory"),
-    FailureReport("mem3", "GPU", "in-place optimizer state m1 is wrong after compile: its buffer slot was "
-                  "reused for a later bf16->fp32 cast", "memory"),
-    FailureReport("sch1", "GPU", "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1207, "
-                  "OpType=ALLREDUCE) ran for 600000 ms before timing out", "schedule"),
-    FailureReport("sch2", "Spyre", "DeadlockError: deadlock: cyclic wait k1 -> k2 -> k1 (each kernel waits for "
-                  "the next to finish; none can start)", "schedule"),
-    FailureReport("sch3", "WSE", "compile rejected: routing plan has a cycle of flows waiting on each other "
-                  "between regions R3 and R7", "schedule"),
-    FailureReport("num1", "Spyre", "attention output contains NaN for long prompts; logits reach 40; CPU fp32 "
-                  "output is finite; NaN first appears at the softmax node", "numerics"),
-    FailureReport("num2", "TPU", "loss differs from the GPU run by 1.2e-2 relative from step 1; matmuls run "
-                  "with default precision (bf16 operands)", "numerics"),
-    FailureReport("num3", "WSE", "training loss becomes inf at step 3400 in fp16; no loss scaling configured",
-                  "numerics"),
+    FailureReport("R01", "TPU", "metrics report: CompileTime TotalSamples 102 in 200 steps; UncachedCompile "
+                  "keeps growing; input sequence length differs per batch"),
+    FailureReport("R02", "GPU", "compiled result differs from eager only when the epilogue is fused "
+                  "(max diff 3.1 at the last row); disabling epilogue fusion fixes it"),
+    FailureReport("R03", "Spyre", "InductorError: torch.mean not supported for IEEE_FP32 data format "
+                  "(raised in loop_body.py store_reduction)"),
+    FailureReport("R04", "GPU", "torch._dynamo.explain: graph_count=3, graph_break_count=2, break reasons: "
+                  "'Tensor.item() call' at model.py:41"),
+    FailureReport("R05", "Spyre", "FallbackWarning: torch.ops.aten.cumsum is falling back to cpu; step time 3x "
+                  "the estimate, timeline shows sync -> d2h -> host -> h2d in every layer"),
+    FailureReport("R06", "Spyre", "Recompiling function forward: guard failed: len(L['x']) == 7; each new "
+                  "prompt length triggers a new compile"),
+    FailureReport("R07", "GPU", "BackendCompilerFailed: backend='inductor' raised: RuntimeError: my_ops::rope "
+                  "has no fake impl or Meta kernel registered"),
+    FailureReport("R08", "Spyre", "z = x.transpose(0, 1).clone() on (72, 91) fp16 returns wrong values, right "
+                  "shape; restickify count 1; (64, 64) works"),
+    FailureReport("R09", "Spyre", "DeadlockError: deadlock: cyclic wait k1 -> k2 -> k1 (each kernel waits for "
+                  "the next to finish; none can start)"),
+    FailureReport("R10", "TPU", "profile: a (4096, 129) matmul uses 2x the expected HBM and MXU time; the "
+                  "operand is padded to (4096, 256)"),
+    FailureReport("R11", "WSE", "outputs wrong only in the last column of every tile region; every transfer "
+                  "checksum matches"),
+    FailureReport("R12", "TPU", "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
+                  "memory space vmem while allocating a fusion's operands"),
+    FailureReport("R13", "GPU", "AssertionError in generated wrapper: assert_size_stride(buf3, (8, 64, 56, 56), "
+                  "(200704, 1, 3584, 64)) failed: got stride (200704, 3136, 56, 1)"),
+    FailureReport("R14", "WSE", "compile rejected: routing plan has a cycle of flows waiting on each other "
+                  "between regions R3 and R7"),
+    FailureReport("R15", "Spyre", "attention output contains NaN for long prompts; logits reach 40; CPU fp32 "
+                  "output is finite; NaN first appears at the softmax node"),
+    FailureReport("R16", "Spyre", "torch.clone of a (65,) fp16 tensor: out[64] = 0 instead of 0.7466; "
+                  "elements 0..63 right; DMA log shows 256 bytes moved; 63 and 128 elements are right"),
+    FailureReport("R17", "LPU", "compile error: operator 'Unique' is not supported by the target; no runtime "
+                  "fallback is available"),
+    FailureReport("R18", "GPU", "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1207, "
+                  "OpType=ALLREDUCE) ran for 600000 ms before timing out"),
+    FailureReport("R19", "TPU", "loss differs from the GPU run by 1.2e-2 relative from step 1; matmuls run "
+                  "with default precision (bf16 operands)"),
+    FailureReport("R20", "TPU", "LLVM ERROR: Expect an prototype attribute ... in mlir::hlo::inferConcatenateOp "
+                  "while lowering a graph with a bounded dynamic dimension"),
+    FailureReport("R21", "GPU", "in-place optimizer state m1 is wrong after compile: its buffer slot was "
+                  "reused for a later bf16->fp32 cast"),
+    FailureReport("R22", "Spyre", "SimTimeoutError: DMA into kernel k0 (aten.mm+aten.add, 4194304 bytes) did "
+                  "not complete within 1.0 s; the runtime watchdog aborted"),
+    FailureReport("R23", "TPU", "metrics: Counter aten::nonzero Value 480 - op executed on CPU, device "
+                  "synchronised each step"),
+    FailureReport("R24", "WSE", "training loss becomes inf at step 3400 in fp16; no loss scaling configured"),
 )
 
 
 def draw_reports(seed: int, n: int = 10) -> list[FailureReport]:
-    """``n`` reports for one learner: at least one per layer when n >= 8, order shuffled by ``seed``."""
+    """``n`` distinct reports for one learner, drawn and ordered by ``seed``."""
     if not 1 <= n <= len(REPORTS):
         raise DFAError(f"n must be between 1 and {len(REPORTS)}, got {n!r}")
-    rng = random.Random(seed)
-    by_layer = {k: [r for r in REPORTS if r.layer == k] for k in LAYER_KEYS}
-    picked = [rng.choice(by_layer[k]) for k in LAYER_KEYS][:n]
-    rest = [r for r in REPORTS if r not in picked]
-    picked += rng.sample(rest, n - len(picked))
-    rng.shuffle(picked)
-    return picked
+    return random.Random(seed).sample(REPORTS, n)

@@ -210,15 +210,6 @@ def transfer_log(obj) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def first_uncovered(ranges, n: int) -> int | None:
-    """The first element of ``range(n)`` no half-open ``(start, stop)`` range covers; ``None`` if all are."""
-    covered = torch.zeros(n, dtype=torch.bool)
-    for a, b in ranges:
-        covered[max(0, a):max(0, min(b, n))] = True
-    missing = (~covered).nonzero()
-    return int(missing[0]) if len(missing) else None
-
-
 def describe(obj) -> str:
     """The compiled kernels as text: per op layouts and cores, per stick ranges, the transfer log, counters."""
     report = _report(obj)
