@@ -455,7 +455,7 @@ try:
                             STICK)
     rows_at = {tn: largest_tile_rows(budget, tn, STICK // 2, 2) for tn in (64, 512, 4096)}
 except NotImplementedError:
-    print("lx_tile_budget / largest_tile_rows not written yet: using the reference budget")
+    print("lx_tile_budget / largest_tile_rows not written yet: the line shows the budget the simulator plans with")
     budget, rows_at = default_lx_budget(), {}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5), layout="constrained")
 for b, g in ct.groupby("batch"):

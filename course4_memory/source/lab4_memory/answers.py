@@ -10,6 +10,7 @@ Hidden tests import from here (``from answers import dma_schedule as _ds``); not
 * ``simulate_cache(addrs, writes, config)`` — the stream through a cold ``LRUCache``, flushed.
 * ``categorise(allocs, regions)`` — "other" outside every region, "KV cache" if never freed or freed after
   its region's end, else "activations".
+* ``kv_bytes(cfg, seq, batch, dtype, attention)`` — the KV formula with n_kv_heads (gqa), n_heads (mha) or 1 (mqa).
 * ``lpu_chips(cfg, batch, context, kv_dtype)`` — ceil((fp16 weights + KV in kv_dtype) / one LPU's SRAM).
 * ``PagedAllocator`` — blocks of ``block_size`` slots, lowest free id first, MemoryError when out.
 * ``waste_summary(frame)`` — 1 - sum(used) / sum(allocated), for paged and contiguous.
@@ -89,10 +90,11 @@ def synthetic_allocs(seed: int, n: int = 60, steps: int = 5) -> tuple[pd.DataFra
 
 
 # ---- Part 3 -------------------------------------------------------------------------------------------------
-def kv_bytes(cfg, seq: int, batch: int, dtype) -> int:
-    """n_layers x 2 x n_kv_heads x head_dim x seq x batch x bytes."""
+def kv_bytes(cfg, seq: int, batch: int, dtype, attention: str = "gqa") -> int:
+    """n_layers x 2 x heads x head_dim x seq x batch x bytes; heads = n_kv_heads (gqa), n_heads (mha), 1 (mqa)."""
     e = DTYPE_BYTES[canonical_dtype(str(dtype))]
-    return int(cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * seq * batch * e)
+    heads = {"gqa": cfg.n_kv_heads, "mha": cfg.n_heads, "mqa": 1}[attention]
+    return int(cfg.n_layers * 2 * heads * cfg.head_dim * seq * batch * e)
 
 
 def max_tokens_beside_weights(chip_name: str, cfg, chips: int, dtype) -> int:

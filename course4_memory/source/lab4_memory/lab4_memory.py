@@ -594,9 +594,12 @@ else:
 # reservations) as the working set attention streams through. All capacities come from the catalog.
 #
 # **Spec.**
-# - `kv_bytes(cfg, seq, batch, dtype)`: the formula for a `ModelConfig` (`n_layers`, `n_kv_heads`, `head_dim`);
-#   `dtype` is a `torch.dtype` (`torch.float32`) or a name (`"bf16"`); a Python `int`. Hint:
-#   `DTYPE_BYTES[canonical_dtype(str(dtype))]`.
+# - `kv_bytes(cfg, seq, batch, dtype, attention="gqa")`: the formula for a `ModelConfig` (`n_layers`, `n_heads`,
+#   `n_kv_heads`, `head_dim`); `dtype` is a `torch.dtype` (`torch.float32`) or a name (`"bf16"`); a Python `int`.
+#   Hint: `DTYPE_BYTES[canonical_dtype(str(dtype))]`. `attention` says how many K/V heads each layer keeps:
+#   `"gqa"` the model's own `n_kv_heads` (grouped-query attention), `"mha"` one per query head (`n_heads`:
+#   multi-head attention, as the model would be without grouping), `"mqa"` a single one shared by every query head
+#   (multi-query attention).
 # - `max_tokens_beside_weights(chip_name, cfg, chips, dtype)`: the largest batch × context (tokens, an `int`)
 #   whose KV cache fits in `chips` chips' main memory (`get_chip(name).main_memory.total_capacity` each) beside
 #   the weights (`cfg.n_params` × bytes), all in `dtype`; 0 if the weights alone do not fit.
@@ -608,11 +611,13 @@ else:
 # take 1 GiB.
 
 # %% nbgrader={"grade": false, "grade_id": "kv_formula", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def kv_bytes(cfg, seq, batch, dtype):
-    """KV-cache bytes of cfg for batch sequences of seq tokens in dtype (torch.dtype or a name)."""
+def kv_bytes(cfg, seq, batch, dtype, attention="gqa"):
+    """KV-cache bytes of cfg for batch sequences of seq tokens in dtype (torch.dtype or a name); attention is
+    "gqa" (cfg.n_kv_heads K/V heads), "mha" (cfg.n_heads) or "mqa" (one)."""
     ### BEGIN SOLUTION
     e = DTYPE_BYTES[canonical_dtype(str(dtype))]
-    return int(cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * seq * batch * e)
+    heads = {"gqa": cfg.n_kv_heads, "mha": cfg.n_heads, "mqa": 1}[attention]
+    return int(cfg.n_layers * 2 * heads * cfg.head_dim * seq * batch * e)
     ### END SOLUTION
 
 
@@ -643,6 +648,10 @@ check_equal("Llama-3.1-8B, one bf16 token = the worked example", one == 131072, 
 check_equal("linear in seq and batch", kv_bytes(cfg8b, 6, 5, "bf16") == 30 * one, True)
 check_equal("a torch.dtype works like its name", kv_bytes(cfg8b, 3, 2, torch.float32) == kv_bytes(cfg8b, 3, 2, "fp32")
             == 2 * kv_bytes(cfg8b, 3, 2, "fp16"), True, hint="DTYPE_BYTES[canonical_dtype(str(dtype))]")
+check_equal("the default is the model's own grouping", kv_bytes(cfg8b, 1, 1, "bf16", "gqa") == one, True)
+check_equal("MHA keeps n_heads / n_kv_heads times more", kv_bytes(cfg8b, 1, 1, "bf16", "mha") * cfg8b.n_kv_heads
+            == one * cfg8b.n_heads, True, hint="one K/V head per query head")
+check_equal("MQA keeps one K/V head", kv_bytes(cfg8b, 1, 1, "bf16", "mqa") * cfg8b.n_kv_heads == one, True)
 # Your formula against the KV cache you MEASURED in Part 2 (fp32 on this CPU), at the end of every step.
 if ENDS is None:
     print("categorise / kv_at_ends are not written yet: the comparison with the measured cache is skipped")
@@ -661,6 +670,8 @@ for _name, _seq, _b, _d in (("llama-3.1-70b", 4096, 3, "bf16"), ("qwen2.5-0.5b",
                             ("llama-2-7b", 333, 2, _torch.float16), ("tiny-block", 17, 5, _torch.float32)):
     _c = _gc(_name)
     grader.assert_equal(kv_bytes(_c, _seq, _b, _d), _kv(_c, _seq, _b, _d), name=f"kv_bytes {_name}")
+    for _att in ("mha", "gqa", "mqa"):
+        grader.assert_equal(kv_bytes(_c, _seq, _b, _d, _att), _kv(_c, _seq, _b, _d, _att), name=f"{_att} {_name}")
 ### END HIDDEN TESTS
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kv_limits_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -707,6 +718,13 @@ show["onchip_bytes"] = (show["onchip_bytes"] / 1e6).round(1)
 show = show.rename(columns={"free_bytes": "free GB", "onchip_bytes": "on-chip MB",
                             "max_batch": f"max batch @ {CONTEXT}", "onchip_context": "ctx whose 1 layer fits on-chip"})
 print(f"{MODEL}: {cfg8b.kv_bytes_per_token(2) / 1024:.0f} KiB of KV per token in 16 bit (catalog capacities, formula)")
+try:
+    per = {att: kv_bytes(cfg8b, 1, 1, "bf16", att) for att in ("mha", "gqa", "mqa")}
+    print(f"your kv_bytes, bf16 KiB per token: MHA {per['mha'] / 1024:.0f} ({cfg8b.n_heads} K/V heads), GQA "
+          f"{per['gqa'] / 1024:.0f} ({cfg8b.n_kv_heads}), MQA {per['mqa'] / 1024:.0f} (1); at {CONTEXT} tokens "
+          f"MHA needs {per['mha'] * CONTEXT / 2**30:.1f} GiB per sequence, GQA {per['gqa'] * CONTEXT / 2**30:.1f}")
+except (NotImplementedError, TypeError, KeyError):
+    print("kv_bytes (with attention) is not written yet: no MHA/GQA/MQA comparison")
 print(show.to_string(index=False))
 plot_kv_limits(MODEL, LIMITS, CONTEXTS)
 plt.show()

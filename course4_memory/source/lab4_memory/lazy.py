@@ -24,8 +24,9 @@ def largest_tile(capacity_bytes, elem_bytes, multiple=1):
     return int(math.isqrt(capacity_bytes // (6 * elem_bytes)) // multiple * multiple)
 '''
 _HONEST_KV = '''
-def kv_bytes(cfg, seq, batch, dtype):
-    return int(cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * seq * batch * DTYPE_BYTES[canonical_dtype(str(dtype))])
+def kv_bytes(cfg, seq, batch, dtype, attention="gqa"):
+    heads = {"gqa": cfg.n_kv_heads, "mha": cfg.n_heads, "mqa": 1}[attention]
+    return int(cfg.n_layers * 2 * heads * cfg.head_dim * seq * batch * DTYPE_BYTES[canonical_dtype(str(dtype))])
 
 
 def max_tokens_beside_weights(chip_name, cfg, chips, dtype):
@@ -159,9 +160,15 @@ def kv_at_ends(frame, regions):
     # Part 3: the formula and the limits.
     dict(cell="kv_formula", kind="hard-code-visible", fails=["kv_formula_tests"],
          code=_without(_HONEST_KV, "kv_bytes") + '''
-def kv_bytes(cfg, seq, batch, dtype):
-    per = 131072 if DTYPE_BYTES[canonical_dtype(str(dtype))] == 2 else 65536 * DTYPE_BYTES[canonical_dtype(str(dtype))]
-    return per * seq * batch  # the worked example's 128 KiB per token, for any model
+def kv_bytes(cfg, seq, batch, dtype, attention="gqa"):
+    per = 65536 * DTYPE_BYTES[canonical_dtype(str(dtype))] * {"gqa": 1, "mha": 4, "mqa": 1}[attention]
+    return per * seq * batch // (8 if attention == "mqa" else 1)  # the worked example's 128 KiB, for any model
+'''),
+    # The library's per-token size: the model's own grouping only.
+    dict(cell="kv_formula", kind="call-reference", fails=["kv_formula_tests"],
+         code=_without(_HONEST_KV, "kv_bytes") + '''
+def kv_bytes(cfg, seq, batch, dtype, attention="gqa"):
+    return cfg.kv_bytes_per_token(DTYPE_BYTES[canonical_dtype(str(dtype))]) * seq * batch
 '''),
     dict(cell="kv_formula", kind="read-off-object", fails=["kv_limits_tests"],
          code=_without(_HONEST_KV, "max_tokens_beside_weights") + '''
