@@ -151,8 +151,9 @@ check_equal("edges between ops", len(EDGES),
 dma = gv.dma_edges(PROGRAM)
 dma_reads = {(t, o) for t, o, d in zip(dma["tensor"], dma["op"], dma["direction"]) if d == "LPDDR5->LX"}
 mine = {(p, c) for p, c, v in zip(EDGES["producer"], EDGES["consumer"], EDGES["via"]) if v == "LPDDR5"}
-check_equal("edges via LPDDR5 = DMA reads of an op's output", sorted(mine),
-            sorted((t, o) for t, o in dma_reads if t in ops_in_program))
+check_equal("edges via LPDDR5 = DMA reads of an op's output",
+            sorted(mine) == sorted((t, o) for t, o in dma_reads if t in ops_in_program), True,
+            hint="compare your 'via LPDDR5' rows with gv.dma_edges(PROGRAM)'s LPDDR5->LX reads of op outputs")
 check_equal("on-chip edges are inside one kernel", bool(EDGES.loc[EDGES["via"] == "LX", "same_kernel"].all()), True)
 print(EDGES.to_string())
 ### BEGIN HIDDEN TESTS
@@ -605,8 +606,8 @@ GM = gv.attention_workload(CONFIG, BATCH, SEQ).segments[0].gm  # the aten graph 
 PREDICTED = predict_restickify(decompose(GM, make_policy("spyre")))
 check_type("predict_restickify(...)", PREDICTED, set)
 compiled = {(r.source, c) for r in gv.restickify_edges(PROGRAM).itertuples() for c in r.consumers.split(", ")}
-check_equal("your prediction = the compiler's restickify edges", sorted(PREDICTED), sorted(compiled),
-            hint="transposed_inputs minus param_inputs, per op")
+check_equal("your prediction = the compiler's restickify edges", sorted(PREDICTED) == sorted(compiled), True,
+            hint="transposed_inputs minus param_inputs, per op; compare with gv.restickify_edges(PROGRAM)")
 print("predicted restickify edges:", sorted(PREDICTED))
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
