@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import matplotlib.pyplot as plt
@@ -37,11 +37,11 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from matplotlib.transforms import Bbox
 
 from common import bench
-from common.chips import CHIPS, Chip, canonical_dtype, chip_for_device_name, chips_of_kind, get_chip
+from common.chips import Chip, canonical_dtype, chip_for_device_name, chips_of_kind, get_chip
 from common.errors import DFAError, unknown
 
 __all__ = ["Ceiling", "Roofline", "add_overhead_ceiling", "eng", "measure_roofline", "plot_roofline",
-           "points_from_node_table", "ridge_table", "roofline_for_chip", "roofline_for_this_machine",
+           "points_from_node_table", "roofline_for_chip", "roofline_for_this_machine",
            "roofline_from_measured"]
 
 SOURCES = ("catalog", "measured", "simulated")
@@ -274,16 +274,6 @@ def add_overhead_ceiling(roofline: Roofline, overhead_s: float, *, flops: float 
         raise DFAError(f"flops (reference op size) must be > 0, got {flops!r}")
     label = name or f"overhead {eng(overhead_s, 's')}/op" + (f", {eng(flops, 'FLOP')} ops" if flops else "")
     return roofline.with_ceiling(Ceiling(label, "overhead", float(overhead_s), flops=flops, note=note))
-
-
-def ridge_table(chips: Iterable[str | Chip] | None = None, dtype="bf16", *, level: str | None = None) -> pd.DataFrame:
-    """chip, dtype, peak_flops, estimate, level, bandwidth, ridge per chip; ``dtype`` may be a preference list."""
-    rows = []
-    for c in chips if chips is not None else CHIPS:
-        rl = roofline_for_chip(c, dtype, levels=level or "main")
-        rows.append({"chip": rl.name, "dtype": rl.dtype, "peak_flops": rl.peak_flops, "estimate": rl.peak_is_estimate,
-                     "level": rl.main_level, "bandwidth": rl.bandwidth(), "ridge": rl.ridge_point()})
-    return pd.DataFrame(rows)
 
 
 def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | None = None,

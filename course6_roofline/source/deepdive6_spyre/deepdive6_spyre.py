@@ -119,6 +119,15 @@ grader.assert_scalar(_p.get("lx_bytes"), _c["lx_bytes"], rel=1e-9, name="LX byte
 grader.assert_scalar(_p.get("I_LPDDR5"), _r.flops / _lp, rel=1e-9, name="I_LPDDR5")
 grader.assert_scalar(_p.get("I_LX"), _r.flops / _c["lx_bytes"], rel=1e-9, name="I_LX")
 grader.assert_scalar(_p.get("flops_per_s"), _r.flops / _r.time_s, rel=1e-9, name="attained")
+import dataclasses as _dc
+
+# the counters as a card's profiler reported them (more traffic than the simulated events' bytes): read the counters
+_k = {"lpddr_to_lx_bytes": 1.3, "lx_to_lpddr_bytes": 1.1, "lx_bytes": 1.2}
+_prof = _dc.replace(_r, counters={**_c, **{_n: _c[_n] * _f for _n, _f in _k.items()}})
+_q = counter_point(_prof)
+_lq = _c["lpddr_to_lx_bytes"] * 1.3 + _c["lx_to_lpddr_bytes"] * 1.1
+grader.assert_scalar(_q.get("lpddr_bytes"), _lq, rel=1e-9, name="LPDDR5 bytes from the counters")
+grader.assert_scalar(_q.get("I_LX"), _r.flops / (_c["lx_bytes"] * 1.2), rel=1e-9, name="I_LX from the counters")
 ### END HIDDEN TESTS
 
 # %%
@@ -128,25 +137,21 @@ def spyre_roofline():
         Ceiling(f"LX {eng(lx.value, 'B/s')} (catalog ESTIMATE)", "bandwidth", lx.value, level="LX", note=lx.derivation))
 
 
-def safe_counter_point(report):
-    try:
-        return counter_point(report)
-    except NotImplementedError:  # not written yet: the same numbers, from the report's totals
-        lp, lx = report.bytes["LPDDR5"], report.bytes["LX"]
-        return dict(flops=report.flops, lpddr_bytes=lp, lx_bytes=lx, I_LPDDR5=report.flops / lp,
-                    I_LX=report.flops / lx, flops_per_s=report.achieved_flops)
-
-
-rows = [{"label": f"{r.phase} step", **safe_counter_point(r)} for r in (prefill, decode)]
-steps = pd.DataFrame(rows)
-steps["duration_s"] = [prefill.time_s, decode.time_s]
-plot_roofline(spyre_roofline(), points_from_node_table(steps, spyre_roofline(), kind="simulated",
-                                                        level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"}),
-              label_points=True,
-              title=f"SIMULATED Spyre (fp16, 1 card): {MODEL} steps (batch 1, {SEQ} tokens) from the LPDDR5/LX "
-                    "counters\nroofs: LPDDR5 datasheet; peak and LX catalog ESTIMATES")
-plt.show()
-print(steps.drop(columns=["label"]).round(3).to_string(index=False))
+try:
+    rows = [{"label": f"{r.phase} step", **counter_point(r)} for r in (prefill, decode)]
+except NotImplementedError:
+    rows = None
+    print("counter_point is not written yet: the step points are drawn once it is")
+if rows is not None:
+    steps = pd.DataFrame(rows)
+    steps["duration_s"] = [prefill.time_s, decode.time_s]
+    plot_roofline(spyre_roofline(), points_from_node_table(steps, spyre_roofline(), kind="simulated",
+                                                            level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"}),
+                  label_points=True,
+                  title=f"SIMULATED Spyre (fp16, 1 card): {MODEL} steps (batch 1, {SEQ} tokens) from the LPDDR5/LX "
+                        "counters\nroofs: LPDDR5 datasheet; peak and LX catalog ESTIMATES")
+    plt.show()
+    print(steps.drop(columns=["label"]).round(3).to_string(index=False))
 
 
 # %% [markdown]
@@ -194,31 +199,41 @@ grader.assert_tensor(torch.tensor(_o["lx_bytes"].to_numpy(float)),
 grader.assert_tensor(torch.tensor(_o["lpddr_bytes"].to_numpy(float)),
                      torch.tensor([e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in _ev],
                                   dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="LPDDR5 bytes per op")
+import dataclasses as _dc
+
+# the per-op counters as a card's profiler reported them (they need not equal the simulated events' bytes)
+_prof = _dc.replace(_r, events=[_dc.replace(e, detail={**e.detail, "lpddr_read": e.detail["lpddr_read"] * 1.5})
+                                if "lpddr_read" in e.detail else e for e in _r.events])
+_ev = [e for e in _prof.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
+grader.assert_tensor(torch.tensor(op_counters(_prof)["lpddr_bytes"].to_numpy(float)),
+                     torch.tensor([e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in _ev],
+                                  dtype=torch.float64), rtol=1e-9, dtype=torch.float64,
+                     name="LPDDR5 bytes per op from the per-op counters")
 ### END HIDDEN TESTS
 
 # %%
 try:
     ops = op_counters(prefill)
-except NotImplementedError:  # not written yet: the same table from the report's frame
-    f = prefill.frame()
-    f = f[(f["kind"] == "compute") & (f["engine"] == "cores") & (f["flops"] > 0)]
-    ops = f[["name", "flops", "bytes_LPDDR5", "bytes_LX", "duration_s"]].rename(
-        columns={"bytes_LPDDR5": "lpddr_bytes", "bytes_LX": "lx_bytes"}).fillna(0.0)
-ops = ops[ops["name"].str.startswith("L0.")].copy()  # one decoder layer (the others repeat it)
-ops.attrs["label"] = f"prefill ops, layer 0"
-att = prefill.attribution
-n_ops = sum(1 for e in prefill.events if e.engine == prefill.critical_engine and e.kind == "compute")
-t0 = att["scheduling"] / n_ops
-f_ref = float(ops["flops"].median())
-rl = add_overhead_ceiling(spyre_roofline(), t0, flops=f_ref,
-                          name=f"scheduling {eng(t0, 's')}/op (SIMULATED: bundle launches), {eng(f_ref, 'FLOP')} ops")
-pts = points_from_node_table(ops, rl, kind="simulated", level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"})
-fig, ax = plt.subplots(figsize=(10, 6.4), layout="constrained")
-plot_roofline(rl, pts, ax=ax, label_points=5,
-              title=f"SIMULATED Spyre hierarchical roofline from per-op counters: {MODEL} prefill, {SEQ} tokens, fp16"
-                    "\nLPDDR5 datasheet; LX bandwidth and fp16 peak are catalog ESTIMATES")
-plt.show()
-print("bound of each op (lowest roof):", pts[pts["level"] == "LPDDR5"]["bound"].value_counts().to_dict())
+    ops = ops[ops["name"].str.startswith("L0.")].copy()  # one decoder layer (the others repeat it)
+    ops.attrs["label"] = "prefill ops, layer 0"
+except NotImplementedError:  # not written yet: no op points to draw
+    ops = None
+    print("op_counters is not written yet: the op points are drawn once it is")
+if ops is not None:
+    att = prefill.attribution
+    n_ops = sum(1 for e in prefill.events if e.engine == prefill.critical_engine and e.kind == "compute")
+    t0 = att["scheduling"] / n_ops
+    f_ref = float(ops["flops"].median())
+    rl = add_overhead_ceiling(spyre_roofline(), t0, flops=f_ref,
+                              name=f"scheduling {eng(t0, 's')}/op (SIMULATED: bundle launches), "
+                                   f"{eng(f_ref, 'FLOP')} ops")
+    pts = points_from_node_table(ops, rl, kind="simulated", level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"})
+    fig, ax = plt.subplots(figsize=(10, 6.4), layout="constrained")
+    plot_roofline(rl, pts, ax=ax, label_points=5,
+                  title=f"SIMULATED Spyre hierarchical roofline from per-op counters: {MODEL} prefill, {SEQ} tokens, "
+                        "fp16\nLPDDR5 datasheet; LX bandwidth and fp16 peak are catalog ESTIMATES")
+    plt.show()
+    print("bound of each op (lowest roof):", pts[pts["level"] == "LPDDR5"]["bound"].value_counts().to_dict())
 print("bundle launch estimate:", SPYRE.estimates["kernel_launch_s"].derivation)
 
 
@@ -357,10 +372,10 @@ tdf = tdf[(tdf["kind"] == "compute") & (tdf["flops"] > 0) & tdf["name"].str.star
 tdf["bytes_VMEM"] = tdf.get("bytes_VMEM", 0.0)
 tdf.attrs["label"] = "prefill fusions, layer 0"
 fig, axes = plt.subplots(1, 2, figsize=(16, 6.2), layout="constrained", sharey=True)
-plot_roofline(spyre_roofline(), points_from_node_table(ops, spyre_roofline(), kind="simulated",
-                                                        level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"}),
-              ax=axes[0], label_points=3, title=f"SIMULATED Spyre, fp16, 1 card: {MODEL} prefill ({SEQ} tokens)\n"
-                                                 "LX and peak: catalog ESTIMATES")
+spyre_pts = None if ops is None else points_from_node_table(
+    ops, spyre_roofline(), kind="simulated", level_bytes={"LPDDR5": "lpddr_bytes", "LX": "lx_bytes"})
+plot_roofline(spyre_roofline(), spyre_pts, ax=axes[0], label_points=3,
+              title=f"SIMULATED Spyre, fp16, 1 card: {MODEL} prefill ({SEQ} tokens)\nLX and peak: catalog ESTIMATES")
 plot_roofline(tpu_rl, points_from_node_table(tdf, tpu_rl, kind="simulated",
                                              level_bytes={"HBM": "bytes_HBM", "VMEM": "bytes_VMEM"}),
               ax=axes[1], label_points=3, title=f"SIMULATED TPU v5e, bf16, per chip ({tpu_prefill.chips} chips): same "

@@ -1,0 +1,134 @@
+"""Shortcuts a student who does not do Lab 1's work would try; each must score 0 on the cells it names
+(tests/test_lazy_notebooks.py inserts each one after its test cells, reruns them, then restores the honest cell)."""
+
+SHORTCUTS = [
+    # measure: the library's harness, which knows no sync but CUDA's
+    dict(
+        cell="measure",
+        kind="call-reference",
+        code="""
+def measure(fn, *args, warmup=3, min_run_time=0.2, device=None, sync=None):
+    r = bench.measure(fn, *args, warmup=warmup, min_run_time=min_run_time, device=device, num_threads=1)
+    return {"median_s": float(r.median_s), "iqr_s": float(r.iqr_s), "n_runs": int(r.n_runs)}
+""",
+        fails=["measure_tests"],
+    ),
+    dict(
+        cell="measure",
+        kind="hard-code-visible",
+        code="""
+def measure(fn, *args, warmup=3, min_run_time=0.2, device=None, sync=None):  # the printed GEMM time, always
+    return {"median_s": 2.1e-4, "iqr_s": 4e-6, "n_runs": 9}
+""",
+        fails=["measure_tests"],
+    ),
+    # gemm_cost / softmax_cost: common.costs counts one captured op (only for dtypes torch has)
+    dict(
+        cell="op_costs",
+        kind="call-reference",
+        code="""
+_DT = {8: torch.float64, 4: torch.float32, 2: torch.float16, 1: torch.float8_e4m3fn}
+
+
+def gemm_cost(m, k, n, dtype_bytes=4):
+    c = counted(torch.mm, (m, k), (k, n), dtype=_DT[dtype_bytes])
+    return {"flops": float(c["flops"]), "bytes": float(c["bytes"]), "intensity": float(c["intensity"])}
+
+
+def softmax_cost(rows, cols, dtype_bytes=4):
+    c = counted(lambda x: torch.softmax(x, dim=-1), (rows, cols), dtype=_DT[dtype_bytes])
+    return {"flops": float(c["flops"]), "bytes": float(c["bytes"]), "intensity": float(c["intensity"])}
+""",
+        fails=["op_costs_tests"],
+    ),
+    # decoder_cost: the visible decoder's counted totals, whatever config is asked
+    dict(
+        cell="decoder_cost",
+        kind="hard-code-visible",
+        code="""
+def decoder_cost(cfg, batch, seq, dtype_bytes=4):
+    return {"matmul_flops": MATMUL_FLOPS, "min_bytes": DEC_MIN_BYTES, "intensity": MATMUL_FLOPS / DEC_MIN_BYTES}
+""",
+        fails=["decoder_cost_tests"],
+    ),
+    dict(
+        cell="gemm_spec",
+        kind="hard-code-visible",
+        code="""
+def gemm_spec(n, dtype=torch.float32):  # fp32 sizes of the visible check
+    return {"fn": torch.mm, "args": (torch.randn(n, n), torch.randn(n, n)), "flops": 2.0 * n**3,
+            "bytes": 3.0 * n * n * 4}
+""",
+        fails=["gemm_spec_tests"],
+    ),
+    # achieved: the BenchResult's own rates
+    dict(
+        cell="achieved",
+        kind="read-off-object",
+        code="""
+def achieved(result, rl):
+    roof = float(rl.attainable(result.intensity))
+    return {"flops_per_s": float(result.flops_per_s), "bytes_per_s": float(result.bytes_per_s),
+            "intensity": float(result.intensity), "attainable_flops_per_s": roof,
+            "fraction": float(result.flops_per_s / roof)}
+""",
+        fails=["achieved_tests"],
+    ),
+    # the catalog's peak instead of the product of its parts; a fixed verdict
+    dict(
+        cell="gpu_terms",
+        kind="read-off-object",
+        code="""
+def tensor_core_peak(terms):
+    return float(get_chip(terms["chip"]).peak("fp16"))
+
+
+def expected_time(flops, nbytes, chip, dtype="fp16"):
+    c = get_chip(chip)
+    compute_s, memory_s = float(flops / c.peak(dtype)), float(nbytes / c.main_memory.bandwidth)
+    return {"compute_s": compute_s, "memory_s": memory_s, "time_s": max(compute_s, memory_s), "bound": "compute"}
+""",
+        fails=["gpu_terms_tests"],
+    ),
+    dict(
+        cell="gpu_terms",
+        kind="echo-expected",
+        code="""
+def tensor_core_peak(terms):
+    return float(terms["sms"] * terms["tensor_cores_per_sm"] * terms["fma_per_clock_per_tc"] * 2 * terms["clock_hz"])
+
+
+def expected_time(flops, nbytes, chip, dtype="fp16"):  # the GEMM of the visible check is compute-bound
+    c = get_chip(chip)
+    compute_s, memory_s = float(flops / c.peak("fp16")), float(nbytes / c.main_memory.bandwidth)
+    return {"compute_s": compute_s, "memory_s": memory_s, "time_s": compute_s, "bound": "compute"}
+""",
+        fails=["gpu_terms_tests"],
+    ),
+    # the five-machine table of the visible reports, whatever is passed
+    dict(
+        cell="five_machines",
+        kind="hard-code-visible",
+        code="""
+_TABLE = five_machine_table(REPORTS, ERRORS)
+
+
+def five_machine_table(reports, errors):
+    return _TABLE.copy()
+""",
+        fails=["five_machines_tests"],
+    ),
+    # landscape rows for every visible report, whatever is passed
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+_own_rows = add_course1_rows
+
+
+def add_course1_rows(lm, qualitative, reports):
+    _own_rows(lm, qualitative, REPORTS)
+""",
+        fails=["landscape_rows_tests"],
+    ),
+]
