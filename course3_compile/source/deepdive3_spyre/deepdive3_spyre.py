@@ -149,11 +149,14 @@ SUMMARY = lowering_summary(STAGE["decompose"], STAGE["fuse"])
 check_type("lowering_summary(...)", SUMMARY, dict)
 dev_ops = [o for o in PROGRAM.stages["decompose"] if o.coverage != "fallback"]
 for cov in ("native", "decomposed", "fallback"):
-    check_equal(f"{cov} ops", SUMMARY.get(cov), sum(o.coverage == cov for o in PROGRAM.stages["decompose"]))
-check_equal("device primitives", SUMMARY.get("primitives"),
-            sum(len(o.decomposed_into) or len(lowering.CUSTOM_OPS.get(o.op, "x").split("+")) for o in dev_ops),
+    check_equal(f"{cov} ops agree with the compiler's decompose stage",
+                SUMMARY.get(cov) == sum(o.coverage == cov for o in PROGRAM.stages["decompose"]), True)
+check_equal("device primitives agree with the decompose stage", SUMMARY.get("primitives") ==
+            sum(len(o.decomposed_into) or len(lowering.CUSTOM_OPS.get(o.op, "x").split("+")) for o in dev_ops), True,
             hint="count the '+'-separated parts of the lowering column, fallbacks excluded")
-check_equal("device bundles", SUMMARY.get("bundles"), sum(k.kind != "fallback" for k in PROGRAM.kernels))
+check_equal("device bundles agree with the compiled program",
+            SUMMARY.get("bundles") == sum(k.kind != "fallback" for k in PROGRAM.kernels), True,
+            hint="distinct kernels whose kernel_kind is not 'fallback'")
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 from common.sim import lowering as _L
@@ -180,26 +183,31 @@ for _op, _shape in [("softmax", (64, 128)), ("sdpa", (1, 2, 64, 64)), ("layernor
 # this layout to every tensor of the graph: an op's output is laid out along *its* innermost dimension.
 # The simulator's device shape puts the stick index outermost: `(sticks per row, *outer dims, elements per stick)`.
 #
-# **Spec.** Write `device_layout(shape, dtype="fp16")` → a dict with
-# `device_shape` (a tuple of ints: `(ceil(n / per_stick), *shape[:-1], per_stick)`), `sticks` (int: rows × sticks per
-# row) and `padding_bytes` (int: sticks × stick bytes − the tensor's own bytes). Take the stick size from the catalog
-# (`STICK`) and the element size from `DTYPE_BYTES[dtype]`; a 0-d shape `()` counts as `(1,)`.
-# Worked example: `(4, 256, 150)` fp16 → 64 per stick, 3 sticks per row: `device_shape (3, 4, 256, 64)`,
-# `sticks 3072`, `padding_bytes` = 3072 × 128 − 4 × 256 × 150 × 2 = 86,016.
+# **Spec.** Write `device_layout(shape, dtype="fp16", dim=-1, stick_bytes=STICK)` → a dict with
+# `device_shape` (a tuple of ints: `(ceil(n / per_stick), *the other dims in order, per_stick)`, where `n =
+# shape[dim]` is the dimension the sticks run along), `sticks` (int: rows × sticks per row, rows = the product of the
+# other dims) and `padding_bytes` (int: sticks × stick bytes − the tensor's own bytes). The compiler lays sticks along
+# the innermost dimension (`dim=-1`); a restickify (Part 3) rewrites a tensor with its sticks along another one.
+# The stick size defaults to the catalog's (`STICK`), the element size is `DTYPE_BYTES[dtype]`; a 0-d shape `()`
+# counts as `(1,)`. Worked example: `(4, 256, 150)` fp16 → 64 per stick, 3 sticks per row: `device_shape (3, 4, 256,
+# 64)`, `sticks 3072`, `padding_bytes` = 3072 × 128 − 4 × 256 × 150 × 2 = 86,016; with `dim=1` → `device_shape (4,
+# 4, 150, 64)`, `sticks 2400`, `padding_bytes` 2400 × 128 − 307,200 = 0.
 
 # %% nbgrader={"grade": false, "grade_id": "device_layout", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
 
 
-def device_layout(shape, dtype="fp16"):
-    """Stick layout of a row-major tensor: device shape (sticks per row, *outer, per stick), sticks, padding."""
+def device_layout(shape, dtype="fp16", dim=-1, stick_bytes=STICK):
+    """Stick layout: device shape (sticks per row, *other dims, per stick), sticks, padding; sticks along ``dim``."""
     ### BEGIN SOLUTION
     shape = tuple(int(s) for s in shape) or (1,)
-    per_stick = STICK // DTYPE_BYTES[dtype]
-    per_row = -(-shape[-1] // per_stick)
-    sticks = math.prod(shape[:-1]) * per_row
-    return {"device_shape": (per_row, *shape[:-1], per_stick), "sticks": sticks,
-            "padding_bytes": sticks * STICK - math.prod(shape) * DTYPE_BYTES[dtype]}
+    d = dim % len(shape)
+    per_stick = stick_bytes // DTYPE_BYTES[dtype]
+    per_row = -(-shape[d] // per_stick)
+    others = shape[:d] + shape[d + 1:]
+    sticks = math.prod(others) * per_row
+    return {"device_shape": (per_row, *others, per_stick), "sticks": sticks,
+            "padding_bytes": sticks * stick_bytes - math.prod(shape) * DTYPE_BYTES[dtype]}
     ### END SOLUTION
 
 
@@ -209,25 +217,32 @@ from common.checks import check_equal, check_type
 check_type("device_layout(...)", device_layout((4, 256, 150)), dict)
 check_equal("worked example (4, 256, 150)", device_layout((4, 256, 150)),
             {"device_shape": (3, 4, 256, 64), "sticks": 3072, "padding_bytes": 86016})
+check_equal("worked example (4, 256, 150), dim=1", device_layout((4, 256, 150), dim=1),
+            {"device_shape": (4, 4, 150, 64), "sticks": 2400, "padding_bytes": 0})
 # every distinct fp16 tensor shape of the block, against the compiler's layout stage
 lay = STAGE["layout"][STAGE["layout"]["elements_per_stick"] == STICK // DTYPE_BYTES["fp16"]]
 for shape, g in lay.groupby("shape", sort=False):
-    row = g.iloc[0]
-    check_equal(f"layout of {row['tensor']} {shape}", device_layout(shape),
-                {"device_shape": tuple(int(v) for v in row["device_shape"]), "sticks": int(row["sticks"]),
-                 "padding_bytes": int(row["padding_bytes"])}, hint="(ceil(n / per stick), *outer dims, per stick)")
+    row, mine = g.iloc[0], device_layout(shape)
+    check_type(f"device_layout({shape})", mine, dict)
+    same = (tuple(mine.get("device_shape", ())), mine.get("sticks"), mine.get("padding_bytes")) == (
+        tuple(int(v) for v in row["device_shape"]), int(row["sticks"]), int(row["padding_bytes"]))
+    check_equal(f"layout of {row['tensor']} {shape} agrees with the compiler's layout stage", same, True,
+                hint="(ceil(n / per stick), *outer dims, per stick)")
 ### BEGIN HIDDEN TESTS
+from answers import device_layout as _ref, variant as _variant
 from common.checks import grader
-from common.sim.spyre import stick_layout as _ref
 
-for _shape, _dtype in [((7,), "fp16"), ((3, 65), "fp32"), ((2, 3, 129), "int8"), ((), "fp16"), ((5, 64), "bf16"),
-                       ((9, 1), "fp16"), ((2, 2, 2, 300), "fp16")]:
-    _r = _ref(_shape, _dtype)
-    _m = device_layout(_shape, _dtype)
+_v = _variant("device_layout")
+for _shape, _dtype, _dim, _stick in [((7,), "fp16", -1, 128), ((3, 65 + _v % 60), "fp32", -1, 128),
+                                     ((2, 3, 129), "int8", 0, 128), ((), "fp16", -1, 128), ((5, 64), "bf16", 0, 128),
+                                     ((9, 1), "fp16", -1, 64), ((2, 2 + _v % 5, 2, 300), "fp16", 1, 256),
+                                     ((4, 100 + _v % 90, 6), "fp16", -2, 64)]:
+    _r = _ref(_shape, _dtype, dim=_dim, stick_bytes=_stick)
+    _m = device_layout(_shape, _dtype, dim=_dim, stick_bytes=_stick)
     grader.assert_type(_m, dict, name="a dict")
-    grader.assert_equal(_m.get("device_shape"), tuple(_r["device_shape"]), name="device shape")
-    grader.assert_equal(_m.get("sticks"), int(_r["sticks"]), name="sticks")
-    grader.assert_equal(_m.get("padding_bytes"), int(_r["padding_bytes"]), name="padding bytes")
+    grader.assert_equal(tuple(_m.get("device_shape", ())), _r["device_shape"], name="device shape")
+    grader.assert_equal(_m.get("sticks"), _r["sticks"], name="sticks")
+    grader.assert_equal(_m.get("padding_bytes"), _r["padding_bytes"], name="padding bytes")
 ### END HIDDEN TESTS
 
 # %%
@@ -351,19 +366,25 @@ for name in rs.loc[rs["restickify"] != "", "restickify"]:
 # the chosen split does to each core's span, with the device shape `D` row-major and a core holding `e_i = D_i / c_i`
 # positions of dimension `i`: span = (1 + Σ (e_i − 1) · stride_i) × element bytes.
 #
-# **Spec.** Write `divide_work(dims, cores)` → a dict `{label: pieces}` listing only the dimensions cut in more than one
-# piece (`{}` if none), for `dims` a sequence of `(label, size)` pairs in priority order. Example:
+# **Spec.** Write `divide_work(dims, cores, forced=None)` → a dict `{label: pieces}` listing only the dimensions cut in
+# more than one piece (`{}` if none), for `dims` a sequence of `(label, size)` pairs in priority order. Example:
 # `(("d0", 3), ("d1", 32), ("stick", 1))` on 32 cores: taking `d0` first gives 3 pieces, leaves 32 // 3 = 10 cores,
 # and `d1` takes 8 — 24 cores; taking `d1` first uses all 32 → `{"d1": 32}`. Hint: `itertools.permutations`.
+# `forced` (a dict `{label: pieces}`, or `None`) models torch-spyre's span step, which the simulator does not: those
+# dimensions are cut first into exactly that many pieces (it divides their size), and the rule above then shares the
+# `cores // (product of the forced pieces)` cores left among the other dimensions; the result holds both. Example:
+# the same dims, 32 cores, `forced={"d0": 3}` → `{"d0": 3, "d1": 8}`.
 
 # %% nbgrader={"grade": false, "grade_id": "divide_work", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import itertools
 
 
-def divide_work(dims, cores):
+def divide_work(dims, cores, forced=None):
     """{label: pieces} so that every core gets the same number of sticks and as many cores as possible work."""
     ### BEGIN SOLUTION
-    dims = [(label, int(size)) for label, size in dims if int(size) > 1]
+    forced = {label: int(n) for label, n in (forced or {}).items() if int(n) > 1}
+    cores = cores // math.prod(forced.values())
+    dims = [(label, int(size)) for label, size in dims if int(size) > 1 and label not in forced]
     best_used, best = 1, {}
     for order in itertools.permutations(dims):
         free, used, parts = cores, 1, {}
@@ -373,7 +394,7 @@ def divide_work(dims, cores):
                 used, free, parts[label] = used * d, free // d, d
         if used > best_used:
             best_used, best = used, parts
-    return best
+    return {**forced, **best}
     ### END SOLUTION
 
 
@@ -389,9 +410,12 @@ def split_of(split):
 REPORT12 = lowering.lower(WORKLOAD, cores=12)  # the same block with 12 cores available
 check_type("divide_work(...)", divide_work((("d0", 3), ("d1", 32), ("stick", 1)), 32), dict)
 check_equal("worked example", divide_work((("d0", 3), ("d1", 32), ("stick", 1)), 32), {"d1": 32})
+check_equal("worked example, forced", divide_work((("d0", 3), ("d1", 32), ("stick", 1)), 32, forced={"d0": 3}),
+            {"d0": 3, "d1": 8}, hint="forced pieces first; the rule shares cores // 3 among the others")
 for cores, work in ((32, STAGE["work"]), (12, lowering.work_table(REPORT12))):
     for dims, g in work.groupby("dims", sort=False):
-        check_equal(f"{cores} cores, {g['op'].iloc[0]} {dims}", divide_work(dims, cores), split_of(g["split"].iloc[0]),
+        check_equal(f"{cores} cores, {g['op'].iloc[0]}: your split agrees with the compiler's work stage",
+                    divide_work(dims, cores) == split_of(g["split"].iloc[0]), True,
                     hint="largest divisor that fits the cores left; try every order, keep the one using most cores")
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
@@ -404,6 +428,14 @@ for _op, _shape, _cores in [("add", (3, 32, 64), 32), ("add", (6, 10, 100), 32),
     _w = _L.work_table(_simulate_op(_op, _shape, "spyre", cores=_cores)).iloc[0]
     _want = {} if _w["split"] == "none" else {a: int(b) for a, b in (p.split("/") for p in _w["split"].split())}
     grader.assert_equal(divide_work(_w["dims"], _cores), _want, name="work division of one op")
+from answers import divide_work as _dw, variant as _variant
+
+_v = _variant("divide_work")
+for _dims, _cores, _forced in [((("B", 4), ("M", 8), ("N", 48)), 32, {"N": 4}), ((("d0", 6), ("d1", 10 + _v % 7 * 2),
+                               ("stick", 5)), 32, {"stick": 5}), ((("d0", 12), ("d1", 2), ("stick", 9)), 24,
+                               {"d0": 3, "stick": 3}), ((("M", 64), ("N", 64)), 32, {"M": 1})]:
+    grader.assert_equal(divide_work(_dims, _cores, forced=_forced), _dw(_dims, _cores, forced=_forced),
+                        name="work division after a forced split")
 ### END HIDDEN TESTS
 
 # %%
@@ -488,8 +520,8 @@ for label, lx in (("default", STAGE["lx"]), ("tight", lowering.lx_table(TIGHT)))
     for tile, g in mm.groupby("tile", sort=False):
         row = g.iloc[0]
         resident = float(row["lx_bytes_per_core"] - row["ws_bytes_per_core"])
-        check_equal(f"{label} budget, {row['op']} tile {tile}: working set", lx_working_set(tile),
-                    int(row["ws_bytes_per_core"]), hint="(tm*tk + tk*tn + tm*tn) x 2 bytes")
+        check_equal(f"{label} budget, {row['op']} tile {tile}: working set agrees with the LX stage",
+                    lx_working_set(tile) == int(row["ws_bytes_per_core"]), True, hint="(tm*tk + tk*tn + tm*tn) x 2 bytes")
         check_equal(f"{label} budget, {row['op']}: fits next to {resident / 1e3:.0f} kB", fits_lx(
             tile, resident, int(row["lx_budget_bytes"])), bool(row["lx_bytes_per_core"] <= row["lx_budget_bytes"]))
 ### BEGIN HIDDEN TESTS
@@ -579,8 +611,10 @@ tl = CMP.timeline
 grow = tl["duration_s_after"] / tl["duration_s_before"]
 slowest = [str(e) for e in tl["event"][grow >= grow.max() * (1 - 1e-9)]]  # ties: any of them
 check_type("most_slowed_op", eff.get("most_slowed_op"), str)
-check_equal(f"most slowed op is among {slowest}", eff["most_slowed_op"] in slowest, True)
-check_equal("ops whose bound changed", eff.get("bound_changes"), int((tl["bound_before"] != tl["bound_after"]).sum()))
+check_equal("most slowed op: the event whose duration grew by the largest factor", eff["most_slowed_op"] in slowest,
+            True, hint="duration_s_after / duration_s_before, per event")
+check_equal("ops whose bound changed agree with the timeline",
+            eff.get("bound_changes") == int((tl["bound_before"] != tl["bound_after"]).sum()), True)
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 from common.sim import lowering as _L
