@@ -3,23 +3,25 @@
 * ``capture_with(backend, model, *args)`` - compile ``model`` with AOTAutograd around *your* backend
   (``(gm, example_inputs) -> callable``) and keep every graph it was handed: Dynamo's torch-level graph(s), the
   forward and the backward aten graphs (functionalized; decomposed with ``decompositions``).
-* ``count_ops(gm)`` / ``decomposition_counts(fn, args)`` - what a graph is made of, before and after a
-  decomposition table (make_fx with torch's own tables, the same tracer AOTAutograd uses).
+* ``op_name(node)`` / ``decomposition_graphs(fn, args)`` - one readable name per operation node, and the graphs
+  of ``fn`` before and after a decomposition table (make_fx with torch's own tables, the same tracer
+  AOTAutograd uses). Counting the ops of a graph is the lab's exercise (``my_count_ops``): nothing here does it.
 * ``time_backends(model, args, backends)`` - eager vs ``aot_eager`` vs ``inductor``: the first call (Dynamo
   trace + compile + one run) timed once, steady state with ``common.bench.measure`` (median of blocks);
   compile time = first call - steady-state median. With ``capture_code`` Inductor's generated code is kept.
-* ``fused_kernels(code)`` - the fused kernels in Inductor's output code and the aten ops in each, read from the
-  kernel names Inductor derives from the ops' origins (``cpp_fused_add_mean_mul_pow_rsqrt_0``).
+* ``ops_in_kernel_name(name)`` / ``kernel_source(code, name)`` - the aten ops a fused kernel's name lists
+  (Inductor derives it from the ops' origins: ``cpp_fused_add_mean_mul_pow_rsqrt_0``) and one kernel's source.
+  Finding the kernels in the code is the lab's exercise (``kernel_names``).
 
 Private torch entry points (``torch._dynamo``, ``torch._inductor``) are imported inside functions and guarded.
 """
+
 from __future__ import annotations
 
 import contextlib
 import io
 import re
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -50,13 +52,6 @@ def op_name(node: fx.Node) -> str:
     return node.op
 
 
-def count_ops(gm: fx.GraphModule) -> Counter:
-    """Counter of operation names (see ``op_name``) over call_function/call_module/call_method nodes, without
-    the ``getitem`` that unpacks multi-output ops."""
-    return Counter(op_name(n) for n in gm.graph.nodes if n.op in ("call_function", "call_module", "call_method")
-                   and getattr(n.target, "__name__", "") != "getitem")
-
-
 def decomposition_table(which: str):
     """torch's decomposition tables: 'none' (AOTAutograd's default for aot_eager), 'core' (the Core ATen IR
     opset) or 'inductor' (what Inductor lowers with)."""
@@ -67,23 +62,25 @@ def decomposition_table(which: str):
     try:
         if which == "core":
             from torch._decomp import core_aten_decompositions
+
             return core_aten_decompositions()
         from torch._inductor.decomposition import select_decomp_table
+
         return select_decomp_table()
     except ImportError as exc:  # pragma: no cover
         raise DFAError(f"this torch has no {which} decomposition table ({exc})") from exc
 
 
-def decomposition_counts(fn, args, tables=DECOMPOSITIONS) -> dict[str, Counter]:
-    """``{table: Counter of aten ops}`` of ``fn(*args)`` traced by make_fx with each decomposition table,
-    after functionalization (``torch.func.functionalize``, as AOTAutograd does): in-place ops become
-    out-of-place ones."""
+def decomposition_graphs(fn, args, tables=DECOMPOSITIONS) -> dict[str, fx.GraphModule]:
+    """``{table: aten graph}`` of ``fn(*args)`` traced by make_fx with each decomposition table, after
+    functionalization (``torch.func.functionalize``, as AOTAutograd does): in-place ops become out-of-place
+    ones."""
     from torch.fx.experimental.proxy_tensor import make_fx
-    out = {}
-    for which in tables:
-        gm = make_fx(torch.func.functionalize(fn), decomposition_table=decomposition_table(which))(*args)
-        out[which] = count_ops(gm)
-    return out
+
+    return {
+        which: make_fx(torch.func.functionalize(fn), decomposition_table=decomposition_table(which))(*args)
+        for which in tables
+    }
 
 
 @dataclass
@@ -95,10 +92,14 @@ class Captured:
     backward: list[fx.GraphModule] = field(default_factory=list)
     output: object = None
 
-    def table(self, counter=count_ops) -> pd.DataFrame:
-        """Op counts per stage: one row per op, a column per captured graph (dynamo_0, forward_0, backward_0)."""
-        cols = {f"{stage}_{i}": counter(g) for stage in ("dynamo", "forward", "backward")
-                for i, g in enumerate(getattr(self, stage))}
+    def table(self, counter) -> pd.DataFrame:
+        """Op counts per stage as ``counter(graph)`` gives them (a ``{op: count}`` mapping: the lab's
+        ``my_count_ops``): one row per op, a column per captured graph (dynamo_0, forward_0, backward_0)."""
+        cols = {
+            f"{stage}_{i}": counter(g)
+            for stage in ("dynamo", "forward", "backward")
+            for i, g in enumerate(getattr(self, stage))
+        }
         return pd.DataFrame(cols).fillna(0).astype(int).sort_index()
 
 
@@ -110,8 +111,9 @@ def capture_with(backend, model, *args, backward: bool = True, decompositions: s
         import torch._dynamo as dynamo
         from torch._dynamo.backends.common import aot_autograd
     except ImportError as exc:  # pragma: no cover
-        raise DFAError(f"this torch has no torch._dynamo / aot_autograd ({exc}); "
-                       f"install {torch_compat.requirement()}") from exc
+        raise DFAError(
+            f"this torch has no torch._dynamo / aot_autograd ({exc}); install {torch_compat.requirement()}"
+        ) from exc
     got = Captured()
 
     def stage(name):
@@ -121,10 +123,12 @@ def capture_with(backend, model, *args, backward: bool = True, decompositions: s
             if not callable(fn):
                 raise DFAError(f"your backend returned {type(fn).__name__}, not a callable (return gm.forward)")
             return _boxed(fn)
+
         return compiler
 
-    aot = aot_autograd(fw_compiler=stage("forward"), bw_compiler=stage("backward"),
-                       decompositions=decomposition_table(decompositions))
+    aot = aot_autograd(
+        fw_compiler=stage("forward"), bw_compiler=stage("backward"), decompositions=decomposition_table(decompositions)
+    )
 
     def dynamo_backend(gm, example_inputs):
         got.dynamo.append(gm)
@@ -135,8 +139,11 @@ def capture_with(backend, model, *args, backward: bool = True, decompositions: s
     with contextlib.nullcontext() if backward else torch.no_grad():
         got.output = compiled(*args)
         if backward:
-            outs = [o for o in torch.utils._pytree.tree_leaves(got.output)
-                    if isinstance(o, torch.Tensor) and o.requires_grad]
+            outs = [
+                o
+                for o in torch.utils._pytree.tree_leaves(got.output)
+                if isinstance(o, torch.Tensor) and o.requires_grad
+            ]
             if not outs:
                 raise DFAError("no output requires grad: nothing to differentiate (pass backward=False)")
             sum(o.float().sum() for o in outs).backward()
@@ -150,10 +157,13 @@ def _boxed(fn):
         return fn
     try:
         from functorch.compile import make_boxed_func
+
         return make_boxed_func(fn)
     except ImportError:  # pragma: no cover
+
         def boxed(args):
             return fn(*args)
+
         boxed._boxed_call = True
         return boxed
 
@@ -191,12 +201,20 @@ class BackendTiming:
         return max(self.first_call_s - self.median_s, 0.0)
 
 
-def time_backends(model, args: tuple, backends=("eager", "aot_eager", "inductor"), *, capture_code: bool = True,
-                  min_run_time: float = 0.2, warmup: int = 2) -> tuple[pd.DataFrame, dict[str, BackendTiming]]:
+def time_backends(
+    model,
+    args: tuple,
+    backends=("eager", "aot_eager", "inductor"),
+    *,
+    capture_code: bool = True,
+    min_run_time: float = 0.2,
+    warmup: int = 2,
+) -> tuple[pd.DataFrame, dict[str, BackendTiming]]:
     """Time ``model(*args)`` under no_grad with each backend (one fresh compile each, ``torch._dynamo.reset``
     first). Returns a table (backend, first call, compile, steady-state median and IQR, speedup vs eager) and
     the ``BackendTiming`` records (Inductor's generated code in ``.code``)."""
     import torch._dynamo as dynamo
+
     results: dict[str, BackendTiming] = {}
     for b in backends:
         dynamo.reset()
@@ -213,9 +231,19 @@ def time_backends(model, args: tuple, backends=("eager", "aot_eager", "inductor"
             m = bench.measure(fn, *args, label=b, warmup=warmup, min_run_time=min_run_time)
         results[b] = BackendTiming(b, first, m.median_s, m.iqr_s, code)
     eager = results["eager"].median_s if "eager" in results else None
-    df = pd.DataFrame([{"backend": r.backend, "first_call_s": r.first_call_s, "compile_s": r.compile_s,
-                        "median_s": r.median_s, "iqr_s": r.iqr_s,
-                        "speedup_vs_eager": eager / r.median_s if eager else float("nan")} for r in results.values()])
+    df = pd.DataFrame(
+        [
+            {
+                "backend": r.backend,
+                "first_call_s": r.first_call_s,
+                "compile_s": r.compile_s,
+                "median_s": r.median_s,
+                "iqr_s": r.iqr_s,
+                "speedup_vs_eager": eager / r.median_s if eager else float("nan"),
+            }
+            for r in results.values()
+        ]
+    )
     return df, results
 
 
@@ -232,7 +260,6 @@ class DecoderFFN(torch.nn.Module):
 
 
 # ---- reading Inductor's output code -------------------------------------------------------------------------
-_KERNEL_DEF = re.compile(r"^(\w*fused\w*?)\s*=\s*async_compile\.\w+\(", re.M)
 _KERNEL_NAME = re.compile(r"^(?:cpp|triton|[a-z]+)_(?:[a-z]+_)*?fused_(\w+?)_(\d+)$")
 
 
@@ -264,15 +291,10 @@ def ops_in_kernel_name(name: str) -> list[str]:
     return best.get(len(tokens)) or []
 
 
-def fused_kernels(code: str) -> dict[str, list[str]]:
-    """``{kernel name: [aten ops]}`` for every fused kernel defined in Inductor's output code."""
-    return {name: ops_in_kernel_name(name) for name in dict.fromkeys(_KERNEL_DEF.findall(code))}
-
-
 def kernel_source(code: str, name: str) -> str:
     """The source of one generated kernel (the C++ or Triton text between its definition and the next)."""
     start = code.find(f"{name} = async_compile")
     if start < 0:
-        raise DFAError(f"no kernel {name!r} in this code; kernels: {', '.join(fused_kernels(code)) or 'none'}")
+        raise DFAError(f"no kernel {name!r} is defined in this code (a line '{name} = async_compile...')")
     end = code.find("''')", start)
-    return code[start:end + 4 if end > 0 else len(code)]
+    return code[start : end + 4 if end > 0 else len(code)]

@@ -1,31 +1,24 @@
-"""A reference pointwise-fusion pass over an aten FX graph (the one Course 3's learners write themselves).
+"""Pointwise fusion over an aten FX graph: the pieces Course 3's learners build their own pass from.
 
 Input: an aten-level ``GraphModule`` whose nodes carry ``meta["val"]`` (``common.capture.capture_aten`` or
-``make_fx``). Three steps:
+``make_fx``).
 
-1. **classify** - a node is *pointwise* when its ``OpOverload`` carries ``torch.Tag.pointwise`` (torch's own
-   op tags; in-place ops excluded), a *matmul* for ``mm`` / ``addmm`` / ``bmm``, a *view* for metadata-only
-   ops (a fused kernel indexes through them), anything else (reductions, copies, gathers...) is a barrier.
-2. **group** - an edge ``p -> n`` may fuse when ``n`` is pointwise (or a view) and ``p`` is pointwise, a view
-   or a matmul, and **every user of p is n** (legality: a value read outside the group must be written to
-   memory anyway, so a group never swallows it; recomputing it in each consumer would be the alternative, and
-   this pass does not recompute). Groups are the connected components of fusable edges: in-trees whose root
-   (the *sink*) is the only value leaving the group. A matmul only ever starts a group (an *epilogue*: its
-   result flows into pointwise ops), and a group holds at most one matmul. Groups with fewer than two compute
-   ops (pointwise or matmul) are dropped.
-3. **rewrite** - each group becomes one ``call_module`` node running a small ``GraphModule`` of the group's
-   ops (same ops, same order: identical numerics), placed where the sink was.
+* ``classify(node)`` - *pointwise* when its ``OpOverload`` carries ``torch.Tag.pointwise`` (torch's own op tags;
+  in-place ops excluded), *matmul* for ``mm`` / ``addmm`` / ``bmm``, *view* for metadata-only ops (a fused kernel
+  indexes through them), *other* for everything else (reductions, copies, gathers...: barriers).
+* ``check_group(gm, names)`` - is one group (node names) legal: only pointwise / matmul / view nodes, exactly one
+  value leaving it (a value read outside the group must be written to memory anyway), at most one matmul,
+  connected.
+* ``fuse_groups(gm, groups)`` - the rewrite: each group becomes one ``call_module`` node running a small
+  ``GraphModule`` of the group's ops (same ops, same order: identical numerics), placed where its sink was.
+* ``fusion_savings(gm)`` - the same graph on the simulated machines, op by op and as each backend fuses it.
 
-Bytes saved: every interior compute node of a group (not the sink; views move nothing) is an intermediate an
-unfused program writes to memory once and reads back once, so
-
-    intermediate_bytes(group) = sum over interior compute nodes of numel x element size
-    bytes_saved(group)        = 2 x intermediate_bytes(group)      (one write + one read, each consumer inside)
+Finding the groups and the bytes they save is the lab's exercise (``my_find_groups``, ``bytes_saved``).
 """
+
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
@@ -35,8 +28,18 @@ from common.errors import DFAError
 
 aten = torch.ops.aten
 MATMUL_OPS = (aten.mm, aten.addmm, aten.bmm)
-VIEW_OPS = (aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.expand, aten.permute,
-            aten.transpose, aten.t, aten.alias)
+VIEW_OPS = (
+    aten.view,
+    aten._unsafe_view,
+    aten.reshape,
+    aten.unsqueeze,
+    aten.squeeze,
+    aten.expand,
+    aten.permute,
+    aten.transpose,
+    aten.t,
+    aten.alias,
+)
 _POINTWISE_TAG = getattr(getattr(torch, "Tag", None), "pointwise", None)
 _INPLACE_TAG = getattr(getattr(torch, "Tag", None), "inplace", None)
 
@@ -70,78 +73,6 @@ def classify(node: fx.Node) -> str:
     return "view" if is_view(node) else "other"
 
 
-def nbytes(node: fx.Node) -> int:
-    """Bytes of the tensor a node produces (numel x element size), from ``meta["val"]``."""
-    val = node.meta.get("val")
-    if not isinstance(val, torch.Tensor):
-        raise DFAError(f"node {node.name} has no meta['val'] tensor: capture the graph with "
-                       "common.capture.capture_aten or make_fx so every node carries its output")
-    return val.numel() * val.element_size()
-
-
-@dataclass
-class FusionGroup:
-    """One fused kernel: its nodes in graph order, the node whose value leaves it, what it saves."""
-
-    nodes: list[str]
-    sink: str
-    kind: str  # "pointwise" or "matmul_epilogue"
-    ops: list[str] = field(default_factory=list)  # e.g. ["aten.mm", "aten.silu", "aten.mul"]
-    intermediate_bytes: int = 0
-
-    @property
-    def bytes_saved(self) -> int:
-        """2 x intermediate bytes: each interior value is no longer written once and read back once."""
-        return 2 * self.intermediate_bytes
-
-
-def _fusable_edge(p: fx.Node, n: fx.Node) -> bool:
-    if classify(n) not in ("pointwise", "view") or classify(p) not in ("pointwise", "view", "matmul"):
-        return False
-    return set(p.users) == {n}  # legality: p's value is read by n only, so it never has to leave the group
-
-
-def find_groups(gm: fx.GraphModule) -> list[FusionGroup]:
-    """Maximal legal groups (see the module docstring), each with its nodes in graph order."""
-    order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    parent = {n: n for n in gm.graph.nodes}
-
-    def root(n):
-        while parent[n] is not n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
-    members: dict[fx.Node, list[fx.Node]] = {n: [n] for n in gm.graph.nodes}
-    for n in gm.graph.nodes:
-        for p in n.all_input_nodes:
-            if not _fusable_edge(p, n):
-                continue
-            a, b = root(p), root(n)
-            if a is b:
-                continue
-            if sum(is_matmul(x) for x in members[a] + members[b]) > 1:
-                continue  # one matmul per kernel: two would be two GEMMs, not an epilogue
-            parent[a] = b
-            members[b] = members[b] + members.pop(a)
-    groups = []
-    for nodes in members.values():
-        compute = [x for x in nodes if classify(x) in ("pointwise", "matmul")]
-        if len(compute) < 2:
-            continue
-        nodes = sorted(nodes, key=order.get)
-        inside = set(nodes)
-        sinks = [x for x in nodes if not set(x.users) <= inside or not x.users]
-        sink = sinks[-1] if sinks else nodes[-1]
-        interior = [x for x in compute if x is not sink]
-        groups.append(FusionGroup(
-            nodes=[x.name for x in nodes], sink=sink.name,
-            kind="matmul_epilogue" if any(is_matmul(x) for x in nodes) else "pointwise",
-            ops=[f"aten.{_packet(x).__name__}" for x in nodes if classify(x) != "view"],
-            intermediate_bytes=sum(nbytes(x) for x in interior)))
-    return sorted(groups, key=lambda g: order[next(n for n in gm.graph.nodes if n.name == g.sink)])
-
-
 def check_group(gm: fx.GraphModule, names) -> None:
     """Raise a DFAError if fusing ``names`` would be illegal: unknown or non-fusable nodes, more than one value
     leaving the group (an interior value read outside), or a group that is not connected."""
@@ -156,8 +87,10 @@ def check_group(gm: fx.GraphModule, names) -> None:
     inside = set(nodes)
     leaving = [n.name for n in nodes if not set(n.users) <= inside or not n.users]
     if len(leaving) != 1:
-        raise DFAError(f"group {list(names)} must have exactly one value leaving it; these are read outside "
-                       f"the group: {leaving} (fusing across a multi-consumer node is illegal)")
+        raise DFAError(
+            f"group {list(names)} must have exactly one value leaving it; these are read outside "
+            f"the group: {leaving} (fusing across a multi-consumer node is illegal)"
+        )
     if sum(is_matmul(n) for n in nodes) > 1:
         raise DFAError(f"group {list(names)} holds more than one matmul")
     linked = {nodes[0]}
@@ -168,9 +101,9 @@ def check_group(gm: fx.GraphModule, names) -> None:
 
 
 def fuse_groups(gm: fx.GraphModule, groups) -> fx.GraphModule:
-    """A copy of ``gm`` in which every group (a FusionGroup or a list of node names) is one ``call_module``
-    node ``fused_<i>`` whose submodule runs the group's ops in graph order. Checks legality first."""
-    names_list = [list(g.nodes) if isinstance(g, FusionGroup) else list(g) for g in groups]
+    """A copy of ``gm`` in which every group (a list of node names) is one ``call_module`` node ``fused_<i>``
+    whose submodule runs the group's ops in graph order. Checks legality first (``check_group``)."""
+    names_list = [list(g) for g in groups]
     for names in names_list:
         check_group(gm, names)
     seen = [x for names in names_list for x in names]
@@ -214,20 +147,6 @@ def _copy_graph(graph: fx.Graph) -> fx.Graph:
     return out
 
 
-def fuse_pointwise(gm: fx.GraphModule) -> tuple[fx.GraphModule, list[FusionGroup]]:
-    """The whole pass: ``find_groups`` then ``fuse_groups``. Returns (rewritten copy, groups)."""
-    groups = find_groups(gm)
-    return fuse_groups(gm, groups), groups
-
-
-def group_table(groups) -> pd.DataFrame:
-    """One row per group: kind, ops, sink, intermediate bytes and bytes saved."""
-    return pd.DataFrame([{"group": i, "kind": g.kind, "ops": " -> ".join(o.removeprefix("aten.") for o in g.ops),
-                          "sink": g.sink, "intermediate_bytes": g.intermediate_bytes, "bytes_saved": g.bytes_saved}
-                         for i, g in enumerate(groups)],
-                        columns=["group", "kind", "ops", "sink", "intermediate_bytes", "bytes_saved"])
-
-
 def fused_call_count(gm: fx.GraphModule) -> int:
     """How many fused kernels (``call_module fused_*`` nodes) a rewritten graph holds."""
     return sum(n.op == "call_module" and str(n.target).startswith("fused_") for n in gm.graph.nodes)
@@ -235,8 +154,11 @@ def fused_call_count(gm: fx.GraphModule) -> int:
 
 def compute_ops(gm: fx.GraphModule) -> list[str]:
     """Names of the non-view call_function nodes left at the top level (what still runs as its own kernel)."""
-    return [n.name for n in gm.graph.nodes if n.op == "call_function" and classify(n) != "view"
-            and n.target is not operator.getitem]
+    return [
+        n.name
+        for n in gm.graph.nodes
+        if n.op == "call_function" and classify(n) != "view" and n.target is not operator.getitem
+    ]
 
 
 # ---- the same graph on the simulated machines: every op its own kernel vs the backend's fusion ---------------
@@ -246,10 +168,10 @@ def op_by_op_workload(gm: fx.GraphModule, name: str = "op by op"):
     eager mode. Placeholders keep their ``kind`` (param / input) so weights are still recognised."""
     from common.costs import annotate
     from common.sim.workload import Segment, Workload
+
     segments = []
     for node in gm.graph.nodes:
-        if node.op != "call_function" or classify(node) == "view" or not isinstance(node.meta.get("val"),
-                                                                                   torch.Tensor):
+        if node.op != "call_function" or classify(node) == "view" or not isinstance(node.meta.get("val"), torch.Tensor):
             continue
         needed, stack = [node], list(node.all_input_nodes)
         while stack:  # views feeding the op are part of its kernel (they move nothing)
@@ -278,8 +200,12 @@ def op_by_op_workload(gm: fx.GraphModule, name: str = "op by op"):
 
 def _dtype_of(gm: fx.GraphModule) -> str:
     from common.chips import canonical_dtype
-    vals = [n.meta["val"] for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)
-            and n.meta["val"].is_floating_point()]
+
+    vals = [
+        n.meta["val"]
+        for n in gm.graph.nodes
+        if isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].is_floating_point()
+    ]
     return canonical_dtype(str(vals[-1].dtype)) if vals else "fp32"
 
 
@@ -290,6 +216,7 @@ def fusion_savings(gm: fx.GraphModule, backends=("gpu", "tpu", "spyre", "lpu", "
     from common.sim import simulate
     from common.sim.run import make_policy
     from common.sim.workload import Segment, Workload
+
     if not any("cost" in n.meta for n in gm.graph.nodes):
         annotate(gm, *[n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"])
     whole = Workload("fused", [Segment("graph", gm)], dtype=_dtype_of(gm))
@@ -300,8 +227,15 @@ def fusion_savings(gm: fx.GraphModule, backends=("gpu", "tpu", "spyre", "lpu", "
         native = make_policy(b).dtype  # bytes come from the graph; FLOP/s from the chip's native 16-bit type
         for label, wl in (("op by op", split), ("fused", whole)):
             r = simulate(wl, b, dtype=native, **opts)
-            rows.append({"backend": b, "chip": r.chip, "program": label,
-                         "kernels": sum(len(p.kernels) for p in r.programs), "time_s": r.time_s,
-                         **{f"bytes_{lv}": v for lv, v in r.bytes.items()},
-                         "spill_bytes": r.counters.get("lx_spill_bytes", 0.0)})
+            rows.append(
+                {
+                    "backend": b,
+                    "chip": r.chip,
+                    "program": label,
+                    "kernels": sum(len(p.kernels) for p in r.programs),
+                    "time_s": r.time_s,
+                    **{f"bytes_{lv}": v for lv, v in r.bytes.items()},
+                    "spill_bytes": r.counters.get("lx_spill_bytes", 0.0),
+                }
+            )
     return pd.DataFrame(rows).fillna(0.0)

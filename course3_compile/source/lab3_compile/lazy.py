@@ -1,0 +1,209 @@
+"""Shortcuts a student who does not do Lab 3's work would try; each must score 0 on the cells it names
+(tests/test_lazy_notebooks.py inserts each one after its test cells, reruns them, then restores the honest cell).
+
+A shortcut that calls a reference which no longer exists defines the stub so that it raises: had the import
+succeeded, the stub would be the reference."""
+
+SHORTCUTS = [
+    dict(
+        cell="gate_fixed",
+        kind="call-reference",
+        code="class GateFixed(Gate):  # the original forward, breaks and all\n    pass",
+        fails=["gate_fixed_tests"],
+    ),
+    dict(
+        cell="inspecting_backend",
+        kind="call-reference",
+        code="""
+try:
+    from common.compile_tools import count_ops as my_count_ops
+except ImportError:
+    def my_count_ops(gm):
+        raise NotImplementedError("common.compile_tools has no count_ops to call")
+""",
+        fails=["inspecting_backend_tests"],
+    ),
+    dict(
+        cell="inspecting_backend",
+        kind="read-off-object",
+        code="""
+from common.compile_tools import Captured
+
+
+def my_count_ops(gm):  # let the library's table count the graph
+    return Captured(forward=[gm]).table().iloc[:, 0].to_dict()
+""",
+        fails=["inspecting_backend_tests"],
+    ),
+    dict(
+        cell="inspecting_backend",
+        kind="hard-code-visible",
+        code="""
+_printed = {g.code: dict(my_count_ops(g)) for g in [*captured.dynamo, *captured.forward, *captured.backward]}
+
+
+def my_count_ops(gm):  # the counts the notebook printed for Tiny, copied
+    return _printed.get(gm.code, {})
+""",
+        fails=["inspecting_backend_tests"],
+    ),
+    dict(
+        cell="kernel_names",
+        kind="call-reference",
+        code="""
+try:
+    from common.compile_tools import fused_kernels
+
+    def kernel_names(code):
+        return list(fused_kernels(code))
+except ImportError:
+    def kernel_names(code):
+        raise NotImplementedError("common.compile_tools has no fused_kernels to call")
+""",
+        fails=["kernel_names_tests"],
+    ),
+    dict(
+        cell="kernel_names",
+        kind="read-off-object",
+        code="""
+import common.compile_tools as _ct
+
+
+def kernel_names(code):  # the library's own kernel-definition pattern
+    return list(dict.fromkeys(_ct._KERNEL_DEF.findall(code)))
+""",
+        fails=["kernel_names_tests"],
+    ),
+    dict(
+        cell="kernel_names",
+        kind="hard-code-visible",
+        code="""
+_printed = list(kernel_names(CODE))
+
+
+def kernel_names(code):  # the list the notebook printed, copied
+    return list(_printed)
+""",
+        fails=["kernel_names_tests"],
+    ),
+    dict(
+        cell="fusion_groups",
+        kind="call-reference",
+        code="""
+try:
+    from common.fusion import find_groups
+
+    def my_find_groups(gm):
+        return [g.nodes for g in find_groups(gm)]
+except ImportError:
+    def my_find_groups(gm):
+        raise NotImplementedError("common.fusion has no find_groups to call")
+""",
+        fails=["fusion_groups_tests"],
+    ),
+    dict(
+        cell="fusion_groups",
+        kind="hard-code-visible",
+        code="""
+_printed = {worked_gm.code: [["mm", "relu", "mul"], ["add", "exp", "sub"]], block_gm.code: my_find_groups(block_gm)}
+
+
+def my_find_groups(gm):  # the worked example and the groups the notebook printed, copied
+    return [list(g) for g in _printed.get(gm.code, [])]
+""",
+        fails=["fusion_groups_tests"],
+    ),
+    dict(
+        cell="bytes_saved",
+        kind="call-reference",
+        code="""
+try:
+    from common.fusion import find_groups
+
+    def bytes_saved(gm, names):
+        return next(g.bytes_saved for g in find_groups(gm) if set(g.nodes) == set(names))
+except ImportError:
+    def bytes_saved(gm, names):
+        raise NotImplementedError("common.fusion has no FusionGroup.bytes_saved to read")
+""",
+        fails=["bytes_saved_tests"],
+    ),
+    dict(
+        cell="bytes_saved",
+        kind="hard-code-visible",
+        code="def bytes_saved(gm, names):  # the worked example's number from the spec\n    return 2 * 4 * 2048",
+        fails=["bytes_saved_tests"],
+    ),
+    dict(
+        cell="no_gain",
+        kind="hard-code-visible",
+        code="""
+_t = savings.pivot(index="backend", columns="program", values="time_s")
+_printed = str(_t.index[((_t["fused"] - _t["op by op"]).abs() <= 0.01 * _t["op by op"])][0])
+
+
+def no_gain_backend(savings):  # the backend read off the printed table
+    return _printed
+""",
+        fails=["no_gain_tests"],
+    ),
+    dict(
+        cell="tiling",
+        kind="call-reference",
+        code="""
+def mxu_tiling(M, K, N, mxu, sublanes):  # ask the simulated TPU whose MXU has that edge
+    chip = "tpu-v6e" if mxu == 256 else "tpu-v5e"
+    t = simulate_op("matmul", (M, K, N), "tpu", chip=chip).programs[0].kernels[0].tiling
+    return {k: t[k] for k in ("M_padded", "K_padded", "N_padded", "mxu_passes", "efficiency")}
+""",
+        fails=["tiling_tests"],
+    ),
+    dict(
+        cell="tiling",
+        kind="call-reference",
+        code="""
+from common.sim.spyre import stick_layout
+
+
+def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # the simulator's own layout
+    lay = stick_layout(tuple(shape), {1: "int8", 2: "fp16", 4: "fp32"}[elem_bytes])
+    return {k: lay[k] for k in ("sticks", "device_shape", "padding_bytes")}
+""",
+        fails=["tiling_tests"],
+    ),
+    dict(
+        cell="tiling",
+        kind="call-reference",
+        code="""
+from common.sim.spyre import _layout
+
+
+def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # the simulator's private layout, any stick width
+    lay = _layout(tuple(shape), elem_bytes, stick_bytes)
+    return {k: lay[k] for k in ("sticks", "device_shape", "padding_bytes")}
+""",
+        fails=["tiling_tests"],
+    ),
+    dict(
+        cell="clean_dim",
+        kind="hard-code-visible",
+        code="""
+CLEAN_ON_SPYRE_PADDED_ON_TPU = 128  # the MXU edge printed above
+D = CLEAN_ON_SPYRE_PADDED_ON_TPU
+tpu_t = simulate_op("matmul", (128, D, D), "tpu").programs[0].kernels[0].tiling
+spyre_p = simulate_op("matmul", (128, D, D), "spyre").programs[0].kernels[0].tiling["sdsc"][0]
+""",
+        fails=["clean_dim_tests"],
+    ),
+    dict(
+        cell="schedule_overhead",
+        kind="read-off-object",
+        code="""
+def schedule_overhead(report):  # the simulator's own attribution holds the overhead share
+    busy = sum(e.duration for e in report.events if e.engine == report.critical_engine and e.kind == "compute")
+    return {"busy_s": busy, "named_s": 0.0, "idle_s": report.time_s - busy,
+            "overhead_share": report.attribution["scheduling"] / report.time_s}
+""",
+        fails=["schedule_overhead_tests"],
+    ),
+]
