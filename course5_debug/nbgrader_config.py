@@ -11,3 +11,7 @@ configure(c, __file__)
 
 # Seconds one cell may run while autograding (dfa autograde --timeout overrides it).
 c.Execute.timeout = 120
+
+# The offering's secret that seeds the hidden variants and answer keys of source/<lab>/answers.py (GRADER_SALT):
+# set c.Offering.salt here in the private instructor repository, or DFA_SALT in the grader's environment (it
+# wins). Without one the grader warns and derives them from the course name, which learners know.
