@@ -9,15 +9,10 @@
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 
 from common.chips import DTYPE_BYTES, get_chip
 from common.sim.spyre import _layout
-
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
 
 
 def sticks(shape, dtype="fp16", stick_bytes=None) -> dict:

@@ -11,15 +11,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 
 from common.chips import get_chip
 from common.roofline import roofline_for_chip
 
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
 DTYPES = ("bf16", "fp16")
 
 
