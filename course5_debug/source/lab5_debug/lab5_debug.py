@@ -126,7 +126,7 @@ for r in REPORTS:
     print(f"\n[{r.id}] ({r.system}) {r.text}")
 
 # %% nbgrader={"grade": false, "grade_id": "classify", "locked": false, "schema_version": 3, "solution": true, "task": false}
-# One layer key (taxonomy.LAYER_KEYS) per report id shown above, e.g. MY_LAYERS["R07"] = "capture".
+# One layer key (taxonomy.LAYER_KEYS) per report id shown above: MY_LAYERS["R.."] = "<layer key>".
 MY_LAYERS = {}
 ### BEGIN SOLUTION
 _judged = {
