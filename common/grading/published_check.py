@@ -84,10 +84,11 @@ def _code(path: Path, text: str) -> str:
 
 
 def known_salts(courses: list[Course], package_parent: Path) -> set[str]:
-    """Salt values in the instructor edition: literals given to a salt in lab sources and in ``common``."""
+    """Salt values in the instructor edition: each course's offering secret (``c.Offering.salt``,
+    answerkeys.py) and literals given to a salt in lab sources and in ``common``."""
     texts = [p for c in courses for p in c.source_dir.rglob("*.py")]
     texts += [p for p in (package_parent / "common").rglob("*.py")]
-    values = set()
+    values = {str(s) for c in courses if (s := c.config.get("Offering", {}).get("salt")) and len(str(s)) >= 4}
     for path in texts:
         for match in SALT_LITERAL.finditer(path.read_text(encoding="utf-8")):
             if len(match.group(2)) >= 4:
