@@ -91,7 +91,7 @@ print(f"this machine: {info['cpu']} ({info['cores']} cores, {info['num_threads']
 # compute-bound (Williams, Waterman & Patterson, CACM 2009).
 #
 # **The vendors.** Every system in this course has a different $P$ and $\beta$, so a different ridge: an
-# H100's HBM3 ridge is ~300 FLOP/B, a Spyre card's LPDDR5 ridge ~700, a Groq LPU's SRAM ridge ~2. All numbers
+# H100's HBM3 ridge is ~300 FLOP/B, a Spyre card's LPDDR5 ridge ~500, a Groq LPU's SRAM ridge ~2. All numbers
 # come from the project's hardware catalog (`common.chips`; estimates are labelled).
 #
 # **Spec.** Write `attainable(intensity, peak_flops, bandwidth)` — a Python `float` — and
@@ -892,6 +892,21 @@ def _slowed(report, factor=5.0):  # the same counted work, every duration and st
 for _name, (_base, _changed) in compiled.items():  # a prediction may not read the changed report's time
     grader.assert_scalar(predict(_name, _base, _slowed(_changed)), predicted[_name], rel=1e-6,
                          name=f"{_name}: prediction from counted work only")
+_OTHER = {  # the same five changes from other starting points, which the notebook never printed
+    "batching": (dict(model=MODEL, backend="gpu", phase="decode", batch=2, seq=128, graphs=True), dict(batch=8)),
+    "fusion": (dict(model=MODEL, backend="gpu", phase="prefill", batch=1, seq=256, fuse_attention=False),
+               dict(fuse_attention=True)),
+    "scheduling": (dict(model=MODEL, backend="gpu", phase="decode", batch=2, seq=128), dict(graphs=True)),
+    "chip count": (dict(model=MODEL, backend="tpu", phase="decode", batch=1, seq=128, chips=4), dict(chips=8)),
+    "tile size": (dict(model=MODEL, backend="spyre", phase="prefill", batch=1, seq=128, coarse_tiles=2),
+                  dict(coarse_tiles=1)),
+}
+from common.sim import simulate_llm as _sim
+
+for _name, (_b, _c) in _OTHER.items():
+    _base, _changed = _sim(**_b), _sim(**{**_b, **_c})
+    grader.assert_in_range(predict(_name, _base, _changed) / (_changed.tokens_per_s / _base.tokens_per_s),
+                           1 / 1.5, 1.5, name=f"{_name} from another starting point: size of the effect")
 ### END HIDDEN TESTS
 
 # %%

@@ -159,6 +159,19 @@ def optimum(report):
 """,
         fails=["attribution_tests"],
     ),
+    # predict: the simulated speedups the visible check printed, copied
+    dict(
+        cell="predict",
+        kind="hard-code-visible",
+        code="""
+_PRINTED = {n: round(v, 3) for n, v in achieved.items()}
+
+
+def predict(name, base, changed):
+    return _PRINTED[name]
+""",
+        fails=["predict_tests"],
+    ),
     # predict: read the changed report's simulated time
     dict(
         cell="predict",
