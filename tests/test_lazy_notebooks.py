@@ -12,6 +12,12 @@ tests import ``answers`` from there), with ``FAST = True``. After the last test 
 harness inserts the shortcut's code, then a copy of each test cell in ``fails`` (each must raise), then the honest
 solution cell again, so later cells run on honest state. Every original cell must finish without an error.
 A test cell that raises earns 0 of its points under nbgrader; one that runs clean earns them all.
+
+The same run checks the blank release (``blank_segments``): after each autograded test cell it puts back the
+release's stubs of the solution cells the learner writes for that test (those since the previous test cell),
+re-runs the code cells between them and the test, then the test (which must raise), then the honest solution and
+those cells again. So every test fails on the learner's blank stubs, with every other stub honest; the sandboxed
+autograde of every lab's source (tests/test_grading_notebooks.py) proves the grader itself takes each lab.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
-from common.grading.standard import nbgrader_meta
+from common.grading.standard import is_autograded_test, is_stub, nbgrader_meta
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visible", "echo-expected")
@@ -68,11 +74,45 @@ def shortcut_problems(nb, shortcuts: list[dict]) -> list[str]:
     return problems
 
 
-def lazy_notebook(nb, shortcuts: list[dict]):
-    """``nb`` with every shortcut inserted after the last test cell it targets (see the module docstring)."""
+def blank_segments(source, release) -> dict[int, list]:
+    """Cells to insert after each autograded test cell of ``source``: the release's stubs of the solution cells
+    since the previous test cell, the code cells between them and the test, a copy of the test (must fail), then
+    the honest solution and the cells between again (restore)."""
+    stubs = {nbgrader_meta(c)["grade_id"]: c for c in release.cells if is_stub(c)}
+    inserts, start = {}, 0
+    for i, cell in enumerate(source.cells):
+        if not is_autograded_test(cell):
+            continue
+        segment = range(start, i)
+        start = i + 1
+        mine = [j for j in segment if is_stub(source.cells[j])]
+        if not mine:
+            continue
+        between = [j for j in segment if j > mine[0] and source.cells[j].cell_type == "code" and j not in mine]
+        test = nbgrader_meta(cell)["grade_id"]
+
+        def tagged(c, role, test=test):
+            c = copy.deepcopy(c)
+            c.metadata = {TAG: {"role": role, "test": test, "kind": "blank"}}
+            c.pop("id", None)
+            return c
+
+        blank = [tagged(stubs[nbgrader_meta(source.cells[j])["grade_id"]], "blank") for j in mine]
+        inserts[i] = [
+            *blank,
+            *(tagged(source.cells[j], "blank") for j in between),
+            tagged(cell, "must-fail-blank"),
+            *(tagged(source.cells[j], "restore") for j in [*mine, *between]),
+        ]
+    return inserts
+
+
+def lazy_notebook(nb, shortcuts: list[dict], release=None):
+    """``nb`` with every shortcut inserted after the last test cell it targets (see the module docstring), and
+    with ``release`` given, the blank stubs of every test (``blank_segments``)."""
     nb = copy.deepcopy(nb)
     ids = _grade_ids(nb)
-    after: dict[int, list] = {}
+    after: dict[int, list] = blank_segments(nb, release) if release is not None else {}
     for n, s in enumerate(shortcuts):
         at = max(ids[t] for t in s["fails"])
         cells = [new_code_cell(s["code"], metadata={TAG: {"shortcut": n, "role": "code"}})]
@@ -105,9 +145,10 @@ def _errors(cell) -> list[str]:
 def test_every_shortcut_scores_zero_and_the_honest_solution_keeps_its_points(lazy, tmp_path):
     lab_dir = lazy.parent
     source = nbformat.read(lab_dir / f"{lab_dir.name}.ipynb", as_version=4)
+    release = nbformat.read(lab_dir.parents[1] / "release" / lab_dir.name / f"{lab_dir.name}.ipynb", as_version=4)
     shortcuts = load_shortcuts(lazy)
     assert not shortcut_problems(source, shortcuts)
-    nb = lazy_notebook(source, shortcuts)
+    nb = lazy_notebook(source, shortcuts, release)
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(lab_dir)}}).execute()  # fmt: skip
     nbformat.write(nb, tmp_path / "lazy.ipynb")  # kept for a failing run's inspection
@@ -127,6 +168,8 @@ def judge(nb, shortcuts: list[dict]) -> tuple[list[str], list[str]]:
         elif tag["role"] == "must-fail" and not _errors(cell):
             s = shortcuts[tag["shortcut"]]
             passed.append(f"{s['kind']} shortcut for {s['cell']} passed {tag['test']}")
+        elif tag["role"] == "must-fail-blank" and not _errors(cell):
+            passed.append(f"the blank release's stubs passed {tag['test']}")
     return honest_errors, passed
 
 
@@ -153,3 +196,14 @@ def test_the_harness_catches_a_shortcut_that_passes_and_a_list_that_is_wrong():
     lazy = lazy_notebook(nb, [cheat])
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
     assert judge(lazy, [cheat]) == ([], [])
+    release = copy.deepcopy(nb)
+    release.cells[0].source = "def f(x):\n    raise NotImplementedError()"
+    lazy = lazy_notebook(nb, [], release)
+    assert [c.metadata.get(TAG, {}).get("role") for c in lazy.cells] == [None, None, "blank", "must-fail-blank",
+                                                                          "restore"]  # fmt: skip
+    NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    assert judge(lazy, []) == ([], [])
+    release.cells[0].source = "def f(x):\n    return 2 * x"  # a release whose stub is the answer
+    lazy = lazy_notebook(nb, [], release)
+    NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    assert judge(lazy, []) == ([], ["the blank release's stubs passed f_tests"])
