@@ -1152,6 +1152,9 @@ for _s, _r in REPORTS.items():
                          CFG.n_params * _b + CFG.kv_bytes_per_token(_b) * (SEQ + 1), rel=1e-9, name="resident bytes")
     grader.assert_equal(_cells[(_s, "peak memory: weights + KV (bytes)")]["source"], "learner", name="its source")
     grader.assert_equal(_cells[(_s, "dominant operator")]["source"], "simulated", name="dominant op source")
+_texts = [str(QUALITATIVE[_s].get(_a, "")) for _s in SYSTEMS for _a in ATTRIBUTES]
+grader.assert_equal(len(set(_texts)) == len(_texts), True, name="25 different descriptions, one per system and attribute")
+grader.assert_equal(all(len(_t.split()) >= 3 for _t in _texts), True, name="each description is a phrase of 3+ words")
 _two = dict(list(REPORTS.items())[-2:])  # rows for only the systems it is given
 _lm2 = _LM(os.path.join(tempfile.mkdtemp(), "hidden2.json"))
 add_course1_rows(_lm2, QUALITATIVE, _two)

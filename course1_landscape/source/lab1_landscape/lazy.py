@@ -118,6 +118,15 @@ def five_machine_table(reports, errors):
 """,
         fails=["five_machines_tests"],
     ),
+    # one placeholder phrase everywhere instead of describing the five machines
+    dict(
+        cell="qualitative",
+        kind="hard-code-visible",
+        code="""
+QUALITATIVE = {system: {attribute: "a short phrase" for attribute in ATTRIBUTES} for system in SYSTEMS}
+""",
+        fails=["landscape_rows_tests"],
+    ),
     # landscape rows for every visible report, whatever is passed
     dict(
         cell="landscape_rows",
