@@ -1024,7 +1024,8 @@ print(BIG.sort_values("ms per token").to_string(float_format=lambda v: f"{v:.3g}
 # the next courses find it. Each cell says where its value came from: **[M]** measured, **[S]** simulated,
 # **[C]** catalog, **[L]** your own description.
 #
-# **Spec.** Fill `QUALITATIVE[system][attribute]` — one short phrase each, in your own words — for the five
+# **Spec.** Fill `QUALITATIVE[system][attribute]` — one short phrase each (three words or more, no two alike),
+# in your own words — for the five
 # attributes below and all five systems. Then write `add_course1_rows(lm, qualitative, reports)`, which adds, with
 # `course=1` and `overwrite=True` (re-running this lab refreshes its own rows; a different value from another
 # course is never replaced silently):
