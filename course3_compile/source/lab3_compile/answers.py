@@ -4,6 +4,8 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
 
 * ``count_ops(gm)`` — Counter of ``common.compile_tools.op_name(n)`` over the call_function / call_module /
   call_method nodes, without the ``getitem`` that unpacks multi-output ops.
+* ``break_even_calls(timing, backend)`` — ceil(compile_s / (median_s(eager) - median_s(backend))), at least 1;
+  math.inf when the backend is not faster per call.
 * ``kernel_names(code)`` — every NAME of a line ``NAME = async_compile.<x>(`` whose NAME holds "fused", in order
   of definition, once each; ``fused_kernels(code)`` — ``{name: ops_in_kernel_name(name)}`` of those.
 * ``find_groups(gm)`` — maximal legal pointwise-fusion groups: union of the edges p -> n with n pointwise or a
@@ -44,6 +46,14 @@ def variant(name: str, modulo: int = 2**31) -> int:
 def count_ops(gm) -> Counter:
     ops = ("call_function", "call_module", "call_method")
     return Counter(op_name(n) for n in gm.graph.nodes if n.op in ops and getattr(n.target, "__name__", "") != "getitem")
+
+
+def break_even_calls(timing, backend="inductor"):
+    t = timing.set_index("backend")
+    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
+    if saving <= 0:
+        return math.inf
+    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
 
 
 _KERNEL_DEF = re.compile(r"^(\w*fused\w*?)\s*=\s*async_compile\.\w+\(", re.M)

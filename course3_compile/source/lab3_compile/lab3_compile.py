@@ -25,7 +25,7 @@
 #
 # - read TorchDynamo's graph breaks and rewrite a model into one graph
 # - write a backend that captures AOTAutograd's forward and backward aten graphs; see decompositions and functionalization in the op counts
-# - measure eager vs aot_eager vs Inductor (compile time apart from steady state) and read one generated fused kernel
+# - measure eager vs aot_eager vs Inductor (compile time apart from steady state, and when compiling pays off) and read one generated fused kernel
 # - write a legal pointwise-fusion pass and see, in the simulators, where fusion saves bytes and time and where it does not
 # - compute MXU tiles, (8,128) and stick padding and check them against the simulated TPU and Spyre
 # - compare a static schedule with a launched kernel stream
@@ -369,6 +369,67 @@ a2.set_title(f"median of repeated calls (MEASURED, {info['cores']} cores)", font
 fig.suptitle(f"MEASURED on {info['cpu']}: eager vs aot_eager vs inductor, {MODEL} decoder, {what}, fp32",
              fontsize=10)
 plt.show()
+
+# %% [markdown]
+# ### When does compiling pay off?
+#
+# Compiling is an investment: `compile_s` once, then (maybe) a shorter call every time. After `n` calls the compiled
+# model has cost `compile_s + n x median_s(backend)` and eager `n x median_s(eager)`.
+#
+# **Spec.** `break_even_calls(timing, backend="inductor")`: from a table like `timing` (columns `backend`,
+# `compile_s`, `median_s`), the smallest whole number of calls `n >= 1` after which the compiled backend has cost no
+# more than eager, i.e. `compile_s + n x median_s(backend) <= n x median_s(eager)`; `math.inf` when the backend is
+# not faster per call than eager (it never pays off). Worked example: compile 2 s, eager 5 ms, compiled 1 ms per
+# call → `ceil(2 / 0.004)` = 500 calls.
+
+# %% nbgrader={"grade": false, "grade_id": "break_even", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
+
+def break_even_calls(timing, backend="inductor"):
+    """Calls after which compiling with ``backend`` has paid for itself (math.inf if it never does)."""
+    ### BEGIN SOLUTION
+    t = timing.set_index("backend")
+    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
+    if saving <= 0:
+        return math.inf
+    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
+    ### END SOLUTION
+
+
+try:
+    print(f"MEASURED here: inductor pays off after {break_even_calls(timing)} calls, aot_eager after "
+          f"{break_even_calls(timing, 'aot_eager')}")
+except NotImplementedError:
+    print("break_even_calls is not written yet")
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "break_even_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal
+
+example = pd.DataFrame({"backend": ["eager", "inductor"], "compile_s": [0.0, 2.0], "median_s": [5e-3, 1e-3]})
+check_equal("worked example", break_even_calls(example), 500, hint="ceil(compile_s / saving per call)")
+per = {k: float(v) for k, v in timing.set_index("backend")["median_s"].items()}
+for b in ("aot_eager", "inductor"):
+    n = break_even_calls(timing, b)
+    if per[b] >= per["eager"]:
+        check_equal(f"{b} is not faster per call here: it never pays off", n, math.inf)
+        continue
+    c = float(timing.set_index("backend").loc[b, "compile_s"])  # plain floats: no numpy bools below
+    check_equal(f"{b}: a whole number of calls", bool(isinstance(n, int) and n >= 1), True)
+    check_equal(f"{b}: after n calls compiling has paid off, after n - 1 it has not",
+                bool(c + n * per[b] <= n * per["eager"] and (n == 1 or c + (n - 1) * per[b] > (n - 1) * per["eager"])),
+                True)
+### BEGIN HIDDEN TESTS
+from answers import break_even_calls as _be, variant as _variant
+from common.checks import grader
+
+_v = _variant("break_even")
+for _c, _e, _m in ((0.5 + _v % 7, 3e-3, 1e-3), (1e-4, 2e-3, 1e-3), (4.0, 1e-3, 1e-3), (3.0, 1e-3, 2e-3)):
+    _t = pd.DataFrame({"backend": ["inductor", "eager", "aot_eager"], "compile_s": [_c, 0.0, 0.1],
+                       "median_s": [_m, _e, 1.5 * _e]})
+    grader.assert_equal(break_even_calls(_t), _be(_t), name="break-even of other timings")
+    grader.assert_equal(break_even_calls(_t, "aot_eager"), _be(_t, "aot_eager"), name="a backend slower than eager")
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ### Read one generated kernel
@@ -843,6 +904,7 @@ for _shape, _eb, _stick, _dim in (((3, 7, 65 + _v % 40), 2, 128, -1), ((10, 33),
 
 # %% nbgrader={"grade": false, "grade_id": "clean_dim", "locked": false, "schema_version": 3, "solution": true, "task": false}
 # Set CLEAN_ON_SPYRE_PADDED_ON_TPU to your D (an int).
+CLEAN_ON_SPYRE_PADDED_ON_TPU = None
 ### BEGIN SOLUTION
 CLEAN_ON_SPYRE_PADDED_ON_TPU = 192
 ### END SOLUTION

@@ -48,6 +48,18 @@ def my_count_ops(gm):  # the counts the notebook printed for Tiny, copied
         fails=["inspecting_backend_tests"],
     ),
     dict(
+        cell="break_even",
+        kind="hard-code-visible",
+        code="""
+_printed = break_even_calls(timing)
+
+
+def break_even_calls(timing, backend="inductor"):  # the number the notebook printed, copied
+    return _printed
+""",
+        fails=["break_even_tests"],
+    ),
+    dict(
         cell="kernel_names",
         kind="call-reference",
         code="""
