@@ -72,7 +72,19 @@ _repr = builtins.repr
 _isfinite = math.isfinite
 _prod = math.prod
 _INF = math.inf
-_type_name = type.__dict__["__qualname__"].__get__  # never a metaclass's own __qualname__ property
+_qualname = type.__dict__["__qualname__"].__get__  # never a metaclass's own __qualname__ property
+_module_of = type.__dict__["__module__"].__get__
+
+
+_BUILTIN_NAMES = frozenset({"bool", "int", "float", "complex", "str", "bytes", "list", "tuple", "dict"})
+
+
+def _type_name(cls) -> str:
+    """The type's name; qualified where it would read as a builtin's (numpy's bool is also called ``bool``)."""
+    name, module = _qualname(cls), _module_of(cls)
+    if name not in _BUILTIN_NAMES or _type(module) is not _str or module == "builtins":
+        return name  # a class body may set __module__ to anything: only a str is shown
+    return f"{module}.{name}"
 
 _TENSOR = torch.Tensor
 _TENSOR_BASE = torch._C.TensorBase  # a C type: its attributes cannot be rebound

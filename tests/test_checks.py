@@ -222,3 +222,9 @@ def test_check_equal_never_prints_the_expected_discrete_answer(capsys):
     with pytest.raises(CheckFailed):
         check_equal("layers", {"r1": "cat", "r2": "mem"}, {"r1": "cat", "r3": "mem"})
     assert "keys missing: ['r3']" in capsys.readouterr().out  # the keys are the learner's own to fix
+
+
+def test_a_numpy_bool_is_named_as_such(capsys):
+    with pytest.raises(CheckFailed):
+        check_equal("flag", np.bool_(True), True)
+    assert "got numpy.bool" in capsys.readouterr().out  # not "expected plain data (bool), got bool"
