@@ -636,12 +636,116 @@ ax = roofline.plot_roofline(ROOF, pd.concat(pts, ignore_index=True), point_label
 plt.show()
 
 # %% [markdown]
+# ### Where the time and the memory go: `torch.profiler`
+#
+# **Principle.** A harness gives one number per call; a **profiler** splits it by operator. It records every op
+# the call runs (its *self* time: time in the op itself, not in the ops it calls) and, with memory profiling on,
+# every allocation and free. Two questions it answers before you optimise anything: which few ops take the time
+# (the **top ops by self CPU time**), and how much memory the call needs at once (its **peak memory**).
+#
+# **Vendor.** `torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True)` used as a
+# context manager records the code inside it. `prof.key_averages()` aggregates per op name: each row has `.key`
+# (e.g. `"aten::mm"`), `.self_cpu_time_total` (µs) and `.self_cpu_memory_usage` (bytes). `prof.events()` lists
+# every single event in the order they were recorded; each has `.time_range.start` and `.self_cpu_memory_usage`:
+# bytes that op allocated itself (positive), or, for a row named `[memory]`, bytes freed outside any op (negative).
+#
+# **Spec.**
+# - `profile_run(fn)` → the `torch.profiler.profile` object of one call `fn()` on the CPU, memory profiling on.
+# - `profile_summary(prof, k=3)` → `{"peak_bytes": int, "top_ops": [str, ...]}`: `top_ops` are the `.key`s of the
+#   `k` rows of `prof.key_averages()` with the largest `self_cpu_time_total`, largest first; `peak_bytes` is the
+#   largest running total of `self_cpu_memory_usage` over `prof.events()` sorted by `time_range.start` (never
+#   below 0: the most memory the call held at once beyond what was live before it).
+#
+# Worked example: a call that creates a 1 MiB tensor, adds 1 to it (a second 1 MiB tensor) and sums the result
+# holds both tensors at once: its peak is about 2 MiB even though no single op allocates more than 1 MiB.
+
+# %% nbgrader={"grade": false, "grade_id": "profile", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from torch.profiler import ProfilerActivity, profile
+
+
+def profile_run(fn):
+    """The torch.profiler record (CPU, memory on) of one call fn()."""
+    ### BEGIN SOLUTION
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    return prof
+    ### END SOLUTION
+
+
+def profile_summary(prof, k=3):
+    """Peak memory held at once (bytes) and the k ops with the most self CPU time, largest first."""
+    ### BEGIN SOLUTION
+    live = peak = 0
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        live += e.self_cpu_memory_usage
+        peak = max(peak, live)
+    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return {"peak_bytes": int(peak), "top_ops": [e.key for e in rows[:k]]}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "profile_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_in_range, check_type
+
+PROF = profile_run(forward)
+check_equal("profile_run records memory (some event has self_cpu_memory_usage)",
+            any(e.self_cpu_memory_usage for e in PROF.events()), True,
+            hint="profile(activities=[ProfilerActivity.CPU], profile_memory=True)")
+mine = profile_summary(PROF)
+check_type("profile_summary(...)", mine, dict)
+check_type("peak_bytes", mine["peak_bytes"], int)
+allocated = sum(max(e.self_cpu_memory_usage, 0) for e in PROF.events())
+check_in_range("peak_bytes (at most everything the call allocated)", mine["peak_bytes"], 1, allocated,
+               hint="a running total of self_cpu_memory_usage in start-time order, and its maximum")
+check_type("top_ops", mine["top_ops"], list)
+check_equal("top_ops has k = 3 different names", len(set(mine["top_ops"])) == len(mine["top_ops"]) == 3, True)
+self_us = {e.key: e.self_cpu_time_total for e in PROF.key_averages()}
+check_equal("every name in top_ops is a row key of prof.key_averages()", all(o in self_us for o in mine["top_ops"]),
+            True)
+check_equal("top_ops are in decreasing self CPU time",
+            all(self_us[a] >= self_us[b] for a, b in zip(mine["top_ops"], mine["top_ops"][1:])), True,
+            hint="sort by self_cpu_time_total, not cpu_time_total (which includes the ops an op calls)")
+### BEGIN HIDDEN TESTS
+from answers import profile_summary as _ref
+from common.checks import grader
+
+_p = profile_run(lambda: (torch.ones(1 << 18) + 1).sum())  # two 1 MiB fp32 tensors alive at once
+grader.assert_equal(any(_e.self_cpu_memory_usage for _e in _p.events()), True, name="profile_run records memory")
+_s = profile_summary(_p)
+grader.assert_in_range(_s["peak_bytes"], 2 << 20, 3 << 20, name="peak of ones + 1: both 1 MiB tensors at once")
+grader.assert_equal(_s["top_ops"], _ref(_p)["top_ops"], name="top 3 ops of another call")
+_net = torch.nn.Sequential(torch.nn.Conv1d(8, 32, 5), torch.nn.GELU(), torch.nn.Flatten(),
+                           torch.nn.Linear(32 * 60, 10)).eval()
+_x = torch.randn(16, 8, 64)
+with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as _q:
+    _net(_x)
+for _k in (2, 3, 5):
+    _mine, _want = profile_summary(_q, k=_k), _ref(_q, k=_k)
+    grader.assert_equal(_mine["top_ops"], _want["top_ops"], name=f"top {_k} ops of a conv net")
+    grader.assert_scalar(_mine["peak_bytes"], _want["peak_bytes"], rel=0.05, name="peak bytes of a conv net")
+### END HIDDEN TESTS
+
+# %%
+# The profile of your forward pass: the ops that take the time, and what it held at once.
+PROF_SUMMARY = attempt("profile_summary", profile_summary, PROF) if "PROF" in globals() else None
+if PROF_SUMMARY is None:
+    print("(profile_run / profile_summary are not written yet: the profile is skipped until they are)")
+else:
+    print(f"MEASURED on {MACHINE}: {MODEL} forward, batch {BATCH}, seq {SEQ}, fp32 — peak memory "
+          f"{PROF_SUMMARY['peak_bytes'] / 2**20:.2f} MiB, top ops by self CPU time: {', '.join(PROF_SUMMARY['top_ops'])}")
+    print(PROF.key_averages().table(sort_by="self_cpu_time_total", row_limit=8))
+
+# %% [markdown]
 # ## Part 4 — The CPU–GPU gap from first principles
 #
 # **Principle.** Before running anything on a GPU, predict it. An op cannot finish faster than its
 # **compute term** (FLOPs ÷ peak FLOP/s) or its **memory term** (bytes ÷ memory bandwidth); the larger one is its
 # bound. The peak itself is not magic: an NVIDIA GPU has some SMs, each with a few tensor cores, each doing a fixed
 # number of fused multiply-adds per clock — `peak = SMs × tensor cores per SM × FMA per clock × 2 × clock`.
+# The execution model differs too: a GPU is a **SIMT** machine (single instruction, multiple threads): each SM
+# issues one instruction for a warp of 32 threads at a time and keeps many warps in flight to hide memory latency,
+# whereas a CPU runs a few fast cores with short SIMD vectors. That only pays off when an op has thousands of
+# independent elements to spread over the threads.
 # Bandwidth comes from the memory (GDDR6 on a T4, HBM on an H100). A GEMM's intensity grows with N, so on a GPU it
 # becomes compute-bound; a softmax stays at about 1 FLOP/byte, so it never does, and the GPU's advantage on it
 # is only the ratio of memory bandwidths, not of FLOP/s. A small model is neither: it is bound by the time to
