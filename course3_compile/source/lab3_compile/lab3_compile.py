@@ -164,6 +164,41 @@ for _d, _seed in ((16, 3), (48, 7)):
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ### What a graph break costs
+#
+# Both versions compiled the same way (`aot_eager`: capture, no optimisation), timed per call on this machine. The
+# difference is what each break costs at run time: the `.item()` waits for the value, Python runs the `print` and
+# the `if`, and Dynamo checks its guards and enters the next graph. On an accelerator each break is also a device
+# → host → device round trip, and no fusion crosses it.
+
+# %%
+import contextlib
+import io
+
+import torch._dynamo
+
+try:
+    GateFixed()(x_gate)
+    models = {"Gate (graph breaks)": Gate, "GateFixed (one graph)": GateFixed}
+except NotImplementedError:
+    print("GateFixed is not written yet: timing Gate alone")
+    models = {"Gate (graph breaks)": Gate}
+rows = []
+for label, cls in models.items():
+    torch._dynamo.reset()
+    compiled = torch.compile(cls(), backend="aot_eager")
+    with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():  # Gate prints on every call
+        compiled(x_gate)
+        m = bench.measure(compiled, x_gate, label=label, warmup=2, min_run_time=MIN_RUN_TIME)
+    rows.append({"model": label, "graphs": explain_dynamo(cls(), x_gate).graph_count if cls is GateFixed else
+                 report.graph_count, "median_us": m.median_s * 1e6})
+torch._dynamo.reset()
+print(f"MEASURED on {info['cpu']}, fp32, x {tuple(x_gate.shape)}, aot_eager, median per call:")
+print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+if len(rows) == 2:
+    print(f"the graph breaks cost {rows[0]['median_us'] / rows[1]['median_us']:.1f}x per call here (MEASURED)")
+
+# %% [markdown]
 # ## Part 2 — AOTAutograd through your own backend
 #
 # **The principle.** Dynamo's graph is still *torch-level* (`torch.nn.functional.layer_norm`, a `Linear`). A
