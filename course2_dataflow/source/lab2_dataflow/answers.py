@@ -15,6 +15,11 @@ learner's kernel. Each function is the spec of its stub, written once:
   views) with bound = "compute" iff intensity >= peak / bandwidth (a roofline the catalog need not hold).
 * ``dma_edges(program)``: (producer, op) for each input read from LPDDR5, (op, "LPDDR5") for each op with
   ``lpddr_write > 0``, over the plans of non-fallback kernels; sorted.
+* ``qk_intensity(seq, head_dim, b)``: 2 seq^2 head_dim FLOPs / (b (2 seq head_dim + seq^2)) bytes (read Q, K;
+  write the seq x seq scores). ``qk_bound(seq, head_dim, dtype, chip)``: "compute" iff that intensity (b =
+  ``DTYPE_BYTES[dtype]``) >= the catalog chip's ``ridge_point(dtype)`` (peak over main-memory bandwidth).
+* ``fusion_bytes(chain, numel, b)``: (len(chain) * 2 numel b, 2 numel b): each op reads and writes numel
+  elements op by op; fused, the chain reads once and writes once.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections import deque
 
 import pandas as pd
 
+from common.chips import DTYPE_BYTES, get_chip
 from common.costs import annotate, node_table
 from common.dataflow import Evaluator
 from common.schedule import Schedule, Slot, upward_rank
@@ -64,8 +70,9 @@ def list_schedule(g, pes: int) -> Schedule:
     rank = upward_rank(g, costs)
     pe_free, slots, t = [0.0] * pes, {}, 0.0
     while len(slots) < len(g.tasks):
-        ready = [n for n in g.tasks if n not in slots
-                 and all(p in slots and slots[p].end <= t for p in g.tasks[n].preds)]
+        ready = [
+            n for n in g.tasks if n not in slots and all(p in slots and slots[p].end <= t for p in g.tasks[n].preds)
+        ]
         ready.sort(key=lambda n: (-rank[n], index[n]))
         for p, n in zip([p for p in range(pes) if pe_free[p] <= t], ready, strict=False):
             slots[n] = Slot(n, p, t, t + costs[n])
@@ -88,3 +95,16 @@ def dma_edges(program) -> list[tuple[str, str]]:
             if plan["lpddr_write"] > 0:
                 edges.add((plan["name"], "LPDDR5"))
     return sorted(edges)
+
+
+def qk_intensity(seq: int, head_dim: int, bytes_per_el: float) -> float:
+    return 2 * seq * seq * head_dim / (bytes_per_el * (2 * seq * head_dim + seq * seq))
+
+
+def qk_bound(seq: int, head_dim: int, dtype: str, chip) -> str:
+    ridge = get_chip(chip).ridge_point(dtype)
+    return "compute" if qk_intensity(seq, head_dim, DTYPE_BYTES[dtype]) >= ridge else "memory"
+
+
+def fusion_bytes(chain, numel: int, bytes_per_el: int) -> tuple[int, int]:
+    return len(chain) * 2 * numel * bytes_per_el, 2 * numel * bytes_per_el

@@ -248,6 +248,145 @@ draw_graph(gm, ridge=RIDGE, ax=ax,
 plt.show()
 
 # %% [markdown]
+# ### Two intensities to work out by hand
+#
+# **Spec (c).** Attention's scores are one matmul per head: $S = QK^\top$ with $Q, K$ of shape
+# `(seq, head_dim)` and $S$ of shape `(seq, seq)`. Write `qk_intensity(seq, head_dim, bytes_per_el)`: its
+# arithmetic intensity in FLOP/byte, counting $2 \cdot \text{seq}^2 \cdot \text{head\_dim}$ FLOPs (one multiply
+# and one add per MAC) over the bytes it moves to and from main memory: read $Q$ and $K$ once, write $S$ once,
+# `bytes_per_el` bytes per element. Return a `float`. Worked example: `seq = 2`, `head_dim = 1`, 4-byte elements:
+# 8 FLOPs over 4·(2 + 2 + 4) = 32 bytes, 0.25 FLOP/B.
+#
+# Then write `qk_bound(seq, head_dim, dtype, chip)`: `"compute"` if that intensity (elements of `dtype`: the
+# catalog's `DTYPE_BYTES[dtype]`) is at or above the ridge of the catalog chip `chip` in that dtype
+# (`get_chip(chip)`: its `compute_peak(dtype)[0]` over its `main_memory.bandwidth`), else `"memory"`.
+# The cell after the tests asks it about a 4096-token prompt (`head_dim` 64) on this lab's `CHIP`: think about
+# what happens to the intensity as `seq` grows before you run it.
+
+# %% nbgrader={"grade": false, "grade_id": "qk_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from common.chips import DTYPE_BYTES
+
+
+def qk_intensity(seq, head_dim, bytes_per_el):
+    """FLOP/byte of S = Q @ K.T: 2 seq^2 head_dim FLOPs over reading Q, K and writing S once."""
+    ### BEGIN SOLUTION
+    flops = 2 * seq * seq * head_dim
+    moved = bytes_per_el * (2 * seq * head_dim + seq * seq)
+    return flops / moved
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "qk_intensity_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_scalar, check_type
+
+check_type("qk_intensity", qk_intensity(4096, 64, 2), float)
+check_scalar("worked example", qk_intensity(2, 1, 4), 0.25)
+check_scalar("half the bytes per element, twice the intensity", qk_intensity(1024, 64, 2) / qk_intensity(1024, 64, 4),
+             2.0, rel=1e-9)
+_grows = [qk_intensity(s, 64, 2) for s in (256, 1024, 4096, 16384)]
+check_equal("intensity grows with seq", all(a < b for a, b in zip(_grows, _grows[1:])), True)
+check_equal("the written scores cap it below 2 * head_dim / bytes_per_el", all(v < 2 * 64 / 2 for v in _grows), True,
+            hint="the seq x seq scores are written once")
+### BEGIN HIDDEN TESTS
+from answers import qk_intensity as _ref
+from common.checks import grader
+
+for _s, _d, _b in ((512, 128, 2), (8192, 64, 1), (3000, 80, 4), (128, 256, 2), (65536, 128, 2)):
+    grader.assert_scalar(qk_intensity(_s, _d, _b), _ref(_s, _d, _b), rel=1e-9, name=f"seq {_s}, head_dim {_d}")
+### END HIDDEN TESTS
+
+
+# %% nbgrader={"grade": false, "grade_id": "qk_bound", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def qk_bound(seq, head_dim, dtype, chip):
+    """'compute' if QK^T's intensity in dtype reaches the catalog chip's ridge in that dtype, else 'memory'."""
+    ### BEGIN SOLUTION
+    c = get_chip(chip)
+    ridge = c.compute_peak(dtype)[0] / c.main_memory.bandwidth
+    return "compute" if qk_intensity(seq, head_dim, DTYPE_BYTES[dtype]) >= ridge else "memory"
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "qk_bound_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal
+
+_verdicts = {dt: qk_bound(4096, 64, dt, CHIP) for dt in ("fp32", "bf16")}
+check_equal("verdicts are 'compute' or 'memory'", all(v in ("compute", "memory") for v in _verdicts.values()), True)
+check_equal("a tiny head on a long prompt (seq 65536, head_dim 1, bf16) is memory-bound",
+            qk_bound(65536, 1, "bf16", CHIP), "memory")
+### BEGIN HIDDEN TESTS
+from answers import qk_bound as _ref
+from common.checks import grader
+
+_seen = set()
+for _s, _d, _dt, _c in ((4096, 128, "fp32", "a100-80gb"), (8192, 128, "bf16", "h100-sxm"), (2048, 64, "fp32", "t4"),
+                        (4096, 64, "fp8", "h100-sxm"), (1024, 256, "bf16", "tpu-v5e"), (512, 64, "fp32", "h200"),
+                        (16384, 256, "fp16", "a100-40gb")):
+    _want = _ref(_s, _d, _dt, _c)
+    _seen.add(_want)
+    grader.assert_equal(qk_bound(_s, _d, _dt, _c), _want, name=f"seq {_s}, head_dim {_d}, {_dt} on {_c}")
+assert _seen == {"compute", "memory"}, "the hidden cases must hold both verdicts"
+### END HIDDEN TESTS
+
+# %%
+try:
+    for _dt in ("fp32", "bf16"):
+        _i = qk_intensity(4096, 64, DTYPE_BYTES[_dt])
+        print(f"QK^T, seq 4096, head_dim 64, {_dt}: {_i:.1f} FLOP/B against the {CHIP} {_dt} ridge "
+              f"{get_chip(CHIP).ridge_point(_dt):.1f} (catalog): {qk_bound(4096, 64, _dt, CHIP)}-bound")
+except NotImplementedError:
+    print("qk_intensity / qk_bound are not written yet")
+
+# %% [markdown]
+# **Spec (d).** Fusion keeps intermediates on chip. A chain of pointwise ops (`y = sigmoid(relu(x * 2 + 1))`:
+# 4 ops) on a tensor of `numel` elements: run op by op, each op reads its whole input from main memory (HBM on a
+# GPU) and writes its whole output back; fused into one kernel, the chain reads `x` once and writes `y` once.
+# Write `fusion_bytes(chain, numel, bytes_per_el)` → `(unfused, fused)`: the main-memory bytes of each way, as
+# `int`s; `chain` is a list of the ops (only its length matters here). Worked example: 3 ops on 10 fp16 elements
+# move 3·2·10·2 = 120 bytes op by op and 2·10·2 = 40 bytes fused.
+
+# %% nbgrader={"grade": false, "grade_id": "fusion_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def fusion_bytes(chain, numel, bytes_per_el):
+    """(unfused, fused) main-memory bytes of a chain of pointwise ops on numel elements."""
+    ### BEGIN SOLUTION
+    per_pass = 2 * numel * bytes_per_el   # read the input, write the output
+    return len(chain) * per_pass, per_pass
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "fusion_bytes_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_type
+
+CHAIN = [lambda t: t * 2, lambda t: t + 1, torch.relu, torch.sigmoid]
+_fb = fusion_bytes(CHAIN, x.numel(), x.element_size())
+check_type("fusion_bytes", _fb, tuple)
+check_equal("two numbers", len(_fb), 2)
+check_equal("both are ints", all(type(v) is int for v in _fb), True)
+check_equal("worked example", fusion_bytes(["a", "b", "c"], 10, 2), (120, 40))
+check_equal("fusing one op saves nothing", fusion_bytes(CHAIN[:1], 1000, 4)[0] == fusion_bytes(CHAIN[:1], 1000, 4)[1],
+            True)
+### BEGIN HIDDEN TESTS
+from answers import fusion_bytes as _ref
+from common.checks import grader
+
+for _n, _numel, _b in ((7, 4096, 2), (2, 10**6, 4), (12, 333, 1), (1, 50, 8), (5, 2**20, 2)):
+    grader.assert_equal(fusion_bytes(["op"] * _n, _numel, _b), _ref(["op"] * _n, _numel, _b),
+                        name=f"{_n} ops on {_numel} elements of {_b} B")
+### END HIDDEN TESTS
+
+# %%
+try:
+    _unf, _fus = fusion_bytes(CHAIN, x.numel(), x.element_size())
+    with torch.no_grad():
+        _y = x
+        for _op in CHAIN:
+            _y = _op(_y)
+    print(f"{len(CHAIN)} pointwise ops on x {tuple(x.shape)} fp32: {_unf / 1e6:.2f} MB op by op, {_fus / 1e6:.2f} MB "
+          f"fused ({_unf / _fus:.0f}x less); at the {CHIP}'s {BANDWIDTH / 1e12:.2f} TB/s (catalog): "
+          f"{_unf / BANDWIDTH * 1e6:.2f} µs vs {_fus / BANDWIDTH * 1e6:.2f} µs of memory time")
+except NotImplementedError:
+    print("fusion_bytes is not written yet")
+
+# %% [markdown]
 # ## Part 2 — Firing rules and bounded buffers
 #
 # **The principle.** In a dataflow machine nothing tells a node *when* to run except its inputs: a node **fires**

@@ -5,6 +5,11 @@ Not listed, because no test can tell it from the work: ``chain_prediction`` (1 p
 can also get by running ``run_stream`` on the chain before answering; only the order of cells asks them not to.
 """
 
+NOT_LISTED = {
+    "chain_prediction": "a prediction the learner can also get by running run_stream on the chain first; only the "
+    "order of cells asks them not to, and no test can tell the two apart",
+}
+
 SHORTCUTS = [
     # graph_stats: the printed stats of the visible block (and the worked example), whatever graph comes in
     dict(
@@ -31,6 +36,50 @@ def node_annotations(gm, args, peak, bandwidth):
     return t[["node", "op", "shape", "flops", "bytes", "intensity", "bound"]]
 """,
         fails=["node_annotations_tests"],
+    ),
+    # qk_intensity: the visible case's value (seq 4096, head_dim 64, bf16) and the worked example, by heart
+    dict(
+        cell="qk_intensity",
+        kind="hard-code-visible",
+        code="""
+def qk_intensity(seq, head_dim, bytes_per_el):
+    if (seq, head_dim, bytes_per_el) == (2, 1, 4):
+        return 0.25
+    return 2 * 4096 * 64 / (bytes_per_el * (2 * 64 + 4096))
+""",
+        fails=["qk_intensity_tests"],
+    ),
+    # qk_bound: the lab's conclusion for long bf16 prompts ("attention scores are memory-bound"), whatever comes in
+    dict(
+        cell="qk_bound",
+        kind="echo-expected",
+        code="""
+def qk_bound(seq, head_dim, dtype, chip):
+    return "memory"
+""",
+        fails=["qk_bound_tests"],
+    ),
+    # qk_bound: the ridge of the lab's own CHIP and DTYPE, whatever chip and dtype are asked about
+    dict(
+        cell="qk_bound",
+        kind="hard-code-visible",
+        code="""
+def qk_bound(seq, head_dim, dtype, chip):
+    return "compute" if qk_intensity(seq, head_dim, DTYPE_BYTES[dtype]) >= RIDGE else "memory"
+""",
+        fails=["qk_bound_tests"],
+    ),
+    # fusion_bytes: the visible block's numbers and the worked example, by heart
+    dict(
+        cell="fusion_bytes",
+        kind="hard-code-visible",
+        code="""
+def fusion_bytes(chain, numel, bytes_per_el):
+    if (len(chain), numel, bytes_per_el) == (3, 10, 2):
+        return 120, 40
+    return 4 * 2 * x.numel() * 4, 2 * x.numel() * 4
+""",
+        fails=["fusion_bytes_tests"],
     ),
     # run_dataflow: the reference the notebook used to import (now grader-side only)
     dict(
