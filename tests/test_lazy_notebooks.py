@@ -38,8 +38,6 @@ KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visibl
 LAZY_LABS = sorted(REPO.glob("course*_*/source/*/lazy.py"))
 TAG = "dfa-lazy"  # metadata key marking the cells the harness inserted
 
-pytestmark = pytest.mark.slow
-
 
 def _id(path: Path) -> str:
     return f"{path.parents[2].name}/{path.parent.name}"
@@ -141,6 +139,7 @@ def _errors(cell) -> list[str]:
     return [f"{o.get('ename')}: {o.get('evalue')}"[:300] for o in cell.get("outputs", []) if o.output_type == "error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lazy", LAZY_LABS, ids=_id)
 def test_every_shortcut_scores_zero_and_the_honest_solution_keeps_its_points(lazy, tmp_path):
     lab_dir = lazy.parent
@@ -173,6 +172,27 @@ def judge(nb, shortcuts: list[dict]) -> tuple[list[str], list[str]]:
     return honest_errors, passed
 
 
+LABS = sorted(p.parent for p in REPO.glob("course*_*/source/*/*.py") if p.stem == p.parent.name)
+
+
+@pytest.mark.parametrize("lab_dir", LABS, ids=lambda p: f"{p.parents[1].name}/{p.name}")
+def test_every_lab_lists_a_shortcut_for_every_stub_or_says_why_not(lab_dir):
+    """Runs without a kernel (not slow): a lab without lazy.py, or a graded stub nobody tried to cheat, fails."""
+    lazy = lab_dir / "lazy.py"
+    assert lazy.is_file(), f"{lab_dir.name} has no lazy.py (issue 15: every lab has a lazy-notebook suite)"
+    spec = importlib.util.spec_from_file_location(f"lazy_{lab_dir.name}", lazy)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    source = nbformat.read(lab_dir / f"{lab_dir.name}.ipynb", as_version=4)
+    tried = {s["cell"] for s in module.SHORTCUTS} | set(getattr(module, "NOT_LISTED", {}))
+    untried = [
+        nbgrader_meta(c)["grade_id"] for c in source.cells if is_stub(c) and nbgrader_meta(c)["grade_id"] not in tried
+    ]
+    assert not untried, f"stubs with no shortcut in lazy.py (add one, or say why in NOT_LISTED): {untried}"
+    assert not shortcut_problems(source, module.SHORTCUTS)
+
+
+@pytest.mark.slow
 def test_the_harness_catches_a_shortcut_that_passes_and_a_list_that_is_wrong():
     from nbformat.v4 import new_notebook
 
