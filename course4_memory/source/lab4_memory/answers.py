@@ -10,6 +10,9 @@ Hidden tests import from here (``from answers import dma_schedule as _ds``); not
 * ``simulate_cache(addrs, writes, config)`` — the stream through a cold ``LRUCache``, flushed.
 * ``categorise(allocs, regions)`` — "other" outside every region, "KV cache" if never freed or freed after
   its region's end, else "activations".
+* ``memory_ops_measured(ops, shape, dtype)`` — each op run on a contiguous tensor: 0 bytes if its result shares
+  the input's storage (metadata only), else bytes read (every input tensor's nbytes) + bytes written (the result's).
+* ``copy_bandwidth(n, b, t)`` — a copy reads and writes n b bytes: 2 n b / t bytes/s.
 * ``kv_bytes(cfg, seq, batch, dtype, attention)`` — the KV formula with n_kv_heads (gqa), n_heads (mha) or 1 (mqa).
 * ``lpu_chips(cfg, batch, context, kv_dtype)`` — ceil((fp16 weights + KV in kv_dtype) / one LPU's SRAM).
 * ``PagedAllocator`` — blocks of ``block_size`` slots, lowest free id first, MemoryError when out.
@@ -87,6 +90,25 @@ def synthetic_allocs(seed: int, n: int = 60, steps: int = 5) -> tuple[pd.DataFra
     return pd.DataFrame({"bytes": rng.integers(1, 1 << 20, n), "t_alloc_ms": start, "t_free_ms": start + life,
                          "region": [regions["name"].iloc[w] if w >= 0 else "" for w in which], "op": ["x"] * n},
                         index=rng.permutation(n) + 100), regions
+
+
+def memory_ops_measured(ops: dict, shape: tuple[int, int], dtype) -> dict[str, int]:
+    """Bytes each op of ``ops`` moves, found by running it (first principles: storage sharing, nbytes)."""
+    import torch
+
+    x = torch.zeros(shape, dtype=dtype)
+    out = {}
+    for name, op in ops.items():
+        y = op(x)
+        if y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
+            out[name] = 0
+        else:  # a copy reads every input it is given (cat: x twice) and writes the result
+            out[name] = int(x.nbytes * (y.numel() // x.numel()) + y.nbytes)
+    return out
+
+
+def copy_bandwidth(n_elements: int, bytes_per_el: int, seconds: float) -> float:
+    return float(2 * n_elements * bytes_per_el / seconds)
 
 
 # ---- Part 3 -------------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@
 #
 # - run a tiled matmul through a set-associative LRU cache model and write the explicit, double-buffered DMA schedule a compiler would emit for a scratchpad of the same capacity; compare off-chip bytes
 # - profile prefill and decode with torch.profiler and identify weights, activations and the growing KV cache
+# - tell which tensor ops move bytes (and how many) from those that only write metadata, and measure a copy's bandwidth
 # - write the KV-cache size formula and find, from the catalog, the largest batch x context each system holds beside the weights (and how many Groq LPUs a model needs)
 # - implement a paged KV-cache block allocator (as vLLM does) and measure its internal fragmentation against contiguous pre-allocation
 # - predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy
@@ -573,6 +574,130 @@ else:
 # same amount every step is the **KV cache**; PyTorch's export files it under *unknown*, since no training
 # category fits state that is neither a parameter nor an activation. Each `torch.cat` also briefly holds the old
 # and the new cache — the little peaks at each step's start.
+
+# %% [markdown]
+# ### Which memory ops move bytes
+#
+# That `torch.cat` is a real copy; many ops that *look* like data movement are not. A PyTorch tensor is a view
+# (shape, strides, offset) of a storage: `view`, `reshape` of a contiguous tensor, `t()`/`transpose` and slicing
+# only write new metadata, while an op that needs a new layout (or a second buffer) runs a copy kernel. We count
+# **bytes moved = bytes the op's kernel reads + bytes it writes** (a metadata-only op moves 0): a copy of $N$
+# elements of $b$ bytes moves $2Nb$. You can check yourself: an op moved nothing exactly when its result shares
+# `x`'s storage (`y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()`).
+#
+# **Spec.** `memory_ops(shape, dtype)`: for a contiguous tensor `x` of `shape` $(R, C)$ ($R, C \ge 2$) and a
+# `torch.dtype` (bytes per element: `dtype.itemsize`), a `dict` mapping each name of `MEMORY_OPS` (the next cell)
+# to the bytes that op moves, a Python `int`.
+
+# %%
+MEMORY_OPS = {  # name -> the op, applied to a contiguous x of shape (R, C)
+    "view": lambda x: x.view(x.shape[1], x.shape[0]),
+    "reshape": lambda x: x.reshape(-1),
+    "slice": lambda x: x[1:],
+    "transpose": lambda x: x.t(),
+    "contiguous": lambda x: x.contiguous(),
+    "transpose_contiguous": lambda x: x.t().contiguous(),
+    "transpose_reshape": lambda x: x.t().reshape(-1),
+    "clone": lambda x: x.clone(),
+    "cat": lambda x: torch.cat([x, x]),
+}
+print("ops to classify:", ", ".join(MEMORY_OPS))
+
+
+# %% nbgrader={"grade": false, "grade_id": "memory_ops", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def memory_ops(shape, dtype):
+    """Bytes (read + written) each op of MEMORY_OPS moves on a contiguous (R, C) tensor of dtype."""
+    ### BEGIN SOLUTION
+    r, c = shape
+    copy = 2 * r * c * dtype.itemsize
+    return {"view": 0, "reshape": 0, "slice": 0, "transpose": 0, "contiguous": 0, "transpose_contiguous": copy,
+            "transpose_reshape": copy, "clone": copy, "cat": 2 * copy}
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "memory_ops_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_type
+
+ops = memory_ops((64, 48), torch.float32)
+check_type("memory_ops(...)", ops, dict)
+check_equal("one entry per op of MEMORY_OPS", sorted(ops) == sorted(MEMORY_OPS), True)
+check_equal("every entry a Python int >= 0", all(type(v) is int and v >= 0 for v in ops.values()), True)
+check_equal("some ops move nothing, some move bytes", 0 in ops.values() and max(ops.values()) > 0, True,
+            hint="compare y.untyped_storage().data_ptr() with x's")
+check_equal("bytes grow with the element count", memory_ops((128, 48), torch.float32) == {k: 2 * v for k, v in
+                                                                                        ops.items()}, True)
+check_equal("bytes grow with the element size", memory_ops((64, 48), torch.float16) == {k: v // 2 for k, v in
+                                                                                       ops.items()}, True,
+            hint="dtype.itemsize bytes per element")
+### BEGIN HIDDEN TESTS
+from answers import memory_ops_measured as _measured, variant as _variant
+from common.checks import grader
+
+_v = _variant("memory_ops")
+for _shape, _d in (((3, 5), torch.int8), ((17, 2), torch.float64), ((40, 33), torch.bfloat16),
+                   ((2 + _v % 50, 2 + _v // 50 % 70), torch.int16)):
+    grader.assert_equal(memory_ops(_shape, _d), _measured(MEMORY_OPS, _shape, _d), name=f"memory ops {_shape} {_d}")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### A copy's bandwidth (measured)
+#
+# Since a copy moves $2Nb$ bytes, timing one gives the memory bandwidth a streaming kernel achieves.
+#
+# **Spec.** `copy_bandwidth(n_elements, bytes_per_el, seconds)`: the bytes per second a copy of `n_elements`
+# elements of `bytes_per_el` bytes achieves in `seconds`, $2Nb/t$, a Python `float`.
+
+# %% nbgrader={"grade": false, "grade_id": "copy_bandwidth", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def copy_bandwidth(n_elements, bytes_per_el, seconds):
+    """Achieved bytes/s of a copy (read + write) of n_elements x bytes_per_el bytes in seconds."""
+    ### BEGIN SOLUTION
+    return float(2 * n_elements * bytes_per_el / seconds)
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "copy_bandwidth_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_type
+
+bw = copy_bandwidth(1000, 4, 1e-6)
+check_type("copy_bandwidth(...)", bw, float)
+check_equal("positive", bw > 0, True)
+check_equal("proportional to the elements", math.isclose(copy_bandwidth(3000, 4, 1e-6), 3 * bw), True)
+check_equal("proportional to the element size", math.isclose(copy_bandwidth(1000, 8, 1e-6), 2 * bw), True)
+check_equal("twice the time, half the bandwidth", math.isclose(copy_bandwidth(1000, 4, 2e-6), bw / 2), True)
+### BEGIN HIDDEN TESTS
+import random as _random
+
+from answers import copy_bandwidth as _cb, variant as _variant
+from common.checks import grader
+
+_rng = _random.Random(_variant("copy_bandwidth"))
+for _n, _b, _t in ((7, 2, 0.5), (123_456, 1, 3e-5), (_rng.randint(10, 10**9), _rng.choice((1, 2, 4, 8)),
+                                                      _rng.uniform(1e-6, 1.0))):
+    grader.assert_scalar(copy_bandwidth(_n, _b, _t), _cb(_n, _b, _t), rel=1e-9, name=f"copy bandwidth, {_b} B/element")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Now time a real copy, `x.clone()`, on this machine (**measured**, `common.bench.measure`) and turn the time
+# into bandwidth with your function. The tensor is larger than the CPU's caches, so the number is main-memory
+# bandwidth, not cache bandwidth.
+
+# %%
+COPY_N = 2**22 if FAST else 2**24  # fp32 elements: 16 MB (FAST) or 64 MB, larger than the last-level cache
+xc = torch.randn(COPY_N)
+copy_run = bench.measure(xc.clone, label="x.clone()", min_run_time=0.2 if FAST else 0.5)
+try:
+    copy_bw = copy_bandwidth(xc.numel(), xc.element_size(), copy_run.median_s)
+    print(f"x.clone() of {xc.nbytes / 1e6:.0f} MB on this CPU: {copy_run.median_s * 1e3:.2f} ms (MEASURED, median of "
+          f"{copy_run.n_runs} runs) -> {copy_bw / 1e9:.1f} GB/s by your copy_bandwidth")
+except NotImplementedError:
+    print(f"x.clone() took {copy_run.median_s * 1e3:.2f} ms (MEASURED); copy_bandwidth is not written yet")
+try:
+    moved = memory_ops(tuple(xc.view(1024, -1).shape), xc.dtype)
+    print("bytes your memory_ops says each op would move on this tensor (as 1024 rows):",
+          {k: f"{v / 1e6:.0f} MB" for k, v in moved.items()})
+except NotImplementedError:
+    print("memory_ops is not written yet: no table of the ops")
+del xc
 
 # %% [markdown]
 # ## Part 3 — KV-cache arithmetic and each system's limit

@@ -157,6 +157,20 @@ def categorise(allocs, regions):
 def kv_at_ends(frame, regions):
     return list(_LAZY_ENDS)
 '''),
+    # The memory-op table and a copy's bandwidth: nothing in common holds either; hidden tests use other shapes,
+    # dtypes and numbers than the visible checks, so a table of the visible calls' answers earns nothing.
+    dict(cell="memory_ops", kind="hard-code-visible", fails=["memory_ops_tests"], code='''
+def memory_ops(shape, dtype):
+    seen = {((64, 48), torch.float32): 24576, ((128, 48), torch.float32): 49152, ((64, 48), torch.float16): 12288}
+    copy = seen.get((tuple(shape), dtype), 0)
+    return {"view": 0, "reshape": 0, "slice": 0, "transpose": 0, "contiguous": 0, "transpose_contiguous": copy,
+            "transpose_reshape": copy, "clone": copy, "cat": 2 * copy}
+'''),
+    dict(cell="copy_bandwidth", kind="hard-code-visible", fails=["copy_bandwidth_tests"], code='''
+def copy_bandwidth(n_elements, bytes_per_el, seconds):
+    seen = {(1000, 4, 1e-6): 8e9, (3000, 4, 1e-6): 24e9, (1000, 8, 1e-6): 16e9, (1000, 4, 2e-6): 4e9}
+    return seen.get((n_elements, bytes_per_el, seconds), 1.0)
+'''),
     # Part 3: the formula and the limits.
     dict(cell="kv_formula", kind="hard-code-visible", fails=["kv_formula_tests"],
          code=_without(_HONEST_KV, "kv_bytes") + '''
