@@ -30,6 +30,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
+from nbformat.v4.nbbase import random_cell_id
 
 from common.grading.standard import is_autograded_test, is_stub, nbgrader_meta
 
@@ -131,7 +132,7 @@ def lazy_notebook(nb, shortcuts: list[dict], release=None):
         out += after.get(i, [])
     nb.cells = out
     for cell in nb.cells:  # nbformat 4.5 wants an id on every cell
-        cell.setdefault("id", f"lazy-{len(out)}-{id(cell) % 10**8}")
+        cell.setdefault("id", random_cell_id())
     return nb
 
 

@@ -25,14 +25,8 @@ import nbformat
 from common.grading import standard
 
 GRADER_ONLY: tuple[tuple[str, str, str], ...] = (
-    # course3_compile: my_count_ops, kernel_names, my_find_groups and bytes_saved have their references in
-    # source/lab3_compile/answers.py (count_ops, fused_kernels, find_groups, FusionGroup moved out of common);
-    # sticks and device_layout: NOT_REFERENCES
-    # course4_memory: dma_plan, largest_tile, cache_traffic, categorise, PagedKVAllocator and waste have their
-    # references in source/lab4_memory/answers.py, padding_bytes, largest_tile_rows, chain_lpddr_bytes and
-    # tile_traffic in source/deepdive4_spyre/answers.py (moved out of common); lpu_chips: NOT_REFERENCES
-    # course5_debug: first_uncovered has its reference in source/deepdive5_spyre/answers.py (moved out of
-    # common); split_time, fix_stick, fix_hang, fix_overflow and sticks_needed: NOT_REFERENCES
+    # Empty: every graded stub's reference is in its lab's source/<lab>/answers.py (answerkeys.py), and the
+    # library functions that do what a stub does are explained in NOT_REFERENCES.
 )
 
 # (course/lab, stub, "module:qualname") -> why that namesake is not the stub's answer.
