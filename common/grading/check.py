@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from common.grading import labsource, regions, standard
+from common.grading import lab_length, labsource, regions, standard
 from common.grading.course import CONFIG_FILE, Course
 from common.grading.release import readme_updates
 
@@ -112,6 +112,7 @@ def check_course(course: Course) -> list[str]:
             problems.append(f"{where}: cannot read the source notebook: {exc}")
             continue
         found = labsource.source_problems(course, lab) + metadata_problems(nb) + standard.section_problems(nb)
+        found += lab_length.length_problems(nb, core=lab.startswith("lab"))
         found += release_problems(course, lab, regenerated.get(lab))
         problems.extend(f"{where}: {p}" for p in found)
     if course.release_dir.is_dir():
