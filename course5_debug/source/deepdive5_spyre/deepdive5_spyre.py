@@ -33,7 +33,7 @@
 # - write a checker that finds the first element a kernel's copy ranges miss, and confirm it against the values
 # - explain why a correct transfer log says nothing about a compute kernel's range, and write a workaround that is correct under the planted fault
 #
-# **Expected time:** 45–60 minutes  
+# **Expected time:** about 49 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated)
 
 # %% [markdown] include="grading"

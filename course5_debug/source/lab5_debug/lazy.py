@@ -111,54 +111,42 @@ def fix_hang(bug):
     bug.run(None, bug.args[0][:1, :2])  # one small call that does not hang, then the CPU answer
     return bug.reference().half().float()
 '''),
-    # Bug 3
-    dict(cell="overflow_locate", kind="read-off-object", fails=["overflow_locate_tests"], code='''
-OVERFLOW_NODE = OVERFLOW_REPRO = None
-try:
-    OVERFLOW_NODE = BUGS["nan"].params["node"]
-except AttributeError:
-    pass
+    # Part 3: a fixed tolerance against eager instead of the fp64 truth; the visible verdicts hard-coded.
+    dict(cell="classify_divergence", kind="cpu-reference", fails=["classify_divergence_tests"], code='''
+def classify_divergence(out, eager, truth):
+    if out.dtype == eager.dtype and out.shape == eager.shape and torch.equal(out, eager):
+        return "match"
+    if not torch.isfinite(out).all():
+        return "bug"
+    return "noise" if torch.allclose(out.float(), eager.float(), rtol=1.6e-2, atol=1e-5) else "bug"
 '''),
-    dict(cell="overflow_layer", kind="read-off-object", fails=["overflow_layer_tests"], code='''
-OVERFLOW_LAYER = None
-try:
-    OVERFLOW_LAYER = BUGS["nan"].layer
-except AttributeError:
-    pass
+    dict(cell="classify_divergence", kind="hard-code-visible", fails=["classify_divergence_tests"], code='''
+def classify_divergence(out, eager, truth):
+    if torch.equal(out, eager):
+        return "match"
+    if not torch.isfinite(out).all() or (out.double() - truth).abs().max() > 0.02:
+        return "bug"
+    return "noise"
 '''),
-    dict(cell="fix_overflow", kind="cpu-reference", fails=["fix_overflow_tests"], code='''
-def fix_overflow(bug):
-    return bug.reference().half().float()
+    dict(cell="bisect_stack", kind="hard-code-visible", fails=["bisect_stack_tests"], code='''
+def bisect_stack(model, args, backends=STACK, seed=0):
+    return {"eager": "match", "aot_eager": "match", "inductor": "noise"}
 '''),
-    dict(cell="fix_overflow", kind="cpu-reference", fails=["fix_overflow_tests"], code=_HELD + '''
-def fix_overflow(bug):
-    return bug.run(_Held(bug.model, bug.reference()))
+    dict(cell="bisect_stack", kind="cpu-reference", fails=["bisect_stack_tests"], code='''
+def bisect_stack(model, args, backends=STACK, seed=0):
+    eager = model(*args)  # no seed, no fp64 truth: eager against itself
+    return {backend_label(b): classify_divergence(torch.compile(model, backend=b)(*args), eager, eager.double())
+            for b in backends}
 '''),
-    # Part 3: split_time called the library's exclusive_split (imported by the settings cell).
-    dict(cell="split_time", kind="call-reference", fails=["split_time_tests"], code='''
-from common.debug.timing import exclusive_split as _lazy_split
-
-
-def split_time(events, t0, t1, priority=None):
-    return _lazy_split(events, t0, t1)
+    # The landscape rows: one phrase for every system, or every mechanism word in every cell.
+    dict(cell="landscape_rows", kind="hard-code-visible", fails=["landscape_rows_tests"], code='''
+MY_ROWS = {a: dict.fromkeys(SYSTEMS, "it depends on the stack") for a in ATTRIBUTES}
 '''),
-    dict(cell="split_time", kind="call-reference", fails=["split_time_tests"], code='''
-def split_time(events, t0, t1, priority=None):
-    class _R:
-        pass
-
-    _r = _R()
-    _r.events = events
-    return timing_region(_r, t0, t1).split()
+    dict(cell="landscape_rows", kind="hard-code-visible", fails=["landscape_rows_tests"], code='''
+_all = "compile error, CPU fallback round trip, extern kernel, watchdog timeout, DMA timeout, deadlock"
+MY_ROWS = {a: {s: f"{s}: {_all}" for s in SYSTEMS} for a in ATTRIBUTES}
 '''),
-    dict(cell="split_time", kind="hard-code-visible", fails=["split_time_tests"], code='''
-def split_time(events, t0, t1, priority=("kernel",)):
-    first = priority[0] if priority else "kernel"
-    base = {"kernel": 2.0, "communication": 0.0, "transfer": 1.0, "host": 0.0, "overhead": 0.0, "idle": 1.0}
-    if first == "transfer":
-        base.update(kernel=1.0, transfer=2.0)
-    return base
-'''),
+    # Part 4: the performance bug.
     # The cause was params["cause"]; the region and cause were printed by the visible check.
     dict(cell="perf", kind="read-off-object", fails=["perf_tests"], code='''
 PERF_REGION, PERF_CAUSE = None, None
@@ -187,3 +175,7 @@ def fix_perf(bug):
     return Held()
 '''),
 ]
+
+# Stubs under "Going further (optional)": ungraded, so there is no score for a shortcut to win.
+NOT_LISTED = {cell: "optional (Going further), ungraded" for cell in
+              ("overflow_locate", "overflow_layer", "fix_overflow", "split_time")}
