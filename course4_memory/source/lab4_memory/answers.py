@@ -15,8 +15,14 @@ Hidden tests import from here (``from answers import dma_schedule as _ds``); not
 * ``copy_bandwidth(n, b, t)`` — a copy reads and writes n b bytes: 2 n b / t bytes/s.
 * ``kv_bytes(cfg, seq, batch, dtype, attention)`` — the KV formula with n_kv_heads (gqa), n_heads (mha) or 1 (mqa).
 * ``lpu_chips(cfg, batch, context, kv_dtype)`` — ceil((fp16 weights + KV in kv_dtype) / one LPU's SRAM).
-* ``PagedAllocator`` — blocks of ``block_size`` slots, lowest free id first, MemoryError when out.
-* ``waste_summary(frame)`` — 1 - sum(used) / sum(allocated), for paged and contiguous.
+* ``PagedAllocator`` — blocks of ``block_size`` slots, lowest free id first, MemoryError when out;
+  ``waste_summary(frame)`` — 1 - sum(used) / sum(allocated), for paged and contiguous. Both answer the lab's
+  ungraded *Going further* part (no hidden test uses them); tests/test_kvcache.py replays traces with them.
+* ``LANDSCAPE_VOCAB`` — per landscape cell (attribute, system): the terms that name its mechanism and those that
+  contradict it (another system's memory, a hardware cache on a compiler-managed memory, run-time scheduling on
+  the LPU); ``LANDSCAPE_SHOWN`` — the sentences of the notebook that describe the systems (a row must not copy
+  six words in a row from them); ``scales_out(text)`` — whether a KV-cache row says that more context takes more
+  chips or wafers (a row must, where the learner's own Part 4 sweep added chips).
 * ``variant(name)`` — a seed per offering and learner (from the offering's secret), for fresh hidden inputs.
 """
 
@@ -26,6 +32,7 @@ import hashlib
 import heapq
 import math
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -129,7 +136,7 @@ def lpu_chips(cfg, batch: int, context: int, kv_dtype="fp16") -> int:
     return int(math.ceil(need / get_chip("groq-lpu").main_memory.total_capacity))
 
 
-# ---- Part 4 -------------------------------------------------------------------------------------------------
+# ---- Going further (ungraded): the allocator behind tests/test_kvcache.py's replays ----------------------------
 class PagedAllocator:
     """Fixed-size KV blocks, one block table per request, lowest free block id first."""
 
@@ -177,3 +184,99 @@ class PagedAllocator:
 def waste_summary(frame: pd.DataFrame) -> dict:
     used = frame["used"].sum()
     return {"paged": float(1 - used / frame["paged"].sum()), "contiguous": float(1 - used / frame["contiguous"].sum())}
+
+
+# ---- Landscape rows ---------------------------------------------------------------------------------------
+def _no(term: str) -> str:
+    """``term``, unless a negation stands right before it ("no HBM", "without a cache", "not at run time")."""
+    negations = ("no ", "not ", "non-", "nor ", "without ", "without a ", "never ", "instead of ", "before ", "no a ")
+    return "".join(f"(?<!{n})" for n in negations) + rf"\b(?:{term})\b"
+
+
+# Memory names and features that belong to one system only: in another system's row they contradict it.
+_OWN = {"GPU": (r"shared memory", r"SMEM", r"L1", r"L2"), "TPU": (r"VMEM",), "WSE": (r"wafers?", r"on-wafer"),
+        "LPU": (), "Spyre": (r"LPDDR\w*", r"LX", r"sticks?")}
+_FOREIGN = {s: tuple(_no(t) for o, terms in _OWN.items() if o != s for t in terms) for s in _OWN}
+_OFFCHIP = tuple(_no(t) for t in (r"HBM\w*", r"DRAM", r"off[- ]chip (memory|DRAM)", r"spill\w* to"))
+_HW_CACHE = tuple(_no(t) for t in (r"hardware[- ]managed", r"LRU", r"hardware caches?", r"caches? decides?"))
+_SCALE = (r"(more|extra|second|another|adds?|added|adding|additional|several|many|hundreds of|\d+)\W+(\w+\W+)?"
+          r"(chips?|wafers?|cards?|GPUs?|H100s?|TPUs?|LPUs?|devices?)\b", r"\bshard", r"scales? out",
+          r"(chips?|wafers?|devices?) (grow|multiply|increase)", r"spread (over|across)")
+
+LANDSCAPE_VOCAB = {
+    "on-chip memory managed by": {
+        "GPU": ((r"hardware", r"caches?", r"LRU", r"\bL[12]\b", r"shared memory", r"SMEM", r"programmer",
+                 r"CUDA", r"kernel"),
+                _FOREIGN["GPU"] + (_no(r"compile[- ]time schedul\w*"), r"\bno (hardware )?caches?\b")),
+        "TPU": ((r"compiler", r"XLA", r"software", r"DMA", r"stag(e|es|ed|ing)", r"ahead of time"),
+                _FOREIGN["TPU"] + _HW_CACHE),
+        "WSE": ((r"compiler", r"software", r"plac(e|es|ed|ing|ement)", r"rout(e|es|ed|ing)", r"program\w*",
+                 r"SDK", r"static\w*", r"kernel", r"ahead of time"),
+                _FOREIGN["WSE"] + _HW_CACHE + _OFFCHIP),
+        "LPU": ((r"compiler", r"compile[- ]time", r"static\w*", r"schedul\w*", r"software", r"deterministic",
+                 r"ahead of time"),
+                _FOREIGN["LPU"] + _HW_CACHE + _OFFCHIP + (_no(r"run[- ]?time"), _no(r"dynamic\w*"))),
+        "Spyre": ((r"compiler", r"software", r"DMA", r"plan(s|ned|ning)?", r"explicit\w*", r"ahead of time"),
+                  _FOREIGN["Spyre"] + _HW_CACHE + (_no(r"HBM\w*"),)),
+    },
+    "KV-cache strategy": {
+        "GPU": ((r"HBM", r"pag(e|es|ed|ing)", r"blocks?", r"vLLM", r"device memory", r"DRAM"),
+                _FOREIGN["GPU"] + (_no(r"SRAM[- ]only"), _no(r"on[- ]chip SRAM"))),
+        "TPU": ((r"HBM", r"pag(e|es|ed|ing)", r"VMEM", r"blocks?"),
+                _FOREIGN["TPU"] + (_no(r"SRAM[- ]only"),)),
+        "WSE": ((r"SRAM", r"on[- ]?wafer", r"on[- ]?chip", r"wafers?", r"\bPEs?\b", r"next to", r"beside"),
+                _FOREIGN["WSE"] + _OFFCHIP),
+        "LPU": ((r"SRAM", r"on[- ]?chip", r"(across|over|among|between|through) (the |all |many |its )?(\w+ )?chips",
+                 r"pipeline", *_SCALE),
+                _FOREIGN["LPU"] + _OFFCHIP),
+        "Spyre": ((r"LPDDR", r"DRAM", r"\bLX\b", r"stream\w*", r"sticks?", r"DMA"),
+                  _FOREIGN["Spyre"] + (_no(r"HBM\w*"), _no(r"SRAM[- ]only"), _no(r"fits? (in|into) (the )?LX"))),
+    },
+}
+
+
+def scales_out(text: str) -> bool:
+    """Does the row say that a longer context takes more chips, wafers or cards?"""
+    return any(re.search(p, str(text), re.IGNORECASE) for p in _SCALE)
+
+
+# What the notebook itself says about each system (its header, the vendors' paragraphs, the notes on the
+# figures, the wrap-up, the catalog rows of the map): keep in step with the lab's prose.
+LANDSCAPE_SHOWN = (
+    "A **GPU** puts hardware caches (L1, L2) in front of HBM and also gives the programmer a scratchpad (shared "
+    "memory). A **TPU** stages every fusion's operands from HBM into its software-managed VMEM. **IBM Spyre** has no "
+    "cache at all: the compiler DMAs tiles, laid out in 128-byte sticks, between LPDDR5 and each core's 2 MB LX "
+    "scratchpad. The **Cerebras WSE** and the **Groq LPU** have no off-chip memory for the model: weights and KV "
+    "cache must fit in on-chip SRAM, spread over enough PEs or chips.",
+    "GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX, a WSE PE's 48 KB and the LPU's "
+    "SRAM are software-managed: there the formula *is* the traffic.",
+    "The KV cache sits beside the weights in the memory the model runs from: HBM on an H100 (80 GB) or a TPU v5e "
+    "(16 GB per chip), on-wafer SRAM on a WSE-3 (~44 GB per wafer), the SRAM of every Groq LPU in the pipeline "
+    "(~230 MB per chip), LPDDR5 on a Spyre card (128 GB).",
+    "The Spyre row is the odd one: 128 GB of LPDDR5 holds a huge cache, but every decode step streams it through "
+    "32 × 2 MB of LX (less the compiler's reservations) at 204.8 GB/s. The WSE and LPU rows are the opposite: there "
+    "is no slower memory to spill to, so the cache must fit in SRAM — beside 16 GB of weights, a wafer holds a few "
+    "hundred thousand tokens and a 75-chip LPU pipeline only a few thousand; more context means more chips.",
+    "On the GPU and TPU the cache streams from HBM every step. On Spyre, attention stages K and V from LPDDR5 into "
+    "LX sticks — K, read through a transposed view, is *re-sticked* (copied with the stick on the other dimension) "
+    "— and what does not fit the LX budget spills back to LPDDR5. On the WSE and the LPU the cache stays in SRAM: "
+    "more context, more wafers or chips.",
+    "~half a million tokens on one H100, ~9,000 on the 75 Groq LPUs that hold the weights, ~850,000 on a Spyre card "
+    "(which streams them through 64 MB of LX every step). When the KV cache outgrows the fastest level, GPUs and "
+    "TPUs slow down with HBM traffic, Spyre spills and re-sticks, and the WSE and LPU add wafers or chips.",
+    "vLLM does this on GPUs in HBM; TPU serving stacks page the HBM cache and stream pages into VMEM; on Spyre the "
+    "blocks live in LPDDR5 and are staged into LX in 128-byte sticks; on the WSE and the LPU the cache must fit in "
+    "SRAM, so every wasted slot is SRAM that could hold a token.",
+    "none: SRAM only",
+)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+(?:[-'.][a-z0-9]+)*", str(text).lower())
+
+
+def copied(text: str, shown, n: int = 6) -> bool:
+    """Does ``text`` repeat ``n`` words in a row from any of the ``shown`` sentences?"""
+    words = _words(text)
+    grams = {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return any(grams & {tuple(w[i:i + n]) for i in range(len(w) - n + 1)} for w in map(_words, shown))

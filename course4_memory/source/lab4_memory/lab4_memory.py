@@ -19,27 +19,26 @@
 # %% [markdown]
 # # Course 4 · Lab: Where the bytes live — caches, scratchpads, SRAM and the KV cache
 #
-# A processor is only as fast as the memory that feeds it, and the five systems of this specialization make
-# opposite choices about who decides where bytes live. A **GPU** puts hardware caches (L1, L2) in front of HBM and
-# also gives the programmer a scratchpad (shared memory). A **TPU** stages every fusion's operands from HBM into
-# its software-managed VMEM. **IBM Spyre** has no cache at all: the compiler DMAs tiles, laid out in 128-byte
-# sticks, between LPDDR5 and each core's 2 MB LX scratchpad. The **Cerebras WSE** and the **Groq LPU** have no
-# off-chip memory for the model: weights and KV cache must fit in on-chip SRAM, spread over enough PEs or chips.
+# The five systems of this specialization make opposite choices about who decides where bytes live. A **GPU**
+# puts hardware caches (L1, L2) in front of HBM and also gives the programmer a scratchpad (shared memory). A
+# **TPU** stages every fusion's operands from HBM into its software-managed VMEM. **IBM Spyre** has no cache at
+# all: the compiler DMAs tiles, laid out in 128-byte sticks, between LPDDR5 and each core's 2 MB LX scratchpad.
+# The **Cerebras WSE** and the **Groq LPU** have no off-chip memory for the model: weights and KV cache must fit
+# in on-chip SRAM, spread over enough PEs or chips.
 #
-# This lab measures and computes what those choices cost: bytes moved by a cache vs a scratchpad on one kernel,
-# the memory of an LLM over time on your own CPU (**measured**), the KV cache against each system's capacity
-# (**catalog**), and decode time as the KV cache grows (**simulated**, `common.sim`).
+# This lab computes what those choices cost, **measured** on your CPU, from the **catalog** and **simulated**
+# (`common.sim`).
 #
 # **Learning objectives**
 #
-# - run a tiled matmul through a set-associative LRU cache model and write the explicit, double-buffered DMA schedule a compiler would emit for a scratchpad of the same capacity; compare off-chip bytes
+# - run a tiled matmul through an LRU cache model, write the double-buffered DMA schedule of a scratchpad of the same capacity, and compare off-chip bytes
 # - profile prefill and decode with torch.profiler and identify weights, activations and the growing KV cache
-# - tell which tensor ops move bytes (and how many) from those that only write metadata, and measure a copy's bandwidth
-# - write the KV-cache size formula and find, from the catalog, the largest batch x context each system holds beside the weights (and how many Groq LPUs a model needs)
-# - implement a paged KV-cache block allocator (as vLLM does) and measure its internal fragmentation against contiguous pre-allocation
+# - tell which tensor ops move bytes (and how many) from those that only write metadata; measure a copy's bandwidth
+# - write the KV-cache size formula (MHA, GQA, MQA) and find, from the catalog, the largest batch x context each system holds beside the weights, and how many Groq LPUs a model needs
 # - predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy
+# - (optional, *Going further*) implement a paged KV-cache block allocator, as vLLM does, and measure its internal fragmentation against contiguous pre-allocation
 #
-# **Expected time:** 90–120 minutes  
+# **Expected time:** about 114 minutes (plus about 43 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no GPU needed (the profiled run is on the CPU)
 
 # %% [markdown] include="grading"
@@ -87,7 +86,7 @@ TILES = (16, 32, 64) if FAST else (16, 24, 32, 48, 64)
 # Part 2: the profiled run (fp32 on the CPU).
 RUN = DecodeRun(PROFILE_MODEL, batch=32, prompt=16, steps=12 if FAST else 32)
 TORCH_EXPORT = not FAST  # PyTorch's own export analyses the trace in Python: seconds per decode step
-# Parts 3-4: KV arithmetic, allocator trace, simulated sweep.
+# Parts 3-4: KV arithmetic and the simulated sweep; Going further: the allocator's request trace.
 CONTEXT = 8192
 CONTEXTS = [2 ** k for k in range(9, 18)]  # 512 ... 131072 tokens
 BLOCK_SIZE, MAX_LEN = 16, 2048
@@ -107,25 +106,25 @@ print(f"this machine: {INFO['cpu']} ({INFO['cores']} cores, {INFO['num_threads']
 # ## Part 1 — Cache vs scratchpad on one kernel
 #
 # **The principle.** A *cache* decides in hardware what stays on chip: an address $a$ belongs to line
-# $\lfloor a/L \rfloor$ ($L$ = line bytes), which may only live in one *set* (line mod #sets) of $W$ *ways*; when the
-# set is full the **least recently used** line is evicted. Writes are **write-back** (a dirty line reaches
-# off-chip memory only when evicted or flushed) and **write-allocate** (a write miss first fetches the whole
-# line). Nobody has to plan anything — but nobody controls *conflict misses* (two tiles mapping to the same
-# sets) or *capacity misses* (LRU evicting a tile that is still needed) either.
+# $\lfloor a/L \rfloor$ ($L$ = line bytes), which may only live in one *set* (line mod #sets) of $W$ *ways*; a full
+# set evicts its **least recently used** line. Writes are **write-back** (a dirty line reaches off-chip memory only
+# when evicted or flushed) and **write-allocate** (a write miss first fetches the whole line). Nobody plans
+# anything, and nobody controls *conflict misses* (tiles mapping to the same sets) or *capacity misses* (LRU
+# evicting a tile still needed).
 #
 # A *scratchpad* is plain addressable SRAM: the compiler writes every transfer. For the tiled matmul
 # $C = AB$ ($M\times K$ times $K\times N$, output tiles $t_m \times t_n$, reduction tiles $t_k$, $e$ bytes per
-# element), an *output-stationary* schedule walks output tiles $(i_0, j_0)$, and for each $k_0$ DMAs one A tile and
-# one B tile in, multiplies, and stores the C tile once after the last $k_0$. **Double buffering** loads step
-# $s+1$'s tiles while step $s$ computes, so every tile needs two buffers:
+# element), an *output-stationary* schedule walks output tiles $(i_0, j_0)$; for each $k_0$ it DMAs one A and one
+# B tile in, and it stores the C tile once after the last $k_0$. **Double buffering** loads step $s+1$'s tiles
+# while step $s$ computes, so every tile needs two buffers:
 #
 # $$\text{footprint} = 2\,(t_m t_k + t_k t_n + t_m t_n)\,e \;\le\; \text{capacity},$$
 # $$\text{bytes}_A = MKe\,\lceil N/t_n\rceil,\quad \text{bytes}_B = KNe\,\lceil M/t_m\rceil,\quad \text{bytes}_C = MNe.$$
 #
-# **The vendors.** GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX (2 MB per core),
-# a WSE PE's 48 KB and the Groq LPU's SRAM are software-managed: there the formula *is* the traffic.
-# `common.cache` has the cache model (`LRUCache`, `CacheConfig`), the kernel's address stream
-# (`matmul_stream(MatmulTiling(...))`) and `footprint_bytes`; the schedule is yours to write.
+# **The vendors.** GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX, a WSE PE's 48 KB
+# and the LPU's SRAM are software-managed: there the formula *is* the traffic. `common.cache` has the cache model
+# (`LRUCache`, `CacheConfig`), the kernel's address stream (`matmul_stream(MatmulTiling(...))`) and
+# `footprint_bytes`; the schedule is yours.
 #
 # **Spec.**
 # - `dma_plan(t, capacity_bytes)` for a `MatmulTiling` `t` (fields `M, N, K, tm, tn, tk, elem_bytes`): a
@@ -300,67 +299,8 @@ for _t, _c in _cases:
 # %% [markdown]
 # ### Same capacity, two memories
 #
-# Give the cache and the scratchpad the same capacity. **Spec.** `compare_memories(n, capacity_bytes, line_bytes,
-# ways)`: for the n×n×n fp32 matmul, a dict of Python `int`s: `tile` (the largest square tile, a multiple of one
-# cache line of fp32 `line_bytes // 4`, whose double-buffered tiles fit `capacity_bytes`), `scratchpad` (bytes your
-# `dma_plan` moves with that tile) and `cache` (bytes your `cache_traffic` moves for the same tiling through a
-# `ways`-way cache of `capacity_bytes` with `line_bytes`-byte lines). Use your own functions.
-
-# %% nbgrader={"grade": false, "grade_id": "same_capacity", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def compare_memories(n, capacity_bytes, line_bytes, ways):
-    """Largest fitting square tile, and the off-chip bytes of the scratchpad schedule and of the cache with it."""
-    ### BEGIN SOLUTION
-    tile = largest_tile(capacity_bytes, 4, multiple=line_bytes // 4)
-    t = MatmulTiling(n, n, n, tile, tile, tile, 4)
-    return {"tile": int(tile), "scratchpad": int(dma_plan(t, capacity_bytes)["bytes"].sum()),
-            "cache": int(cache_traffic(t, CacheConfig(capacity_bytes, line_bytes, ways))["offchip_bytes"])}
-    ### END SOLUTION
-
-
-try:
-    SAME = compare_memories(N, SCRATCHPAD_BYTES, LINE_BYTES, WAYS)
-    print(f"tile {SAME['tile']}: scratchpad {SAME['scratchpad'] / 1e6:.3f} MB, {WAYS}-way cache "
-          f"{SAME['cache'] / 1e6:.3f} MB off-chip (compulsory "
-          f"{compulsory_bytes(MatmulTiling(N, N, N, N, N, N, 4)) / 1e6:.3f} MB)")
-except NotImplementedError:
-    SAME = None
-    print("compare_memories (or a function it uses) is not written yet")
-
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "same_capacity_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_equal, check_type
-
-mine = compare_memories(N, SCRATCHPAD_BYTES, LINE_BYTES, WAYS)
-check_type("compare_memories(...)", mine, dict)
-check_equal("keys", sorted(mine), ["cache", "scratchpad", "tile"])
-T, step = mine["tile"], LINE_BYTES // 4
-check_type("tile", T, int)
-check_equal("the tile is a multiple of one fp32 line and fits", T % step == 0 and
-            footprint_bytes(T, T, T, 4) <= SCRATCHPAD_BYTES, True)
-check_equal("the next multiple does not fit", footprint_bytes(T + step, T + step, T + step, 4) > SCRATCHPAD_BYTES, True)
-_t = MatmulTiling(N, N, N, T, T, T, 4)
-check_equal("scratchpad = the bytes of your dma_plan", mine["scratchpad"] == int(dma_plan(_t, SCRATCHPAD_BYTES)["bytes"]
-            .sum()), True)
-check_equal("cache = the off-chip bytes of your cache_traffic", mine["cache"] == cache_traffic(
-            _t, CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS))["offchip_bytes"], True)
-### BEGIN HIDDEN TESTS
-import random as _random
-
-from answers import (dma_bytes as _db, largest_square_tile as _lt, simulate_cache as _sc,
-                     variant as _variant)
-from common.cache import CacheConfig as _CC, MatmulTiling as _MT, matmul_stream as _ms
-from common.checks import grader
-
-_rng = _random.Random(_variant("same_capacity"))
-for _n, _cap, _line, _ways in ((N, SCRATCHPAD_BYTES, LINE_BYTES, WAYS), (96, 16384, 32, 4),
-                               (_rng.choice((64, 80, 112)), _rng.choice((12288, 24576, 49152)), 64,
-                                _rng.choice((2, 4)))):
-    _m = compare_memories(_n, _cap, _line, _ways)
-    _tile = _lt(_cap, 4, multiple=_line // 4)
-    _t = _MT(_n, _n, _n, _tile, _tile, _tile, 4)
-    grader.assert_equal(_m["tile"], _tile, name="tile")
-    grader.assert_equal(_m["scratchpad"], _db(_t)["total"], name="scratchpad bytes")
-    grader.assert_equal(_m["cache"], _sc(*_ms(_t), _CC(_cap, _line, _ways)).offchip_bytes, name="cache bytes")
-### END HIDDEN TESTS
+# The next cell gives a cache and the scratchpad the same capacity and sweeps the tile size, with your two
+# functions.
 
 # %%
 # Off-chip bytes vs tile size: your scratchpad schedule, and three caches of the same capacity through your
@@ -417,32 +357,26 @@ plt.show()
 print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 
 # %% [markdown]
-# Read the table, not only the lines: the hit rates are all above 90 %, yet the bytes differ by 1.5–2x — a hit rate
-# says little about traffic. The cache may beat the naive schedule (LRU keeps an A row-panel that the
-# schedule re-loads) or lose to it (a fully associative LRU cycling over more lines than it holds evicts exactly
-# the line needed next); the scratchpad's traffic is the formula, known before the kernel runs. You explain this
-# in Analysis Q1.
+# Read the table, not only the lines: every hit rate is above 90 %, yet the bytes differ by 1.5–2x. Analysis Q1
+# asks you why, and which memory won at the tile that fits.
 
 # %% [markdown]
 # ## Part 2 — The memory timeline of LLM inference (measured)
 #
 # **The principle.** During inference three kinds of bytes share memory. **Weights** are allocated once and read
-# by every step. **Activations** live for one step: allocated by an op, freed when the last op that reads them has
+# by every step. **Activations** live for one step: allocated by an op, freed once the last op that reads them has
 # run. The **KV cache** is state carried *between* steps: every decode step appends one position per layer, so it
-# grows with the sequence — linearly in tokens, for every sequence of the batch.
+# grows linearly in tokens, for every sequence of the batch.
 #
-# **The vendor.** `torch.profiler.profile(profile_memory=True, record_shapes=True)` records every allocation and
-# free of the CPU allocator with its size and time; `record_function("decode_3")` marks regions.
-# `prof.export_memory_timeline(...)` (deprecated, but still the CPU's only export) adds PyTorch's own
-# categories — built for *training* (parameters, activations, gradients, optimizer state): it recognises weights,
-# but it has never heard of a KV cache. `common.memtimeline.profile_decode` runs the reference decoder for a
-# prefill and `RUN.steps` decode steps, growing the cache by one position per step (`torch.cat`, as Hugging
-# Face's dynamic cache does), and returns the allocations as a table (`allocs`: bytes, `t_alloc_ms`, `t_free_ms` —
-# NaN if still live at the end —, the `region` it was made in, the `op`), the `regions` (name, `start_ms`,
-# `end_ms`) and the weights (allocated before profiling started: `weight_bytes`).
+# **The vendor.** `torch.profiler.profile(profile_memory=True)` records every allocation and free with its size
+# and time; `record_function("decode_3")` marks regions. `prof.export_memory_timeline(...)` (deprecated, the CPU's
+# only export) adds PyTorch's own categories, built for *training*: it has never heard of a KV cache.
+# `common.memtimeline.profile_decode` runs the reference decoder for a prefill and `RUN.steps` decode steps,
+# growing the cache with `torch.cat` (as Hugging Face's dynamic cache does), and returns the allocations
+# (`allocs`: `bytes`, `t_alloc_ms`, `t_free_ms` — NaN if still live at the end —, the `region` it was made in, the
+# `op`), the `regions` (`name`, `start_ms`, `end_ms`) and `weight_bytes` (allocated before profiling).
 #
-# Run the next cell — up to a minute on 2 CPU cores, most of it PyTorch's own export analysing the trace in
-# Python (the FAST setting skips the export) — then look at the tables.
+# The next cell takes up to a minute on 2 CPU cores, mostly PyTorch's export (the FAST setting skips it).
 
 # %%
 PROF = profile_decode(RUN, torch_export=TORCH_EXPORT)
@@ -461,9 +395,9 @@ print(PROF.allocs.sort_values("bytes", ascending=False).head(8).to_string())
 #   that region's `end_ms` — it is state handed to the next step;
 # - `"activations"` otherwise (made and freed inside one step).
 #
-# Then `kv_at_ends(frame, regions)`: from a timeline (`common.memtimeline.timeline(PROF, labels)`: one row per
-# event time in ms, live bytes per category in columns), the live `"KV cache"` bytes at the end of every region,
-# a list of Python `int`s (`live_at(frame, t)` reads one row).
+# Then `kv_at_ends(frame, regions)`: from a timeline (`timeline(PROF, labels)`: a row per event time in ms, live
+# bytes per category in columns), the live `"KV cache"` bytes at every region's end, a list of Python `int`s
+# (`live_at(frame, t)` reads one row).
 
 # %% nbgrader={"grade": false, "grade_id": "categorise", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def categorise(allocs, regions):
@@ -568,26 +502,24 @@ else:
 
 
 # %% [markdown]
-# In the upper plot: the flat band at the bottom is the **weights** (allocated before the run; PyTorch's export
-# calls them *parameters*). The spikes during prefill are **activations** — scores of every prompt position
-# against every other — freed when the step ends; decode steps have tiny activations. The band that rises by the
-# same amount every step is the **KV cache**; PyTorch's export files it under *unknown*, since no training
-# category fits state that is neither a parameter nor an activation. Each `torch.cat` also briefly holds the old
-# and the new cache — the little peaks at each step's start.
+# In the upper plot the flat bottom band is the **weights** (PyTorch's *parameters*); the prefill spikes are
+# **activations** (every prompt position's scores against every other), freed when the step ends; the band that
+# rises by the same amount every step is the **KV cache**, which PyTorch's export files under *unknown*. Each
+# `torch.cat` briefly holds the old and the new cache: the little peaks at each step's start.
 
 # %% [markdown]
 # ### Which memory ops move bytes
 #
 # That `torch.cat` is a real copy; many ops that *look* like data movement are not. A PyTorch tensor is a view
-# (shape, strides, offset) of a storage: `view`, `reshape` of a contiguous tensor, `t()`/`transpose` and slicing
-# only write new metadata, while an op that needs a new layout (or a second buffer) runs a copy kernel. We count
-# **bytes moved = bytes the op's kernel reads + bytes it writes** (a metadata-only op moves 0): a copy of $N$
-# elements of $b$ bytes moves $2Nb$. You can check yourself: an op moved nothing exactly when its result shares
-# `x`'s storage (`y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()`).
+# (shape, strides, offset) of a storage: `view`, `reshape` of a contiguous tensor, `t()` and slicing only write
+# new metadata, while an op that needs a new layout (or a second buffer) runs a copy kernel. **Bytes moved** = bytes
+# the op's kernel reads + bytes it writes (0 for a metadata-only op): a copy of $N$ elements of $b$ bytes moves
+# $2Nb$. An op moved nothing exactly when its result shares `x`'s storage
+# (`y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()`): check yourself.
 #
 # **Spec.** `memory_ops(shape, dtype)`: for a contiguous tensor `x` of `shape` $(R, C)$ ($R, C \ge 2$) and a
-# `torch.dtype` (bytes per element: `dtype.itemsize`), a `dict` mapping each name of `MEMORY_OPS` (the next cell)
-# to the bytes that op moves, a Python `int`.
+# `torch.dtype` (`dtype.itemsize` bytes per element), a `dict` mapping each name of `MEMORY_OPS` (next cell) to the
+# bytes that op moves, a Python `int`.
 
 # %%
 MEMORY_OPS = {  # name -> the op, applied to a contiguous x of shape (R, C)
@@ -708,29 +640,26 @@ del xc
 # $$\text{KV bytes} = n_\text{layers}\times 2 \times n_\text{kv heads}\times d_\text{head}\times \text{seq}\times
 # \text{batch}\times \text{bytes per element}.$$
 #
-# Grouped-query attention (Llama 3: 8 KV heads for 32 query heads) cuts it 4x against plain multi-head attention.
-# The element size is the dtype **actually in use**: fp32 (4 B) for the reference model on this CPU, bf16/fp16
-# (2 B) on an accelerator, 1 B for an int8/fp8 cache.
+# Grouped-query attention (Llama 3: 8 KV heads for 32 query heads) cuts it 4x against multi-head attention. The
+# element size is the dtype **in use**: fp32 (4 B) for the reference model on this CPU, bf16/fp16 (2 B) on an
+# accelerator, 1 B for an int8/fp8 cache.
 #
-# **The vendors.** The KV cache must sit beside the weights in the memory the model runs from: HBM on an H100
-# (80 GB) or a TPU v5e (16 GB per chip), on-wafer SRAM on a WSE-3 (48 KB per PE, ~44 GB per wafer), the SRAM of
-# every Groq LPU in the pipeline (~230 MB per chip: a model needs *many* chips, and a longer context needs more),
-# and LPDDR5 on a Spyre card (128 GB) — with the 32 cores' LX scratchpads (2 MB each, less the compiler's
-# reservations) as the working set attention streams through. All capacities come from the catalog.
+# **The vendors.** The KV cache sits beside the weights in the memory the model runs from: HBM on an H100 (80 GB)
+# or a TPU v5e (16 GB per chip), on-wafer SRAM on a WSE-3 (~44 GB per wafer), the SRAM of every Groq LPU in the
+# pipeline (~230 MB per chip), LPDDR5 on a Spyre card (128 GB). All capacities come from the catalog.
 #
 # **Spec.**
 # - `kv_bytes(cfg, seq, batch, dtype, attention="gqa")`: the formula for a `ModelConfig` (`n_layers`, `n_heads`,
-#   `n_kv_heads`, `head_dim`); `dtype` is a `torch.dtype` (`torch.float32`) or a name (`"bf16"`); a Python `int`.
-#   Hint: `DTYPE_BYTES[canonical_dtype(str(dtype))]`. `attention` says how many K/V heads each layer keeps:
-#   `"gqa"` the model's own `n_kv_heads` (grouped-query attention), `"mha"` one per query head (`n_heads`:
-#   multi-head attention, as the model would be without grouping), `"mqa"` a single one shared by every query head
-#   (multi-query attention).
+#   `n_kv_heads`, `head_dim`), a Python `int`; `dtype` is a `torch.dtype` or a name (`"bf16"`): use
+#   `DTYPE_BYTES[canonical_dtype(str(dtype))]`. `attention` sets the K/V heads per layer: `"gqa"` the model's
+#   `n_kv_heads` (grouped-query), `"mha"` one per query head, `n_heads` (multi-head), `"mqa"` one shared by all
+#   query heads (multi-query).
 # - `max_tokens_beside_weights(chip_name, cfg, chips, dtype)`: the largest batch × context (tokens, an `int`)
 #   whose KV cache fits in `chips` chips' main memory (`get_chip(name).main_memory.total_capacity` each) beside
 #   the weights (`cfg.n_params` × bytes), all in `dtype`; 0 if the weights alone do not fit.
-# - `lpu_chips(cfg, batch, context, kv_dtype="fp16")`: the fewest Groq LPUs (`"groq-lpu"`) whose SRAM
-#   (`main_memory.total_capacity` each) holds the **fp16 weights** and the KV cache of `batch` sequences of
-#   `context` tokens stored in `kv_dtype` (serving stacks often keep an 8-bit cache, `"fp8"`, beside 16-bit weights).
+# - `lpu_chips(cfg, batch, context, kv_dtype="fp16")`: the fewest Groq LPUs (`"groq-lpu"`, SRAM
+#   `main_memory.total_capacity` each) that hold the **fp16 weights** and the KV cache of `batch` sequences of
+#   `context` tokens in `kv_dtype` (serving stacks often keep an 8-bit cache, `"fp8"`, beside 16-bit weights).
 #
 # Worked example: Llama-3.1-8B in bf16 adds 32 × 2 × 8 × 128 × 2 = 131,072 bytes (128 KiB) per token; 8192 tokens
 # take 1 GiB.
@@ -861,286 +790,14 @@ plt.show()
 # hundred thousand tokens and a 75-chip LPU pipeline only a few thousand; more context means more chips.
 
 # %% [markdown]
-# ## Part 4 — Managing the KV cache
+# ## Part 4 — When the KV cache outgrows the fastest level (simulated)
 #
-# **The principle.** Sequences finish at unpredictable lengths. Reserving a contiguous region of the maximum
-# length for each request (what serving systems did before 2023) wastes most of it — *internal fragmentation* —
-# and limits the batch. **Paging** (Kwon et al., *vLLM / PagedAttention*, SOSP 2023) splits the cache into
-# fixed-size **blocks** of `block_size` token slots; each request has a **block table** (logical block → physical
-# block), a new block is taken only when the last one is full, and all blocks return to the free pool when the
-# request ends. The waste is then under one block per request; attention gathers K/V through the block table.
-#
-# **The vendors.** vLLM does this on GPUs in HBM; TPU serving stacks page the HBM cache and stream pages into
-# VMEM; on Spyre the blocks live in LPDDR5 and are staged into LX in 128-byte sticks; on the WSE and the LPU the
-# cache must fit in SRAM, so every wasted slot is SRAM that could hold a token.
-#
-# **Spec.** `PagedKVAllocator(num_blocks, block_size)` with
-# - `allocate(req, n_tokens)`: a new request holding `n_tokens` (its prompt); takes ⌈n_tokens / block_size⌉
-#   blocks, **the lowest free block ids first**; returns its block table (a list of `int`);
-# - `append(req, n_tokens=1)`: the request grows; a new block only when its last block is full; returns the table;
-# - `free(req)`: all its blocks go back to the free pool;
-# - `block_table(req)` (a list), `tokens_used()` (tokens stored over all requests), `slots_allocated()`
-#   (blocks held × block_size) and `num_free_blocks` (a property);
-# - when the pool runs out, raise a `MemoryError`.
-#
-# Worked example (block_size 4, 8 blocks): `allocate("a", 5)` → `[0, 1]`; `allocate("b", 3)` → `[2]`;
-# `append("a", 3)` → `[0, 1]`; `append("a")` → `[0, 1, 3]`; `free("b")`; `allocate("c", 9)` → `[2, 4, 5]`.
-
-# %% nbgrader={"grade": false, "grade_id": "paged_allocator", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import heapq
-
-
-class PagedKVAllocator:
-    """Fixed-size KV blocks, one block table per request, lowest free block id first."""
-
-    def __init__(self, num_blocks, block_size):
-        self.num_blocks, self.block_size = num_blocks, block_size
-        ### BEGIN SOLUTION
-        self._free = list(range(num_blocks))  # already a heap
-        self._tables, self._tokens = {}, {}
-        ### END SOLUTION
-
-    def _take(self, n):  # a helper you may use: the n lowest free block ids, or a MemoryError
-        ### BEGIN SOLUTION
-        if n > len(self._free):
-            raise MemoryError(f"{n} blocks needed, {len(self._free)} free")
-        return [heapq.heappop(self._free) for _ in range(n)]
-        ### END SOLUTION
-
-    def allocate(self, req, n_tokens):
-        ### BEGIN SOLUTION
-        self._tables[req] = self._take(-(-n_tokens // self.block_size))
-        self._tokens[req] = n_tokens
-        return list(self._tables[req])
-        ### END SOLUTION
-
-    def append(self, req, n_tokens=1):
-        ### BEGIN SOLUTION
-        total = self._tokens[req] + n_tokens
-        self._tables[req] += self._take(max(0, -(-total // self.block_size) - len(self._tables[req])))
-        self._tokens[req] = total
-        return list(self._tables[req])
-        ### END SOLUTION
-
-    def free(self, req):
-        ### BEGIN SOLUTION
-        for b in self._tables.pop(req):
-            heapq.heappush(self._free, b)
-        del self._tokens[req]
-        ### END SOLUTION
-
-    def block_table(self, req):
-        ### BEGIN SOLUTION
-        return list(self._tables[req])
-        ### END SOLUTION
-
-    def tokens_used(self):
-        ### BEGIN SOLUTION
-        return sum(self._tokens.values())
-        ### END SOLUTION
-
-    def slots_allocated(self):
-        ### BEGIN SOLUTION
-        return self.block_size * sum(len(t) for t in self._tables.values())
-        ### END SOLUTION
-
-    @property
-    def num_free_blocks(self):
-        ### BEGIN SOLUTION
-        return len(self._free)
-        ### END SOLUTION
-
-
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "paged_allocator_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_equal, check_type
-
-# The worked example, checked against the rules of the spec (not against an answer key).
-NUM, BS = 8, 4
-a = PagedKVAllocator(NUM, BS)
-held, tokens = {}, {}
-
-
-def _rule_check(what, req, table, n_tokens):
-    """The table a call returned: a list of ints, enough blocks, new ones the lowest that were free."""
-    check_type(f"{what}: block table", table, list)
-    before = held.get(req, [])
-    free_before = sorted(set(range(NUM)) - {b for q, t in held.items() for b in t})
-    new = table[len(before):]
-    check_equal(f"{what}: the blocks it already had are kept, in order", table[:len(before)] == before, True)
-    check_equal(f"{what}: ceil(tokens / block_size) blocks", len(table) == -(-n_tokens // BS), True)
-    check_equal(f"{what}: new blocks are the lowest free ids, in increasing order", new == free_before[:len(new)], True)
-    held[req], tokens[req] = list(table), n_tokens
-
-
-for what, req, call, n in (('allocate("a", 5)', "a", lambda: a.allocate("a", 5), 5),
-                           ('allocate("b", 3)', "b", lambda: a.allocate("b", 3), 3),
-                           ('append("a", 3)', "a", lambda: a.append("a", 3), 8),
-                           ('append("a")', "a", lambda: a.append("a"), 9)):
-    _rule_check(what, req, call(), n)
-a.free("b")
-held.pop("b"), tokens.pop("b")
-_rule_check('after free("b"), allocate("c", 9)', "c", a.allocate("c", 9), 9)
-check_equal("block_table('c') is the table allocate returned", a.block_table("c") == held["c"], True)
-check_equal("tokens_used() counts the tokens stored", a.tokens_used() == sum(tokens.values()), True)
-check_equal("slots_allocated() = blocks held x block_size", a.slots_allocated() == BS * sum(map(len, held.values())),
-            True)
-check_equal("num_free_blocks = blocks not held", a.num_free_blocks == NUM - sum(map(len, held.values())), True)
-try:
-    a.allocate("d", BS * (a.num_free_blocks + 1))
-    raised = False
-except MemoryError:
-    raised = True
-check_equal("out of blocks raises MemoryError", raised, True)
-### BEGIN HIDDEN TESTS
-import random as _random
-
-from answers import PagedAllocator as _PA, variant as _variant
-from common.checks import grader
-
-for _seed, _bs in ((7, 1), (_variant("paged_allocator"), 5), (11, 16), (_variant("paged_allocator_2"), 3)):
-    _rng = _random.Random(_seed)
-    _mine, _ref = PagedKVAllocator(64, _bs), _PA(64, _bs)
-    _live, _next = [], 0
-    for _ in range(300):
-        _op = _rng.random()
-        if _op < 0.85 or not _live:
-            _new = _op < 0.3 or not _live
-            _q, _n = (_next, _rng.randint(0, 40)) if _new else (_rng.choice(_live), _rng.randint(1, 9))
-            try:
-                _want = _ref.allocate(_q, _n) if _new else _ref.append(_q, _n)
-            except MemoryError:  # the reference ran out: so must yours, leaving the same free pool
-                try:
-                    _mine.allocate(_q, _n) if _new else _mine.append(_q, _n)
-                    _raised = False
-                except MemoryError:
-                    _raised = True
-                grader.assert_equal(_raised, True, name="out of blocks raises MemoryError")
-                grader.assert_equal(_mine.num_free_blocks, _ref.num_free_blocks, name="out of blocks")
-                break
-            grader.assert_equal(_mine.allocate(_q, _n) if _new else _mine.append(_q, _n), _want,
-                                name="allocate" if _new else "append")
-            if _new:
-                _live.append(_next)
-                _next += 1
-        else:
-            _q = _live.pop(_rng.randrange(len(_live)))
-            _ref.free(_q)
-            _mine.free(_q)
-        grader.assert_equal([_mine.tokens_used(), _mine.slots_allocated(), _mine.num_free_blocks],
-                            [_ref.tokens_used(), _ref.slots_allocated(), _ref.num_free_blocks], name="accounting")
-    for _q in _live:
-        grader.assert_equal(_mine.block_table(_q), _ref.block_table(_q), name="block tables")
-### END HIDDEN TESTS
-
-# %% [markdown]
-# ### Fragmentation on a trace
-#
-# `TRACE` is a seeded trace of requests with varied prompt and output lengths (log-normal, within `MAX_LEN`),
-# arriving over time. `common.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
-# batching one decode step at a time with *your* allocator — allocate the prompt on arrival, append one token per
-# step, free when done — and returns one row per step: `used` tokens, `paged` slots your allocator holds,
-# `contiguous` slots a `max_len`-per-request reservation would hold, and `live` requests.
-#
-# **Spec.** `waste(frame)`: a dict `{"paged": w_p, "contiguous": w_c}` of slot-weighted waste over the whole
-# replay, $w = 1 - \sum_\text{steps}\text{used} \,/\, \sum_\text{steps}\text{allocated}$ (Python `float`s).
-
-# %% nbgrader={"grade": false, "grade_id": "waste", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def waste(frame):
-    """Share of allocated slot-steps that hold no token, for the paged and the contiguous allocator."""
-    ### BEGIN SOLUTION
-    used = frame["used"].sum()
-    return {"paged": float(1 - used / frame["paged"].sum()),
-            "contiguous": float(1 - used / frame["contiguous"].sum())}
-    ### END SOLUTION
-
-
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "waste_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_equal, check_type
-
-# a three-step toy frame: used 2, 4, 6 tokens; paged holds 4, 4, 8 slots; contiguous 8 slots per live request
-toy = pd.DataFrame({"step": [0, 1, 2], "live": [1, 1, 2], "used": [2, 4, 6], "paged": [4, 4, 8],
-                    "contiguous": [8, 8, 16]})
-w = waste(toy)
-check_type("waste(...)", w, dict)
-check_equal("keys", sorted(w), ["contiguous", "paged"])
-check_type("paged waste", w["paged"], float)
-check_type("contiguous waste", w["contiguous"], float)
-check_equal("slot-weighted, not a mean of per-step shares", abs(w["paged"] - (1 - 12 / 16)) < 1e-12 and
-            abs(w["contiguous"] - (1 - 12 / 32)) < 1e-12, True,
-            hint="1 - (sum of used over all steps) / (sum of allocated over all steps)")
-### BEGIN HIDDEN TESTS
-import torch as _torch
-
-from answers import PagedAllocator as _PA, variant as _variant, waste_summary as _ws
-from common.checks import grader
-from common.kvcache import request_trace as _rt
-
-_tr = _rt(30, seed=_variant("waste", 10_000), max_len=1024)
-_mine = replay(_tr, PagedKVAllocator, 32, 1024)  # your allocator on another trace
-_ref = replay(_tr, _PA, 32, 1024)
-grader.assert_tensor(_torch.tensor(_mine["paged"].to_numpy(float)), _torch.tensor(_ref["paged"].to_numpy(float)),
-                     rtol=0, atol=0, dtype=_torch.float64, name="slots your allocator holds, step by step")
-for _frame in (_ref, replay(_rt(20, seed=3, max_len=512), _PA, 7, 512)):
-    _w, _r = waste(_frame), _ws(_frame)
-    grader.assert_scalar(_w["paged"], _r["paged"], rel=1e-9, name="paged waste")
-    grader.assert_scalar(_w["contiguous"], _r["contiguous"], rel=1e-9, name="contiguous waste")
-### END HIDDEN TESTS
-
-# %%
-try:
-    FRAG = replay(TRACE, PagedKVAllocator, BLOCK_SIZE, MAX_LEN)
-except NotImplementedError:
-    FRAG = None
-    print("PagedKVAllocator is not written yet: no replay to draw")
-try:
-    waste(pd.DataFrame({"used": [1], "paged": [2], "contiguous": [4]}))
-    HAVE_WASTE = True
-except NotImplementedError:
-    HAVE_WASTE = False
-    print("waste is not written yet: the block-size panel is left out")
-sizes = (1, 4, 16, 64, 256)
-by_size = {bs: waste(replay(TRACE, PagedKVAllocator, bs, MAX_LEN)) for bs in sizes} if (
-    FRAG is not None and HAVE_WASTE) else {}
-if FRAG is not None:
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(15, 4.8), layout="constrained", width_ratios=[1.5, 1])
-    ax.fill_between(FRAG["step"], FRAG["contiguous"], color="#bbbbbb", label=f"contiguous: {MAX_LEN} slots per request")
-    ax.fill_between(FRAG["step"], FRAG["paged"], color="#9ecae1", label=f"paged (your allocator): blocks of {BLOCK_SIZE} "
-                    "slots")
-    ax.plot(FRAG["step"], FRAG["used"], color="#08519c", lw=1.2, label="tokens actually stored")
-    ax.set(xlabel="decode step", ylabel="KV slots (tokens)",
-           title=f"SIMULATED continuous batching of {len(TRACE)} requests (seeded trace)")
-    ax.legend(fontsize=8)
-    ax.grid(True, color="#dddddd", lw=0.5)
-    if by_size:
-        vals = [100 * by_size[b]["paged"] for b in sizes]
-        bars = ax2.bar(np.arange(len(sizes)), [v if v > 0 else np.nan for v in vals], color="#9ecae1",
-                       edgecolor="#08519c")
-        ax2.set_xticks(np.arange(len(sizes)), [str(b) for b in sizes])
-        ax2.set_xlim(-0.6, len(sizes) - 0.4)
-        ax2.bar_label(bars, labels=[f"{v:.2g} %" if v > 0 else "" for v in vals], fontsize=8)
-        ax2.axhline(100 * by_size[sizes[0]]["contiguous"], color="#777777", ls="--", lw=1)
-        ax2.text(0, 100 * by_size[sizes[0]]["contiguous"], " contiguous pre-allocation", va="bottom", fontsize=8)
-        ax2.set_yscale("log")
-        for i, v in enumerate(vals):
-            if v == 0:  # nothing to draw on a log axis
-                ax2.text(i, ax2.get_ylim()[0], "0 %\n(no waste)", ha="center", va="bottom", fontsize=8)
-        ax2.set(xlabel="block size (token slots)", ylabel="wasted slot-steps [%] (log scale)",
-                title="internal fragmentation vs block size (your waste)")
-        ax2.grid(True, which="both", axis="y", color="#dddddd", lw=0.5)
-    plt.show()
-print({b: {k: f"{100 * v:.2f} %" for k, v in w.items()} for b, w in by_size.items()})
-
-
-# %% [markdown]
-# ### When the KV cache outgrows the fastest level
-#
-# Now the hierarchies. `simulate_llm(MODEL, backend, phase="decode", batch=SWEEP_BATCH, seq=s)` simulates one
-# decode step with `s` cached tokens; the simulator places the model on the fewest chips whose main memory holds
-# weights + KV cache (tensor parallel on GPU/TPU/Spyre, a layer pipeline on WSE/LPU). On the GPU and TPU the cache
-# streams from HBM every step; on Spyre, attention stages K and V from LPDDR5 into LX sticks — K is read through a
-# transposed view, so it is *re-sticked* (copied with the stick on the other dimension) — and what does not fit
-# the LX budget spills back to LPDDR5; on the WSE and the LPU the cache stays in SRAM, so more context means more
-# wafers or chips.
+# `simulate_llm(MODEL, backend, phase="decode", batch=SWEEP_BATCH, seq=s)` simulates one decode step with `s`
+# cached tokens on the fewest chips whose main memory holds weights + KV cache (tensor parallel on GPU/TPU/Spyre,
+# a layer pipeline on WSE/LPU). On the GPU and TPU the cache streams from HBM every step. On Spyre, attention
+# stages K and V from LPDDR5 into LX sticks — K, read through a transposed view, is *re-sticked* (copied with the
+# stick on the other dimension) — and what does not fit the LX budget spills back to LPDDR5. On the WSE and the
+# LPU the cache stays in SRAM: more context, more wafers or chips.
 #
 # **Before you run the sweep, write your prediction in Analysis Q3.**
 #
@@ -1265,7 +922,7 @@ plt.show()
 # the band that rises by batch x kv_bytes_per_token every decode step (the measured growth matched the formula
 # exactly). In prefill the activations peak above the cache; in decode the cache (and the weights) dominate and
 # keep growing. With a preallocated cache the KV band would be flat at its max_seq size from the start - no
-# growth, but reserved bytes that hold no token yet (the contiguous pre-allocation of Part 4). The export's
+# growth, but reserved bytes that hold no token yet (contiguous pre-allocation, see Going further). The export's
 # categories come from autograd (parameters, activations saved for backward, gradients, optimizer state); under
 # no_grad a tensor that survives between steps and is not a parameter fits none of them.
 # === END MARK SCHEME ===
@@ -1301,33 +958,48 @@ print(f"SIMULATED decode of {MODEL}, batch {SWEEP_BATCH}:")
 print(pd.DataFrame(rows).to_string(index=False))
 
 # %% [markdown]
-# **Q4 (Part 4).** How much did paging save on your trace, and why does a larger block waste more while a block of 1
-# is not what vLLM uses? On the WSE or the LPU, where the cache must stay in SRAM, what would fragmentation cost
-# you, in chips or in batch size?
+# **Q4 (Parts 2 and 3).** The profiled decoder grows its cache with `torch.cat`, and your `memory_ops` says what a
+# cat moves. For Llama-3.1-8B in bf16, one sequence with 8192 cached tokens: how many bytes does growing the cache
+# by one token move this way (all layers), against the bytes of the new token itself, and how long does that take
+# at the copy bandwidth you measured? What does a preallocated or paged cache do instead, and what does it pay?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_paging", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_cat_growth", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
-# Contiguous reservation of max_len wasted ~70 % of the slots (most requests are far shorter than 2048); paging
-# with 16-token blocks wasted ~1 %: less than one block per live request. Waste grows with block size (up to
-# block_size - 1 slots per request), but tiny blocks make the block table long, the gather in attention
-# irregular (poor memory coalescing, more index reads) and the allocator busier - 16 is a compromise. On SRAM-only
-# machines every wasted slot is SRAM: with contiguous reservation an LPU deployment would need several times the
-# chips for the same batch (KV of 8B at 8k is ~1 GiB per sequence, ~5 chips), or a proportionally smaller batch.
+# torch.cat([cache, new]) reads the whole old cache and the new position and writes both into a new buffer:
+# 2 x (8192 + 1) x 128 KiB = ~2.15 GB moved per decode step (kv_bytes(cfg8b, 8193, 1, "bf16") = ~1.07 GB, read and
+# written), for 131,072 B (128 KiB) of new data: ~16,000x more than the token itself, and growing with the
+# context. At the learner's measured copy bandwidth (typically 5-20 GB/s on a laptop or Colab CPU) that is
+# ~0.1-0.4 s per token for the copy alone; even at HBM speed (~3 TB/s) ~0.7 ms, as much as the memory-bound step
+# itself. A preallocated (static) cache or paged blocks write only the new position in place (slice assignment /
+# index_copy): 2 x 128 KiB. The price: a static cache reserves max_seq slots per sequence from the start (memory
+# that holds no token yet: the flat band of Q2); a paged cache (vLLM) needs block tables and a gather through them
+# in attention, with under one block of waste per sequence (Going further). Full marks: the ~2 x KV bytes with a
+# number, the time from their own measured bandwidth, the in-place alternative and its cost.
 # === END MARK SCHEME ===
 
 # %% [markdown]
 # ## Landscape map
 #
-# Add this course's rows for all five systems — on-chip capacity and off-chip bandwidth (catalog), the layout /
-# alignment constraint each memory imposes (catalog facts), the KV-cache strategy, and the largest 8B KV cache
-# beside the weights from your Part 3 functions — then render the map so far.
+# This course's rows for all five systems: on-chip capacity, off-chip bandwidth and the layout constraint each
+# memory imposes (catalog), the largest 8B KV cache beside the weights (your Part 3 function), and two rows you
+# write:
+#
+# - `"on-chip memory managed by"` — who decides which bytes are on chip, and when (Part 1: a hardware cache at run
+#   time, or software ahead of time);
+# - `"KV-cache strategy"` — where the KV cache lives and what the system does as it grows (Parts 3 and 4).
+#
+# **Spec.** `MY_ROWS[attribute][system]`: for each attribute of `ATTRIBUTES` and each of the five systems, 3 to 25
+# words in your own words (a phrase copied from this notebook does not count), different for every system. Name
+# the mechanism (which memory, who moves the bytes); where your Part 4 sweep needed more chips or wafers for a
+# longer context, say so. The check below tests the shape only; the grader also reads the words.
 
 # %%
 from common.landscape import SYSTEMS, LandscapeMap
+from common.landscape_rows import add_rows, row_problems
 
 chips = {s: get_chip(SYSTEM_CHIPS[s]) for s in SYSTEMS}
 tpu, spy, lpu, wse = chips["TPU"], chips["Spyre"], chips["LPU"], chips["WSE"]
-ALIGNMENT = {
+ALIGNMENT = {  # catalog facts
     "GPU": "hardware caches: any layout (line-granular traffic); shared memory: banks",
     "TPU": f"({tpu.fact('sublanes')},{tpu.fact('lanes')}) tiles in VMEM; "
            f"{tpu.fact('mxu_dim')}x{tpu.fact('mxu_dim')} MXU",
@@ -1335,13 +1007,50 @@ ALIGNMENT = {
     "LPU": f"{lpu.fact('mxm_dim')}x{lpu.fact('mxm_dim')} MXM tiles (K, N padded)",
     "Spyre": f"{spy.fact('stick_bytes')}-B sticks on the innermost dim",
 }
-KV_STRATEGY = {  # edit these to your own words: they are your rows
-    "GPU": "HBM, paged blocks (vLLM); caches in front",
-    "TPU": "HBM pages staged into VMEM by the compiler",
-    "WSE": "on-wafer SRAM next to each layer; more wafers when full",
-    "LPU": "SRAM across the chip pipeline; context adds chips",
-    "Spyre": "LPDDR5 blocks, streamed into LX sticks; spills past LX",
+ATTRIBUTES = ("on-chip memory managed by", "KV-cache strategy")
+N_CELLS = len(ATTRIBUTES) * len(SYSTEMS)
+
+# %% nbgrader={"grade": false, "grade_id": "landscape_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
+MY_ROWS = {}
+### BEGIN SOLUTION
+MY_ROWS = {
+    "on-chip memory managed by": {
+        "GPU": "hardware caches (L1/L2) decide at run time; kernels also fill shared memory explicitly",
+        "TPU": "the XLA compiler stages each fusion's operands into VMEM ahead of time",
+        "WSE": "the compiler places weights and activations in every PE's local SRAM",
+        "LPU": "the compiler schedules every SRAM read and write statically, cycle by cycle",
+        "Spyre": "the compiler plans each DMA between LPDDR5 and LX; no cache",
+    },
+    "KV-cache strategy": {
+        "GPU": "HBM, paged blocks (vLLM); caches in front",
+        "TPU": "HBM pages staged into VMEM by the compiler; long contexts add chips",
+        "WSE": "on-wafer SRAM next to each layer; more wafers when full",
+        "LPU": "SRAM across the chip pipeline; context adds chips",
+        "Spyre": "LPDDR5 blocks, streamed into LX sticks; spills past LX",
+    },
 }
+### END SOLUTION
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "landscape_rows_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal
+
+check_equal("landscape rows", row_problems(MY_ROWS, ATTRIBUTES), [])
+### BEGIN HIDDEN TESTS
+from answers import LANDSCAPE_SHOWN as _shown, LANDSCAPE_VOCAB as _vocab, copied as _copied, scales_out as _scales
+from common.checks import grader
+from common.landscape_rows import vocabulary_misses as _misses
+
+_miss = set(_misses(MY_ROWS, _vocab))  # a term naming the mechanism, none contradicting it
+_miss |= {(_a, _s) for _a in ATTRIBUTES for _s in SYSTEMS  # own words: not six words in a row from the notebook
+          if _copied(MY_ROWS[_a][_s], (*_shown, *ALIGNMENT.values()))}
+_grew = [_s for _s, _df in SWEEPS.items() if int(_df["chips"].iloc[-1]) > int(_df["chips"].iloc[0])]
+_miss |= {("KV-cache strategy", _s) for _s in _grew  # consistent with the learner's own sweep
+          if not _scales(MY_ROWS["KV-cache strategy"][_s])}
+grader.assert_in_range(1 - len(_miss) / N_CELLS, 0.8, 1.0, name="share of landscape cells that name the right "
+                       "mechanism, in own words, consistent with the Part 4 sweep")
+### END HIDDEN TESTS
+
+# %%
 try:
     beside = {s: max_tokens_beside_weights(r["chip"], cfg8b, int(r["chips"]), r["dtype"])
               for s, (_, r) in zip(LIMITS["system"], LIMITS.iterrows(), strict=True)}
@@ -1356,8 +1065,12 @@ for s in SYSTEMS:
     lm.add(s, "off-chip bandwidth (B/s)", float(c.off_chip.bandwidth) if c.off_chip else "none: SRAM only", course=4,
            source="catalog", overwrite=True)
     lm.add(s, "alignment constraint", ALIGNMENT[s], course=4, source="catalog", overwrite=True)
-    lm.add(s, "KV-cache strategy", KV_STRATEGY[s], course=4, source="learner", overwrite=True)
     lm.add(s, "KV tokens beside 8B weights (fewest chips)", int(beside[s]), course=4, source=src, overwrite=True)
+rows = globals().get("MY_ROWS", {})
+if row_problems(rows, ATTRIBUTES):
+    print("landscape rows not written yet (MY_ROWS): the map shows the catalog rows and your Part 3 numbers")
+else:
+    add_rows(lm, rows, course=4)
 lm.save()
 fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
 lm.render(ax=ax, title="Accelerator landscape with the Course 4 rows (catalog and learner rows labelled)")
@@ -1367,17 +1080,289 @@ plt.show()
 # ## Wrap-up
 #
 # - **A cache decides at run time, a scratchpad at compile time.** The scratchpad's bytes are a formula you can
-#   optimise (tile size, double buffering); the cache's depend on addresses, associativity and replacement — and
-#   a high hit rate can still mean several times the compulsory traffic.
-# - **Inference memory = weights (constant) + activations (per step) + KV cache (grows per token).** The profiler
-#   shows all three; only the KV cache grows with context and batch.
+#   optimise; the cache's depend on addresses, associativity and replacement, and a high hit rate can still mean
+#   several times the compulsory traffic.
+# - **Inference memory = weights (constant) + activations (per step) + KV cache (grows per token).**
+# - **Views are free, copies move 2 N b bytes.** A cache grown by `torch.cat` re-copies itself every step; a
+#   preallocated or paged cache writes only the new token.
 # - **KV bytes = layers × 2 × kv_heads × head_dim × seq × batch × bytes.** Beside the 8B model's weights it caps
 #   batch × context: ~half a million tokens on one H100, ~9,000 on the 75 Groq LPUs that hold the weights, ~850,000
-#   on a Spyre card (which then streams them through 64 MB of LX every step).
-# - **Paging** turns a 70 % waste into ~1 % — on SRAM-only machines that is chips, not just gigabytes.
+#   on a Spyre card (which streams them through 64 MB of LX every step).
 # - When the KV cache outgrows the fastest level, GPUs and TPUs slow down with HBM traffic, Spyre spills and
 #   re-sticks, and the WSE and LPU add wafers or chips.
 #
 # Next: the **Dataflow Deep Dive** (`deepdive4_spyre`) follows one Spyre decode step op by op: the LPDDR5↔LX
 # counters, what tile size and stick alignment do to them, and what happens when a working set exceeds a core's
 # 2 MB scratchpad.
+
+# %% [markdown]
+# ## Going further (optional)
+#
+# Ungraded: nothing here counts toward your points, and the checks only tell you whether your code is right.
+# Two sub-parts, independent of each other: the Part 1 comparison at one tile, and the paged KV-cache allocator
+# that serving stacks (vLLM) use instead of a `torch.cat`-grown or contiguous cache.
+
+# %% [markdown]
+# ### Both memories at the largest tile that fits (Part 1)
+#
+# **Spec.** `compare_memories(n, capacity_bytes, line_bytes,
+# ways)`: for the n×n×n fp32 matmul, a dict of Python `int`s: `tile` (the largest square tile, a multiple of one
+# cache line of fp32 `line_bytes // 4`, whose double-buffered tiles fit `capacity_bytes`), `scratchpad` (bytes your
+# `dma_plan` moves with that tile) and `cache` (bytes your `cache_traffic` moves for the same tiling through a
+# `ways`-way cache of `capacity_bytes` with `line_bytes`-byte lines). Use your own functions.
+
+# %% nbgrader={"grade": false, "grade_id": "same_capacity", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def compare_memories(n, capacity_bytes, line_bytes, ways):
+    """Largest fitting square tile, and the off-chip bytes of the scratchpad schedule and of the cache with it."""
+    ### BEGIN SOLUTION
+    tile = largest_tile(capacity_bytes, 4, multiple=line_bytes // 4)
+    t = MatmulTiling(n, n, n, tile, tile, tile, 4)
+    return {"tile": int(tile), "scratchpad": int(dma_plan(t, capacity_bytes)["bytes"].sum()),
+            "cache": int(cache_traffic(t, CacheConfig(capacity_bytes, line_bytes, ways))["offchip_bytes"])}
+    ### END SOLUTION
+
+
+try:
+    SAME = compare_memories(N, SCRATCHPAD_BYTES, LINE_BYTES, WAYS)
+    print(f"tile {SAME['tile']}: scratchpad {SAME['scratchpad'] / 1e6:.3f} MB, {WAYS}-way cache "
+          f"{SAME['cache'] / 1e6:.3f} MB off-chip (compulsory "
+          f"{compulsory_bytes(MatmulTiling(N, N, N, N, N, N, 4)) / 1e6:.3f} MB)")
+except NotImplementedError:
+    SAME = None
+    print("compare_memories (or a function it uses) is not written yet")
+
+# %%
+from common.checks import check_equal, check_type
+
+mine = compare_memories(N, SCRATCHPAD_BYTES, LINE_BYTES, WAYS)
+check_type("compare_memories(...)", mine, dict)
+check_equal("keys", sorted(mine), ["cache", "scratchpad", "tile"])
+T, step = mine["tile"], LINE_BYTES // 4
+check_type("tile", T, int)
+check_equal("the tile is a multiple of one fp32 line and fits", T % step == 0 and
+            footprint_bytes(T, T, T, 4) <= SCRATCHPAD_BYTES, True)
+check_equal("the next multiple does not fit", footprint_bytes(T + step, T + step, T + step, 4) > SCRATCHPAD_BYTES, True)
+_t = MatmulTiling(N, N, N, T, T, T, 4)
+check_equal("scratchpad = the bytes of your dma_plan", mine["scratchpad"] == int(dma_plan(_t, SCRATCHPAD_BYTES)["bytes"]
+            .sum()), True)
+check_equal("cache = the off-chip bytes of your cache_traffic", mine["cache"] == cache_traffic(
+            _t, CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS))["offchip_bytes"], True)
+
+# %% [markdown]
+# ### A paged KV-cache allocator (vLLM)
+#
+# **The principle.** Sequences finish at unpredictable lengths. Reserving a contiguous region of the maximum
+# length for each request (what serving systems did before 2023) wastes most of it — *internal fragmentation* —
+# and limits the batch. **Paging** (Kwon et al., *vLLM / PagedAttention*, SOSP 2023) splits the cache into
+# fixed-size **blocks** of `block_size` token slots; each request has a **block table** (logical block → physical
+# block), a new block is taken only when the last one is full, and all blocks return to the free pool when the
+# request ends. The waste is then under one block per request; attention gathers K/V through the block table.
+#
+# **The vendors.** vLLM does this on GPUs in HBM; TPU serving stacks page the HBM cache and stream pages into
+# VMEM; on Spyre the blocks live in LPDDR5 and are staged into LX in 128-byte sticks; on the WSE and the LPU the
+# cache must fit in SRAM, so every wasted slot is SRAM that could hold a token.
+#
+# **Spec.** `PagedKVAllocator(num_blocks, block_size)` with
+# - `allocate(req, n_tokens)`: a new request holding `n_tokens` (its prompt); takes ⌈n_tokens / block_size⌉
+#   blocks, **the lowest free block ids first**; returns its block table (a list of `int`);
+# - `append(req, n_tokens=1)`: the request grows; a new block only when its last block is full; returns the table;
+# - `free(req)`: all its blocks go back to the free pool;
+# - `block_table(req)` (a list), `tokens_used()` (tokens stored over all requests), `slots_allocated()`
+#   (blocks held × block_size) and `num_free_blocks` (a property);
+# - when the pool runs out, raise a `MemoryError`.
+#
+# Worked example (block_size 4, 8 blocks): `allocate("a", 5)` → `[0, 1]`; `allocate("b", 3)` → `[2]`;
+# `append("a", 3)` → `[0, 1]`; `append("a")` → `[0, 1, 3]`; `free("b")`; `allocate("c", 9)` → `[2, 4, 5]`.
+
+# %% nbgrader={"grade": false, "grade_id": "paged_allocator", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import heapq
+
+
+class PagedKVAllocator:
+    """Fixed-size KV blocks, one block table per request, lowest free block id first."""
+
+    def __init__(self, num_blocks, block_size):
+        self.num_blocks, self.block_size = num_blocks, block_size
+        ### BEGIN SOLUTION
+        self._free = list(range(num_blocks))  # already a heap
+        self._tables, self._tokens = {}, {}
+        ### END SOLUTION
+
+    def _take(self, n):  # a helper you may use: the n lowest free block ids, or a MemoryError
+        ### BEGIN SOLUTION
+        if n > len(self._free):
+            raise MemoryError(f"{n} blocks needed, {len(self._free)} free")
+        return [heapq.heappop(self._free) for _ in range(n)]
+        ### END SOLUTION
+
+    def allocate(self, req, n_tokens):
+        ### BEGIN SOLUTION
+        self._tables[req] = self._take(-(-n_tokens // self.block_size))
+        self._tokens[req] = n_tokens
+        return list(self._tables[req])
+        ### END SOLUTION
+
+    def append(self, req, n_tokens=1):
+        ### BEGIN SOLUTION
+        total = self._tokens[req] + n_tokens
+        self._tables[req] += self._take(max(0, -(-total // self.block_size) - len(self._tables[req])))
+        self._tokens[req] = total
+        return list(self._tables[req])
+        ### END SOLUTION
+
+    def free(self, req):
+        ### BEGIN SOLUTION
+        for b in self._tables.pop(req):
+            heapq.heappush(self._free, b)
+        del self._tokens[req]
+        ### END SOLUTION
+
+    def block_table(self, req):
+        ### BEGIN SOLUTION
+        return list(self._tables[req])
+        ### END SOLUTION
+
+    def tokens_used(self):
+        ### BEGIN SOLUTION
+        return sum(self._tokens.values())
+        ### END SOLUTION
+
+    def slots_allocated(self):
+        ### BEGIN SOLUTION
+        return self.block_size * sum(len(t) for t in self._tables.values())
+        ### END SOLUTION
+
+    @property
+    def num_free_blocks(self):
+        ### BEGIN SOLUTION
+        return len(self._free)
+        ### END SOLUTION
+
+
+# %%
+from common.checks import check_equal, check_type
+
+# The worked example, checked against the rules of the spec (not against an answer key).
+NUM, BS = 8, 4
+a = PagedKVAllocator(NUM, BS)
+held, tokens = {}, {}
+
+
+def _rule_check(what, req, table, n_tokens):
+    """The table a call returned: a list of ints, enough blocks, new ones the lowest that were free."""
+    check_type(f"{what}: block table", table, list)
+    before = held.get(req, [])
+    free_before = sorted(set(range(NUM)) - {b for q, t in held.items() for b in t})
+    new = table[len(before):]
+    check_equal(f"{what}: the blocks it already had are kept, in order", table[:len(before)] == before, True)
+    check_equal(f"{what}: ceil(tokens / block_size) blocks", len(table) == -(-n_tokens // BS), True)
+    check_equal(f"{what}: new blocks are the lowest free ids, in increasing order", new == free_before[:len(new)], True)
+    held[req], tokens[req] = list(table), n_tokens
+
+
+for what, req, call, n in (('allocate("a", 5)', "a", lambda: a.allocate("a", 5), 5),
+                           ('allocate("b", 3)', "b", lambda: a.allocate("b", 3), 3),
+                           ('append("a", 3)', "a", lambda: a.append("a", 3), 8),
+                           ('append("a")', "a", lambda: a.append("a"), 9)):
+    _rule_check(what, req, call(), n)
+a.free("b")
+held.pop("b"), tokens.pop("b")
+_rule_check('after free("b"), allocate("c", 9)', "c", a.allocate("c", 9), 9)
+check_equal("block_table('c') is the table allocate returned", a.block_table("c") == held["c"], True)
+check_equal("tokens_used() counts the tokens stored", a.tokens_used() == sum(tokens.values()), True)
+check_equal("slots_allocated() = blocks held x block_size", a.slots_allocated() == BS * sum(map(len, held.values())),
+            True)
+check_equal("num_free_blocks = blocks not held", a.num_free_blocks == NUM - sum(map(len, held.values())), True)
+try:
+    a.allocate("d", BS * (a.num_free_blocks + 1))
+    raised = False
+except MemoryError:
+    raised = True
+check_equal("out of blocks raises MemoryError", raised, True)
+
+# %% [markdown]
+# ### Fragmentation on a trace
+#
+# `TRACE` is a seeded trace of requests with varied prompt and output lengths (log-normal, within `MAX_LEN`),
+# arriving over time. `common.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
+# batching one decode step at a time with *your* allocator — allocate the prompt on arrival, append one token per
+# step, free when done — and returns one row per step: `used` tokens, `paged` slots your allocator holds,
+# `contiguous` slots a `max_len`-per-request reservation would hold, and `live` requests.
+#
+# **Spec.** `waste(frame)`: a dict `{"paged": w_p, "contiguous": w_c}` of slot-weighted waste over the whole
+# replay, $w = 1 - \sum_\text{steps}\text{used} \,/\, \sum_\text{steps}\text{allocated}$ (Python `float`s).
+
+# %% nbgrader={"grade": false, "grade_id": "waste", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def waste(frame):
+    """Share of allocated slot-steps that hold no token, for the paged and the contiguous allocator."""
+    ### BEGIN SOLUTION
+    used = frame["used"].sum()
+    return {"paged": float(1 - used / frame["paged"].sum()),
+            "contiguous": float(1 - used / frame["contiguous"].sum())}
+    ### END SOLUTION
+
+
+# %%
+from common.checks import check_equal, check_type
+
+# a three-step toy frame: used 2, 4, 6 tokens; paged holds 4, 4, 8 slots; contiguous 8 slots per live request
+toy = pd.DataFrame({"step": [0, 1, 2], "live": [1, 1, 2], "used": [2, 4, 6], "paged": [4, 4, 8],
+                    "contiguous": [8, 8, 16]})
+w = waste(toy)
+check_type("waste(...)", w, dict)
+check_equal("keys", sorted(w), ["contiguous", "paged"])
+check_type("paged waste", w["paged"], float)
+check_type("contiguous waste", w["contiguous"], float)
+check_equal("slot-weighted, not a mean of per-step shares", abs(w["paged"] - (1 - 12 / 16)) < 1e-12 and
+            abs(w["contiguous"] - (1 - 12 / 32)) < 1e-12, True,
+            hint="1 - (sum of used over all steps) / (sum of allocated over all steps)")
+
+# %%
+try:
+    FRAG = replay(TRACE, PagedKVAllocator, BLOCK_SIZE, MAX_LEN)
+except NotImplementedError:
+    FRAG = None
+    print("PagedKVAllocator is not written yet: no replay to draw")
+try:
+    waste(pd.DataFrame({"used": [1], "paged": [2], "contiguous": [4]}))
+    HAVE_WASTE = True
+except NotImplementedError:
+    HAVE_WASTE = False
+    print("waste is not written yet: the block-size panel is left out")
+sizes = (1, 4, 16, 64, 256)
+by_size = {bs: waste(replay(TRACE, PagedKVAllocator, bs, MAX_LEN)) for bs in sizes} if (
+    FRAG is not None and HAVE_WASTE) else {}
+if FRAG is not None:
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(15, 4.8), layout="constrained", width_ratios=[1.5, 1])
+    ax.fill_between(FRAG["step"], FRAG["contiguous"], color="#bbbbbb", label=f"contiguous: {MAX_LEN} slots per request")
+    ax.fill_between(FRAG["step"], FRAG["paged"], color="#9ecae1", label=f"paged (your allocator): blocks of {BLOCK_SIZE} "
+                    "slots")
+    ax.plot(FRAG["step"], FRAG["used"], color="#08519c", lw=1.2, label="tokens actually stored")
+    ax.set(xlabel="decode step", ylabel="KV slots (tokens)",
+           title=f"SIMULATED continuous batching of {len(TRACE)} requests (seeded trace)")
+    ax.legend(fontsize=8)
+    ax.grid(True, color="#dddddd", lw=0.5)
+    if by_size:
+        vals = [100 * by_size[b]["paged"] for b in sizes]
+        bars = ax2.bar(np.arange(len(sizes)), [v if v > 0 else np.nan for v in vals], color="#9ecae1",
+                       edgecolor="#08519c")
+        ax2.set_xticks(np.arange(len(sizes)), [str(b) for b in sizes])
+        ax2.set_xlim(-0.6, len(sizes) - 0.4)
+        ax2.bar_label(bars, labels=[f"{v:.2g} %" if v > 0 else "" for v in vals], fontsize=8)
+        ax2.axhline(100 * by_size[sizes[0]]["contiguous"], color="#777777", ls="--", lw=1)
+        ax2.text(0, 100 * by_size[sizes[0]]["contiguous"], " contiguous pre-allocation", va="bottom", fontsize=8)
+        ax2.set_yscale("log")
+        for i, v in enumerate(vals):
+            if v == 0:  # nothing to draw on a log axis
+                ax2.text(i, ax2.get_ylim()[0], "0 %\n(no waste)", ha="center", va="bottom", fontsize=8)
+        ax2.set(xlabel="block size (token slots)", ylabel="wasted slot-steps [%] (log scale)",
+                title="internal fragmentation vs block size (your waste)")
+        ax2.grid(True, which="both", axis="y", color="#dddddd", lw=0.5)
+    plt.show()
+print({b: {k: f"{100 * v:.2f} %" for k, v in w.items()} for b, w in by_size.items()})
+
+
+# %% [markdown]
+# **To think about.** How much did paging save on the trace, and why does a larger block waste more while a block
+# of 1 is not what vLLM uses? On the WSE or the LPU, where the cache must stay in SRAM, what would fragmentation
+# cost you, in chips or in batch size?

@@ -1,5 +1,14 @@
 """Shortcuts a learner who does not do Lab 4's work might try; each must score 0 on the cells in ``fails``
-(tests/test_lazy_notebooks.py runs them). Instructor edition only, like answers.py."""
+(tests/test_lazy_notebooks.py runs them). Instructor edition only, like answers.py.
+
+Not listed: the stubs of the ungraded *Going further* part (no test cell to fail).
+"""
+
+NOT_LISTED = {
+    "same_capacity": "optional (Going further), ungraded",
+    "paged_allocator": "optional (Going further), ungraded",
+    "waste": "optional (Going further), ungraded",
+}
 
 _HONEST_PLAN = '''
 def dma_plan(t, capacity_bytes):
@@ -107,15 +116,6 @@ _LAZY = {"bytes_in": int(_lazy_s.bytes_in), "bytes_out": int(_lazy_s.bytes_out),
 def cache_traffic(t, config):
     return dict(_LAZY)  # the visible case's numbers for every input
 '''),
-    dict(cell="same_capacity", kind="hard-code-visible", fails=["same_capacity_tests"], code='''
-_LAZY_SAME = {"tile": 32, "scratchpad": int(dma_plan(MatmulTiling(N, N, N, 32, 32, 32, 4), 1 << 40)["bytes"].sum()),
-              "cache": cache_traffic(MatmulTiling(N, N, N, 32, 32, 32, 4),
-                                     CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS))["offchip_bytes"]}
-
-
-def compare_memories(n, capacity_bytes, line_bytes, ways):
-    return dict(_LAZY_SAME)  # the printed line, typed in
-'''),
     # Part 2: the labels.
     dict(cell="categorise", kind="call-reference", fails=["categorise_tests"], code='''
 try:
@@ -211,54 +211,6 @@ from common.kvcache import chips_needed as _lazy_cn
 def lpu_chips(cfg, batch, context, kv_dtype="fp16"):
     return _lazy_cn("groq-lpu", cfg, batch, context, kv_dtype)
 '''),
-    # Part 4: the allocator and the waste.
-    dict(cell="paged_allocator", kind="call-reference", fails=["paged_allocator_tests"], code='''
-try:
-    from common.kvcache import PagedAllocator as PagedKVAllocator
-except ImportError:
-    PagedKVAllocator = None
-'''),
-    dict(cell="paged_allocator", kind="hard-code-visible", fails=["paged_allocator_tests"], code='''
-class PagedKVAllocator:
-    """Replays the worked example's answers, in order."""
-
-    def __init__(self, num_blocks, block_size):
-        self._answers = [[0, 1], [2], [0, 1], [0, 1, 3], [2, 4, 5]]
-        self._c = [2, 4, 5]
-
-    def allocate(self, req, n_tokens):
-        if not self._answers:
-            raise MemoryError
-        return self._answers.pop(0)
-
-    append = allocate
-
-    def free(self, req):
-        pass
-
-    def block_table(self, req):
-        return list(self._c)
-
-    def tokens_used(self):
-        return 18
-
-    def slots_allocated(self):
-        return 24
-
-    @property
-    def num_free_blocks(self):
-        return 2
-'''),
-    dict(cell="waste", kind="call-reference", fails=["waste_tests"], code='''
-try:
-    from common.kvcache import waste_summary as waste
-except ImportError:
-    waste = None
-'''),
-    dict(cell="waste", kind="hard-code-visible", fails=["waste_tests"], code='''
-def waste(frame):
-    return {"paged": 0.25, "contiguous": 0.625}  # the toy frame's answer, for any replay
-'''),
     dict(cell="kv_sweep", kind="hard-code-visible", fails=["kv_sweep_tests"], code='''
 _LAZY_SWEEP = {}
 
@@ -272,5 +224,44 @@ def kv_sweep(model, backend, seqs, batch):
                          "time_s": r.time_s, "bound": r.bottleneck})
         _LAZY_SWEEP["df"] = pd.DataFrame(rows)
     return _LAZY_SWEEP["df"].copy()
+'''),
+    # Landscape rows: the same phrase for every system (the visible check says two systems share a text).
+    dict(cell="landscape_rows", kind="hard-code-visible", fails=["landscape_rows_tests"], code='''
+MY_ROWS = {a: dict.fromkeys(SYSTEMS, "memory close to the compute units") for a in ATTRIBUTES}
+'''),
+    # Keyword stuffing: every memory and mechanism word of the lab in every cell, made distinct by the name.
+    dict(cell="landscape_rows", kind="hard-code-visible", fails=["landscape_rows_tests"], code='''
+_LAZY_WORDS = ("HBM VMEM SRAM on-wafer LPDDR5 LX sticks shared memory pages blocks vLLM DMA compiler XLA "
+               "hardware cache LRU static schedule chips wafers streams spills")
+MY_ROWS = {a: {s: f"{s}: {_LAZY_WORDS}" for s in SYSTEMS} for a in ATTRIBUTES}
+'''),
+    # Copy what the notebook says about each system: the header for who manages memory, the Part 3 and Part 4
+    # paragraphs for the KV cache.
+    dict(cell="landscape_rows", kind="read-off-object", fails=["landscape_rows_tests"], code='''
+MY_ROWS = {
+    "on-chip memory managed by": {
+        "GPU": "puts hardware caches (L1, L2) in front of HBM and also gives the programmer a scratchpad",
+        "TPU": "stages every fusion's operands from HBM into its software-managed VMEM",
+        "WSE": "a WSE PE's 48 KB and the LPU's SRAM are software-managed",
+        "LPU": "the LPU's SRAM are software-managed: there the formula is the traffic",
+        "Spyre": "no cache at all: the compiler DMAs tiles, laid out in 128-byte sticks, between LPDDR5 and LX",
+    },
+    "KV-cache strategy": {
+        "GPU": "vLLM does this on GPUs in HBM",
+        "TPU": "TPU serving stacks page the HBM cache and stream pages into VMEM",
+        "WSE": "on-wafer SRAM on a WSE-3 (~44 GB per wafer)",
+        "LPU": "the SRAM of every Groq LPU in the pipeline (~230 MB per chip)",
+        "Spyre": "every decode step streams it through 32 × 2 MB of LX",
+    },
+}
+'''),
+    # Read the rows off the objects the notebook shows: the catalog's alignment facts and the Part 3 table.
+    dict(cell="landscape_rows", kind="read-off-object", fails=["landscape_rows_tests"], code='''
+_lazy_lim = LIMITS.set_index("system")
+MY_ROWS = {
+    "on-chip memory managed by": {s: f"{ALIGNMENT[s]}; {_lazy_lim.loc[s, 'onchip_level']} on chip" for s in SYSTEMS},
+    "KV-cache strategy": {s: f"KV cache in {_lazy_lim.loc[s, 'kv_level']} of {_lazy_lim.loc[s, 'chips']}x "
+                             f"{_lazy_lim.loc[s, 'chip']}" for s in SYSTEMS},
+}
 '''),
 ]
