@@ -35,7 +35,7 @@
 # - read scratchpad use per core and the LPDDR5<->LX traffic counters, and check them against the program
 # - build a roofline for a software-managed memory hierarchy and compare Spyre's picture with the GPU's
 #
-# **Expected time:** 45–60 minutes  
+# **Expected time:** about 50 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated)
 
 # %% [markdown] include="grading"

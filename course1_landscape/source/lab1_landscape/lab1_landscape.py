@@ -19,30 +19,27 @@
 # %% [markdown]
 # # Course 1 · Lab 1 — One model, five machines: the accelerator landscape
 #
-# One PyTorch model, five machines. A **GPU** runs it as a stream of kernels that a host program launches one
-# after another (control flow: the program counter decides what happens next). The four others are, to
-# different degrees, **dataflow** machines: a compiler lays the whole graph out ahead of time and data arriving
-# is what makes work happen — a **Google TPU** (XLA compiles the graph for systolic matrix units fed from HBM),
-# a **Cerebras WSE** (the model is spread over ~900,000 cores on one wafer, weights stay in on-wafer SRAM),
-# a **Groq LPU** (a statically scheduled, deterministic chip with no caches: the compiler knows every cycle) and
-# an **IBM Spyre** (32 dataflow cores with software-managed scratchpads fed from LPDDR5).
+# A **GPU** runs a model as a stream of kernels that a host program launches one after another (control flow).
+# The four others are, to different degrees, **dataflow** machines whose compiler lays the whole graph out ahead
+# of time: a **Google TPU** (XLA, systolic matrix units, HBM), a **Cerebras WSE** (~900,000 cores on one wafer,
+# weights in on-wafer SRAM), a **Groq LPU** (no caches; the compiler schedules every cycle) and an **IBM Spyre**
+# (32 dataflow cores, software-managed scratchpads, LPDDR5).
 #
-# Before comparing machines you need two instruments that do not lie: a **timer** and a **work counter**. You
-# build both here, measure your own CPU, predict a GPU from its datasheet, and then run one decoder through the
-# five simulated backends of `common.sim`. Every number you see is labelled **measured** (this machine),
-# **catalog** (a vendor datasheet, with its source in `common.chips`) or **simulated** (`common.sim`, a cost
-# model built from those datasheets — not a measurement of the real chip).
+# You build two instruments — a **timer** and a **work counter** — measure your CPU, predict a GPU from its
+# datasheet, and run one decoder through the five simulated backends of `common.sim`. Numbers are labelled
+# **measured** (this machine), **catalog** (a datasheet, sourced in `common.chips`) or **simulated**
+# (`common.sim`'s cost model, not the real chip).
 #
 # **Learning objectives**
 #
 # - build a benchmark harness (warm-up, device sync, median and IQR) and say why a naive timer misleads
-# - count FLOPs and compulsory bytes of a GEMM, a softmax and a decoder forward pass; compute their intensity
-# - measure your CPU's roofline and place measured ops on it
+# - count the FLOPs and compulsory bytes of a GEMM and a softmax, and their arithmetic intensity
+# - measure your CPU's roofline, place measured ops on it, and profile where a forward pass spends time and memory
 # - predict GPU times from the catalog (compute term vs memory term) and explain why the CPU–GPU gap differs per op
-# - run one decoder through five simulated machines and read time, throughput, bottleneck and bytes per level
+# - run one decoder through five simulated machines: time, throughput, bottleneck, bytes per memory level
 # - start the accelerator landscape map that the next five courses extend
 #
-# **Expected time:** 90–120 minutes  
+# **Expected time:** about 115 minutes (plus about 16 optional)  
 # **Runtime:** a free Colab CPU runtime (2 vCPUs) or any laptop; a GPU is used when present
 
 # %% [markdown] include="grading"
@@ -111,32 +108,26 @@ print(f"FAST={FAST}: model {MODEL}, batch {BATCH}, seq {SEQ}, GEMM sizes {GEMM_S
 # %% [markdown]
 # ## Part 1 — A benchmark harness from scratch
 #
-# **Principle.** A time you can compare has four properties: the work before the clock starts is done (lazy
-# initialisation, allocator and cache warm-up, autotuning), the clock reads *finished* work (a GPU runs kernels
-# asynchronously: `torch.cuda.synchronize()` before each read), there are many samples (one call is noise), and
-# the summary is robust (the **median**, with the **IQR** = 75th − 25th percentile as the spread; a mean is
-# dragged by one preempted run).
+# **Principle.** A comparable time needs four things: one-time work done before the clock starts (lazy
+# initialisation, allocator and cache warm-up, autotuning), a clock that reads *finished* work (a GPU runs
+# kernels asynchronously: sync before each read), many samples, and a robust summary — the **median**, with the
+# **IQR** (75th − 25th percentile) as spread; one preempted run drags a mean.
 #
-# **Vendor.** PyTorch ships this as `torch.utils.benchmark`: `Timer(stmt, globals, timer=...)` and
-# `Timer.blocked_autorange(min_run_time)` pick how many calls go in one timed block so that clock overhead is
-# negligible, and return a `Measurement` with `.median`, `.iqr`, `.times` (seconds per call).
+# **Vendor.** `torch.utils.benchmark.Timer(stmt, globals, timer=...)`; its `.blocked_autorange(min_run_time)`
+# picks how many calls go in one timed block and returns a `Measurement` with `.median`, `.iqr`, `.times`
+# (seconds per call).
 #
 # **Spec.** `measure(fn, *args, warmup=3, min_run_time=0.2, device=None, sync=None)`:
 # 1. finds the device (`device`, else that of the first tensor in `args`, else the CPU) and its **sync**: the
-#    callable `sync` if one is given (every accelerator runtime has one: `torch.cuda.synchronize`,
-#    `xm.wait_device_ops()` on a TPU, torch-spyre's own), else `torch.cuda.synchronize(device)` on CUDA and
-#    nothing on the CPU;
+#    callable `sync` if given (every accelerator runtime has one: `xm.wait_device_ops()` on a TPU, torch-spyre's
+#    own), else `torch.cuda.synchronize(device)` on CUDA and nothing on the CPU;
 # 2. calls `fn(*args)` `warmup` times, then syncs;
-# 3. times with `torch.utils.benchmark.Timer(..., timer=clock)` where `clock()` syncs and then reads
-#    `timeit.default_timer()`, using `blocked_autorange(min_run_time=min_run_time)`;
+# 3. times with `Timer(..., timer=clock)`, where `clock()` syncs and then returns `timeit.default_timer()`,
+#    using `blocked_autorange(min_run_time=min_run_time)`;
 # 4. returns `{"median_s": float, "iqr_s": float, "n_runs": int}` (seconds per call).
 #
-# The checks give your harness a pretend asynchronous device whose calls return at once and whose work runs
-# only when its `sync` waits for it: a timer that does not sync measures how fast calls are *queued*.
-#
-# Worked example: `measure(torch.mm, A, A)` for a 256 × 256 `A` on a laptop →
-# `{"median_s": 0.00021, "iqr_s": 4e-06, "n_runs": 9}` (yours will differ; `common.bench.measure` is the
-# reference and must agree within a factor of 4).
+# The checks also time a pretend asynchronous device whose work runs only when its `sync` waits for it.
+# Example: a 256 × 256 `torch.mm` on a laptop → `{"median_s": 0.00021, "iqr_s": 4e-06, "n_runs": 9}`.
 
 # %% nbgrader={"grade": false, "grade_id": "measure", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import timeit
@@ -309,39 +300,26 @@ if torch.cuda.is_available():  # on a GPU the naive timer reads the clock before
           f"synced median {synced_gpu * 1e3:.3f} ms")
 
 # %% [markdown]
-# Compare the rows: the first call is usually the slowest (allocations, one-time kernel selection), and the
-# naive repeats scatter by more than the IQR of the harness. On a GPU the gap is worse: without a sync the naive
-# loop measures how fast Python can *enqueue* kernels, not how long they take. You will explain this in the
-# Analysis (question 1).
+# Compare the rows: the first call is usually the slowest, and the naive repeats scatter by more than the
+# harness's IQR. On a GPU, a loop without sync measures how fast Python *enqueues* kernels (Analysis, question 1).
 
 # %% [markdown]
 # ## Part 2 — Count the work: FLOPs, bytes, intensity
 #
-# **Principle.** Time alone says nothing about a machine; time *for a known amount of work* does. Two numbers
-# describe an op: its **FLOPs** (multiply and add count as 2 per multiply-accumulate) and its **compulsory
-# bytes** — every input read once and every output written once, the least traffic any machine must move if
-# nothing is already on chip. Their ratio, **arithmetic intensity** (FLOP/byte), decides whether an op can ever
-# be compute-bound on a given machine: above the machine's ridge point (peak FLOP/s ÷ bandwidth) it can, below it
-# the memory system sets its speed.
+# **Principle.** Time says nothing about a machine without the amount of work. An op has **FLOPs** (a
+# multiply-accumulate counts 2) and **compulsory bytes** (every input read once, every output written once: the
+# least traffic any machine must move). Their ratio, **arithmetic intensity** (FLOP/byte), decides whether the op
+# can ever be compute-bound: above the machine's ridge point (peak FLOP/s ÷ bandwidth) it can; below it, memory
+# sets its speed.
 #
-# **Vendor.** `common.costs` counts every node of a captured graph: FLOPs from `torch.utils.flop_counter` (matmul,
-# attention) plus a per-element convention for the rest (softmax: 5 FLOPs per element — max, subtract, exp, sum,
-# divide), bytes from tensor shapes. `summarize(node_table(gm))` gives the totals. You check your formulas
-# against it.
+# **Vendor.** `common.costs` counts every node of a captured graph (matmuls via `torch.utils.flop_counter`; a
+# softmax is 5 FLOPs per element: max, subtract, exp, sum, divide); `counted(fn, *shapes)` below sums it for one op.
 #
-# **Spec.**
-# - `gemm_cost(m, k, n, dtype_bytes=4)` for `(m, k) @ (k, n)` and `softmax_cost(rows, cols, dtype_bytes=4)` over
-#   the last dimension each return `{"flops": float, "bytes": float, "intensity": float}` with compulsory bytes.
-#   `dtype_bytes` is any positive number of bytes per element: 4 (fp32), 2 (fp16/bf16), 1 (int8/fp8), 0.5 (the
-#   4-bit weights of quantised inference, which no torch dtype stores one per element).
-#   Example: `gemm_cost(2, 3, 4)` → 48 FLOPs, (6 + 12 + 8) × 4 = 104 bytes, intensity 0.46.
-# - `decoder_cost(cfg, batch, seq, dtype_bytes=4)` for one prefill forward pass of a `DecoderLM` config returns
-#   `{"matmul_flops": float, "min_bytes": float, "intensity": float}`: FLOPs of every matrix multiply (per layer
-#   the q, k, v, o projections with `n_heads`/`n_kv_heads` × `head_dim` columns, the three SwiGLU matrices, and
-#   attention: scores Q·Kᵀ and their product with V, each `2 × batch × n_heads × seq × seq × head_dim` — the
-#   reference model computes all `seq × seq` scores and masks afterwards; then the LM head), and compulsory bytes =
-#   every parameter once (`cfg.n_params × dtype_bytes`) + the int64 token ids + the logits
-#   (`batch × seq × vocab_size`). Intensity = matmul_flops / min_bytes.
+# **Spec.** `gemm_cost(m, k, n, dtype_bytes=4)` for `(m, k) @ (k, n)` and `softmax_cost(rows, cols,
+# dtype_bytes=4)` over the last dimension each return `{"flops": float, "bytes": float, "intensity": float}`,
+# with compulsory bytes. `dtype_bytes` is any positive number: 4 (fp32), 2 (fp16), 1 (fp8), or 0.5 (4-bit
+# weights, which no torch dtype stores one per element). Example: `gemm_cost(2, 3, 4)` → 48 FLOPs,
+# (6 + 12 + 8) × 4 = 104 bytes, intensity 0.46.
 
 # %%
 # common's counters: capture one function at aten level (on fake tensors), count every node, sum.
@@ -449,127 +427,52 @@ print(f"unfused traffic (every op reads and writes DRAM): {DEC['bytes'] / 1e6:.2
 print(DEC_TABLE.groupby("op")[["flops", "bytes"]].sum().sort_values("flops", ascending=False).head(6).to_string())
 
 
-# %% nbgrader={"grade": false, "grade_id": "decoder_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def decoder_cost(cfg, batch, seq, dtype_bytes=4):
-    """Matmul FLOPs, compulsory bytes and intensity of one prefill forward pass of a DecoderLM config."""
-    ### BEGIN SOLUTION
-    t = batch * seq
-    c, h, kv, hd = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-    projections = 2 * t * (c * h * hd + 2 * c * kv * hd + h * hd * c + 3 * c * cfg.ffn_dim)
-    attention = 2 * (2 * batch * h * seq * seq * hd)
-    flops = float(cfg.n_layers * (projections + attention) + 2 * t * c * cfg.vocab_size)
-    min_bytes = float(cfg.n_params * dtype_bytes + t * 8 + t * cfg.vocab_size * dtype_bytes)
-    return {"matmul_flops": flops, "min_bytes": min_bytes, "intensity": flops / min_bytes}
-    ### END SOLUTION
-
-
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "decoder_cost_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_scalar, check_type
-
-mine = decoder_cost(CFG, BATCH, SEQ)
-check_type("decoder_cost(...)", mine, dict)
-check_scalar("decoder matmul FLOPs", mine["matmul_flops"], MATMUL_FLOPS,
-             hint="projections + Q.K^T + scores.V per layer, times n_layers, plus the LM head")
-check_scalar("decoder compulsory bytes", mine["min_bytes"], DEC_MIN_BYTES,
-             hint="parameters once + int64 token ids + logits")
-check_scalar("decoder intensity", mine["intensity"], MATMUL_FLOPS / DEC_MIN_BYTES, rel=1e-6)
-### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.models import get_config as _get_config
-
-_d = decoder_cost(_get_config("llama-3.1-8b"), 1, 128, 2)
-grader.assert_type(_d, dict, name="decoder_cost returns a dict")
-grader.assert_scalar(_d["matmul_flops"], 1929782493184.0, rel=1e-9, name="llama-3.1-8b matmul FLOPs (GQA)")
-grader.assert_scalar(_d["min_bytes"], 16093357056.0, rel=1e-9, name="llama-3.1-8b compulsory bytes, bf16")
-_d = decoder_cost(_get_config("tiny-block"), 3, 16, 4)
-grader.assert_scalar(_d["matmul_flops"], 13762560.0, rel=1e-9, name="tiny-block matmul FLOPs, batch 3")
-grader.assert_scalar(_d["min_bytes"], 673408.0, rel=1e-9, name="tiny-block compulsory bytes, batch 3")
-### END HIDDEN TESTS
-
 # %%
-# Intensity of the three workloads, fp32: compare them with your CPU's ridge point in Part 3.
-N_BIG = max(GEMM_SIZES)
-work = {f"GEMM {N_BIG}^3": attempt("gemm_cost", gemm_cost, N_BIG, N_BIG, N_BIG),
+# Intensity of the workloads you time in Part 3, fp32 (the decoder's from common's counts above).
+work = {f"GEMM {GAP_GEMM_N}^3": attempt("gemm_cost", gemm_cost, GAP_GEMM_N, GAP_GEMM_N, GAP_GEMM_N),
         f"softmax {SOFTMAX_SHAPE}": attempt("softmax_cost", softmax_cost, *SOFTMAX_SHAPE),
-        f"{MODEL} forward (compulsory bytes)": attempt("decoder_cost", decoder_cost, CFG, BATCH, SEQ)}
+        f"{MODEL} forward (compulsory bytes)": {"flops": DEC["flops"], "bytes": DEC_MIN_BYTES,
+                                              "intensity": DEC["flops"] / DEC_MIN_BYTES},
+        f"{MODEL} forward (unfused, all ops)": {k: DEC[k] for k in ("flops", "bytes", "intensity")}}
 if all(v is not None for v in work.values()):
-    dec = work[f"{MODEL} forward (compulsory bytes)"]
-    work[f"{MODEL} forward (compulsory bytes)"] = {"flops": dec["matmul_flops"], "bytes": dec["min_bytes"],
-                                                  "intensity": dec["intensity"]}
-    work[f"{MODEL} forward (unfused, all ops)"] = {"flops": DEC["flops"], "bytes": DEC["bytes"],
-                                                  "intensity": DEC["intensity"]}
     print(pd.DataFrame(work).T.to_string(float_format=lambda v: f"{v:.3g}"))
 
 
 # %% [markdown]
-# ## Part 3 — Measure the CPU: sweep, forward pass, roofline
+# ## Part 3 — Measure the CPU: roofline, three ops, profile
 #
 # **Principle.** A roofline bounds what a machine can do at a given intensity: `attainable = min(peak FLOP/s,
-# intensity × bandwidth)`. The two roofs of *your* CPU are measured, not looked up: a large GEMM for the compute
-# roof and a large copy (far bigger than the caches) for the bandwidth roof (`common.roofline.measure_roofline`).
-# Then each op you time becomes a point: x = its intensity, y = its achieved FLOP/s; the distance to the roof is
-# what is left on the table.
+# intensity × bandwidth)`. Your CPU's two roofs are measured, not looked up. Each op you time becomes a point —
+# x its intensity, y its achieved FLOP/s — and its distance to the roof is what is left on the table.
 #
-# **Vendor.** `common.bench.sweep(factory, params)` calls `factory(**p)` for each parameter set and measures what it
-# returns: a dict `{"fn": callable, "args": (...), "flops": ..., "bytes": ...}`; the DataFrame has one row per
-# parameter set with `median_s`, `flops_per_s`, `bytes_per_s` and `intensity`.
+# **Vendor.** `common.roofline.measure_roofline(device, dtype)` times a large GEMM (compute roof) and a copy far
+# bigger than the caches (bandwidth roof) and returns a `Roofline`; `rl.attainable(intensity)` is the bound.
 #
-# **Spec.**
-# - `gemm_spec(n, dtype=torch.float32)` → `{"fn": torch.mm, "args": (A, B), "flops": ..., "bytes": ...}` for two
-#   random `n × n` tensors of `dtype`, with FLOPs and compulsory bytes from your `gemm_cost`.
-# - `achieved(result, rl)` for a measurement `result` — anything with `.flops`, `.bytes` (counted work per call)
-#   and `.median_s`: a `bench.BenchResult`, or a record of your own — and a `roofline.Roofline`
-#   → `{"flops_per_s", "bytes_per_s", "intensity", "attainable_flops_per_s", "fraction"}` as floats, where
-#   attainable = `rl.attainable(intensity)` and fraction = achieved ÷ attainable. Example: 1 GFLOP and 1 MB in
-#   2 ms under a roof of 1 TFLOP/s and 10 GB/s → 0.5 TFLOP/s, intensity 1000, attainable 1 TFLOP/s, fraction 0.5.
-
-# %% nbgrader={"grade": false, "grade_id": "gemm_spec", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def gemm_spec(n, dtype=torch.float32):
-    """A bench.sweep factory: an n x n @ n x n GEMM with its FLOPs and compulsory bytes."""
-    ### BEGIN SOLUTION
-    a = torch.randn(n, n, dtype=dtype)
-    b = torch.randn(n, n, dtype=dtype)
-    cost = gemm_cost(n, n, n, torch.empty((), dtype=dtype).element_size())
-    return {"fn": torch.mm, "args": (a, b), "flops": cost["flops"], "bytes": cost["bytes"]}
-    ### END SOLUTION
-
-
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "gemm_spec_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_equal, check_scalar, check_type
-
-spec = gemm_spec(64)
-check_type("gemm_spec(64)", spec, dict)
-check_scalar("flops of a 64^3 GEMM", spec["flops"], 2 * 64**3)
-check_scalar("bytes of a 64^3 fp32 GEMM", spec["bytes"], 3 * 64 * 64 * 4)
-check_type("args", spec["args"], tuple, hint="args is a tuple (A, B)")
-check_type("A", spec["args"][0], torch.Tensor)
-check_equal("shapes of A and B", [list(spec["args"][0].shape), list(spec["args"][1].shape)], [[64, 64], [64, 64]])
-### BEGIN HIDDEN TESTS
-from common.checks import grader
-
-_spec = gemm_spec(96, torch.float64)
-grader.assert_type(_spec, dict, name="gemm_spec returns a dict")
-grader.assert_scalar(_spec["flops"], 1769472.0, name="flops of a 96^3 GEMM")
-grader.assert_scalar(_spec["bytes"], 221184.0, name="bytes of a 96^3 fp64 GEMM")
-grader.assert_type(_spec["args"], tuple, name="args is a tuple")
-grader.assert_type(_spec["args"][0], torch.Tensor, name="A is a tensor")
-grader.assert_equal(str(_spec["args"][0].dtype), "torch.float64", name="A has the requested dtype")
-### END HIDDEN TESTS
+# **Spec.** `achieved(result, rl)` for a measurement `result` — anything with `.flops`, `.bytes` (counted work
+# per call) and `.median_s`: a `bench.BenchResult` or a record of your own — and a `roofline.Roofline` →
+# `{"flops_per_s", "bytes_per_s", "intensity", "attainable_flops_per_s", "fraction"}` as floats, where
+# attainable = `rl.attainable(intensity)` and fraction = achieved ÷ attainable. Example: 1 GFLOP and 1 MB in
+# 2 ms under roofs of 1 TFLOP/s and 10 GB/s → 0.5 TFLOP/s, intensity 1000, attainable 1 TFLOP/s, fraction 0.5.
 
 # %%
-# Measure: the GEMM sweep, the decoder forward pass, and this CPU's roofline (a big GEMM + a big copy).
-SWEEP = attempt("gemm_spec", bench.sweep, gemm_spec, [{"n": n} for n in GEMM_SIZES],
-                min_run_time=MIN_RUN_TIME, progress=False, label="GEMM")
-DEC_RESULT = bench.measure(forward, label=f"{MODEL} forward", flops=DEC["flops"], bytes=DEC_MIN_BYTES,
-                           min_run_time=MIN_RUN_TIME)
+# Measure this CPU's roofline, then three ops with the work common counts for them (Part 2).
 ROOF = roofline.measure_roofline("cpu", torch.float32, **PEAK_KW)
 print(f"MEASURED roofline of {MACHINE}: {ROOF.peak_flops / 1e9:.1f} GFLOP/s, {ROOF.bandwidth() / 1e9:.1f} GB/s, "
       f"ridge {ROOF.ridge_point():.1f} FLOP/byte")
-if SWEEP is not None:
-    print(SWEEP[["n", "median_s", "iqr_s", "flops_per_s", "bytes_per_s", "intensity"]].to_string(
-        index=False, float_format=lambda v: f"{v:.3g}"))
-print(f"{MODEL} forward (batch {BATCH}, seq {SEQ}): {DEC_RESULT.median_s * 1e3:.3f} ms, "
-      f"{DEC_RESULT.flops_per_s / 1e9:.2f} GFLOP/s, {DEC_RESULT.bytes_per_s / 1e9:.2f} GB/s (compulsory bytes)")
+n = GAP_GEMM_N
+mm_work = counted(torch.mm, (n, n), (n, n))
+soft_work = counted(lambda x: torch.softmax(x, dim=-1), SOFTMAX_SHAPE)
+CPU_RESULTS = {
+    "GEMM": bench.measure(torch.mm, torch.randn(n, n), torch.randn(n, n), label=f"GEMM {n}^3",
+                          flops=mm_work["flops"], bytes=mm_work["bytes"], min_run_time=MIN_RUN_TIME),
+    "softmax": bench.measure(torch.softmax, torch.randn(*SOFTMAX_SHAPE), -1, label=f"softmax {SOFTMAX_SHAPE}",
+                             flops=soft_work["flops"], bytes=soft_work["bytes"], min_run_time=MIN_RUN_TIME),
+    f"{MODEL} fwd": bench.measure(forward, label=f"{MODEL} forward", flops=DEC["flops"], bytes=DEC_MIN_BYTES,
+                                  min_run_time=MIN_RUN_TIME)}
+DEC_RESULT = CPU_RESULTS[f"{MODEL} fwd"]
+print(pd.DataFrame({r.label: {"median_s": r.median_s, "iqr_s": r.iqr_s, "GFLOP/s": r.flops_per_s / 1e9,
+                              "GB/s": r.bytes_per_s / 1e9, "intensity": r.intensity}
+                    for r in CPU_RESULTS.values()}).T.to_string(float_format=lambda v: f"{v:.3g}"))
 
 
 # %% nbgrader={"grade": false, "grade_id": "achieved", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -622,42 +525,38 @@ grader.assert_scalar(_a["fraction"], 1.0, rel=1e-9, name="memory-bound: fraction
 ### END HIDDEN TESTS
 
 # %%
-# Your CPU's roofline with your measured ops on it.
-pts = []
-if SWEEP is not None:
-    pts.append(pd.DataFrame({"label": [f"GEMM N={n}" for n in SWEEP["n"]], "flops": SWEEP["flops"],
-                             "intensity": SWEEP["intensity"], "flops_per_s": SWEEP["flops_per_s"],
-                             "source": "measured"}))
-pts.append(pd.DataFrame({"label": [f"{MODEL} fwd"], "flops": [DEC["flops"]], "intensity": [DEC_RESULT.intensity],
-                         "flops_per_s": [DEC_RESULT.flops_per_s], "source": "measured"}))
-ax = roofline.plot_roofline(ROOF, pd.concat(pts, ignore_index=True), point_label_col="label",
-                            title=f"MEASURED roofline and ops of {INFO['cpu']}\n"
-                                  f"fp32, {INFO['num_threads']} threads; {MODEL} forward at batch {BATCH}, seq {SEQ}")
+# Your CPU's roofline with the three measured ops on it.
+pts = pd.DataFrame([{"label": r.label, "flops": r.flops, "intensity": r.intensity, "flops_per_s": r.flops_per_s,
+                     "source": "measured"} for r in CPU_RESULTS.values()])
+ax = roofline.plot_roofline(ROOF, pts, point_label_col="label",
+                            title=f"MEASURED roofline and ops of {INFO['cpu']}, fp32, {INFO['num_threads']} threads\n"
+                                  f"GEMM {GAP_GEMM_N}^3, softmax {SOFTMAX_SHAPE}, {MODEL} forward at batch {BATCH}, "
+                                  f"seq {SEQ}")
 plt.show()
 
 # %% [markdown]
 # ### Where the time and the memory go: `torch.profiler`
 #
-# **Principle.** A harness gives one number per call; a **profiler** splits it by operator. It records every op
-# the call runs (its *self* time: time in the op itself, not in the ops it calls) and, with memory profiling on,
-# every allocation and free. Two questions it answers before you optimise anything: which few ops take the time
-# (the **top ops by self CPU time**), and how much memory the call needs at once (its **peak memory**).
+# **Principle.** A harness gives one number per call; a **profiler** splits it by operator: each op's *self*
+# time (in the op itself, not in the ops it calls) and, with memory profiling on, every allocation and free. It
+# tells you which few ops take the time (the **top ops by self CPU time**) and how much memory the call holds at
+# once (its **peak memory**).
 #
-# **Vendor.** `torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True)` used as a
-# context manager records the code inside it. `prof.key_averages()` aggregates per op name: each row has `.key`
-# (e.g. `"aten::mm"`), `.self_cpu_time_total` (µs) and `.self_cpu_memory_usage` (bytes). `prof.events()` lists
-# every single event in the order they were recorded; each has `.time_range.start` and `.self_cpu_memory_usage`:
-# bytes that op allocated itself (positive), or, for a row named `[memory]`, bytes freed outside any op (negative).
+# **Vendor.** `with torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:`
+# records the code inside. `prof.key_averages()` aggregates per op name: rows with `.key` (e.g. `"aten::mm"`),
+# `.self_cpu_time_total` (µs) and `.self_cpu_memory_usage` (bytes). `prof.events()` lists every event; each has
+# `.time_range.start` and `.self_cpu_memory_usage`: bytes the op allocated itself (positive) or, for a `[memory]`
+# row, bytes freed outside any op (negative).
 #
 # **Spec.**
-# - `profile_run(fn)` → the `torch.profiler.profile` object of one call `fn()` on the CPU, memory profiling on.
-# - `profile_summary(prof, k=3)` → `{"peak_bytes": int, "top_ops": [str, ...]}`: `top_ops` are the `.key`s of the
-#   `k` rows of `prof.key_averages()` with the largest `self_cpu_time_total`, largest first; `peak_bytes` is the
+# - `profile_run(fn)` → the `profile` object of one call `fn()` on the CPU, memory profiling on.
+# - `profile_summary(prof, k=3)` → `{"peak_bytes": int, "top_ops": [str, ...]}`: `top_ops` = the `.key`s of the
+#   `k` rows of `prof.key_averages()` with the largest `self_cpu_time_total`, largest first; `peak_bytes` = the
 #   largest running total of `self_cpu_memory_usage` over `prof.events()` sorted by `time_range.start` (never
-#   below 0: the most memory the call held at once beyond what was live before it).
+#   below 0: the most the call held at once beyond what was live before it).
 #
-# Worked example: a call that creates a 1 MiB tensor, adds 1 to it (a second 1 MiB tensor) and sums the result
-# holds both tensors at once: its peak is about 2 MiB even though no single op allocates more than 1 MiB.
+# Example: creating a 1 MiB tensor, adding 1 (a second 1 MiB tensor) and summing holds both at once: a peak of
+# about 2 MiB, though no op allocates more than 1 MiB.
 
 # %% nbgrader={"grade": false, "grade_id": "profile", "locked": false, "schema_version": 3, "solution": true, "task": false}
 from torch.profiler import ProfilerActivity, profile
@@ -738,47 +637,34 @@ else:
 # %% [markdown]
 # ## Part 4 — The CPU–GPU gap from first principles
 #
-# **Principle.** Before running anything on a GPU, predict it. An op cannot finish faster than its
-# **compute term** (FLOPs ÷ peak FLOP/s) or its **memory term** (bytes ÷ memory bandwidth); the larger one is its
-# bound. The peak itself is not magic: an NVIDIA GPU has some SMs, each with a few tensor cores, each doing a fixed
-# number of fused multiply-adds per clock — `peak = SMs × tensor cores per SM × FMA per clock × 2 × clock`.
-# The execution model differs too: a GPU is a **SIMT** machine (single instruction, multiple threads): each SM
-# issues one instruction for a warp of 32 threads at a time and keeps many warps in flight to hide memory latency,
-# whereas a CPU runs a few fast cores with short SIMD vectors. That only pays off when an op has thousands of
-# independent elements to spread over the threads.
-# Bandwidth comes from the memory (GDDR6 on a T4, HBM on an H100). A GEMM's intensity grows with N, so on a GPU it
-# becomes compute-bound; a softmax stays at about 1 FLOP/byte, so it never does, and the GPU's advantage on it
-# is only the ratio of memory bandwidths, not of FLOP/s. A small model is neither: it is bound by the time to
-# *launch* dozens of small kernels, which no datasheet lists.
+# **Principle.** Predict a GPU before running on one. An op cannot finish faster than its **compute term**
+# (FLOPs ÷ peak FLOP/s) or its **memory term** (bytes ÷ memory bandwidth); the larger is its bound. The peak is
+# not magic: an NVIDIA GPU has SMs, each with a few tensor cores, each doing a fixed number of fused
+# multiply-adds per clock — `peak = SMs × tensor cores per SM × FMA per clock × 2 × clock`. The execution model
+# differs too: a GPU is a **SIMT** machine (single instruction, multiple threads): each SM issues one instruction
+# for a warp of 32 threads at a time and keeps many warps in flight to hide memory latency, whereas a CPU runs a
+# few fast cores with short SIMD vectors. That pays off only when an op has thousands of independent elements.
+# A GEMM's intensity grows with N, so on a GPU it becomes compute-bound; a softmax stays near 1 FLOP/byte, so the
+# GPU gains only the ratio of memory bandwidths (GDDR6 on a T4, HBM on an H100). A small model is bound by
+# neither, but by the time to *launch* dozens of small kernels, which no datasheet lists.
 #
-# **Vendor.** `common.chips.get_chip("t4")` holds the catalog record (every number with its source);
-# `common.landscape.tensor_core_terms(chip)` reads the SM count, tensor cores and FMA rate out of it.
-# `common.sim.simulate_op(op, shape, "gpu", chip=...)` and `simulate_llm(...)` are the GPU *simulator*: the same
-# terms plus tiling efficiency, achievable (not spec) bandwidth and kernel-launch overheads.
+# **Vendor.** `common.chips.get_chip("t4")` is the catalog record (every number sourced). The GPU *simulator*,
+# `common.sim.simulate_op(op, shape, "gpu", chip=...)` and `simulate_llm(...)`, adds tiling efficiency,
+# achievable (not spec) bandwidth and kernel-launch overheads.
 #
-# **Spec.**
-# - `tensor_core_peak(terms)` → float: SMs × tensor cores per SM × FMA per clock per tensor core × 2 × clock,
-#   from the dict `tensor_core_terms` returns (it must land within 1% of the catalog's fp16 peak).
-# - `expected_time(flops, nbytes, chip, dtype="fp16")` → `{"compute_s", "memory_s", "time_s", "bound"}`:
-#   compute term with `get_chip(chip).peak(dtype)`, memory term with `get_chip(chip).main_memory.bandwidth`,
-#   time = the larger, bound = `"compute"` or `"memory"` (compute on a tie). Example: 1 TFLOP and 1 GB on a chip
-#   with 100 TFLOP/s and 1 TB/s → 10 ms compute, 1 ms memory, 10 ms, compute.
+# **Spec.** `expected_time(flops, nbytes, chip, dtype="fp16")` → `{"compute_s", "memory_s", "time_s", "bound"}`:
+# compute term with `get_chip(chip).peak(dtype)`, memory term with `get_chip(chip).main_memory.bandwidth`,
+# time = the larger, bound = `"compute"` or `"memory"` (compute on a tie). Example: 1 TFLOP and 1 GB on a chip
+# with 100 TFLOP/s and 1 TB/s → 10 ms compute, 1 ms memory, 10 ms, compute.
 
 # %%
-from common.landscape import tensor_core_terms
-
-GPUS = ("t4", "h100-sxm")
-print(pd.DataFrame([tensor_core_terms(c) for c in GPUS]).set_index("chip").T.to_string())
+GPUS = ("t4", "h100-sxm")  # the two GPUs of this part, from the catalog
+print(pd.DataFrame({c: {"fp16 peak (TFLOP/s)": get_chip(c).peak("fp16") / 1e12,
+                        "main memory": get_chip(c).main_memory.name,
+                        "bandwidth (TB/s)": get_chip(c).main_memory.bandwidth / 1e12} for c in GPUS}).to_string())
 
 
 # %% nbgrader={"grade": false, "grade_id": "gpu_terms", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def tensor_core_peak(terms):
-    """Tensor-core peak FLOP/s from SMs, tensor cores per SM, FMA per clock and clock."""
-    ### BEGIN SOLUTION
-    return float(terms["sms"] * terms["tensor_cores_per_sm"] * terms["fma_per_clock_per_tc"] * 2 * terms["clock_hz"])
-    ### END SOLUTION
-
-
 def expected_time(flops, nbytes, chip, dtype="fp16"):
     """Compute term, memory term, the larger of both, and which one it is, from the catalog."""
     ### BEGIN SOLUTION
@@ -790,12 +676,9 @@ def expected_time(flops, nbytes, chip, dtype="fp16"):
     ### END SOLUTION
 
 
-# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "gpu_terms_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "gpu_terms_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_scalar, check_type
 
-for chip in GPUS:
-    check_scalar(f"{chip}: tensor-core peak from its parts", tensor_core_peak(tensor_core_terms(chip)),
-                 get_chip(chip).peak("fp16"), rel=0.01, hint="SMs x TC per SM x FMA/clock x 2 x clock")
 h100 = get_chip("h100-sxm")
 mine = expected_time(2 * 4096**3, 3 * 4096**2 * 2, "h100-sxm")
 check_type("expected_time(...)", mine, dict)
@@ -809,9 +692,7 @@ check_equal("H100 4096^3 GEMM: bound names the larger term",
 ### BEGIN HIDDEN TESTS
 from common.checks import grader
 from common.chips import get_chip as _get_chip
-from common.landscape import tensor_core_terms as _terms
 
-grader.assert_scalar(tensor_core_peak(_terms("a100-40gb")), 311869440000000.0, rel=1e-6, name="A100 peak from parts")
 _t4 = _get_chip("t4")
 _e = expected_time(5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 2, "t4")
 grader.assert_type(_e, dict, name="expected_time returns a dict")
@@ -826,15 +707,11 @@ grader.assert_equal(_e["bound"], "compute", name="compute-bound case")
 ### END HIDDEN TESTS
 
 # %%
-# The same three ops: MEASURED on this CPU (fp32) vs EXPECTED on two GPUs from the catalog (fp16) vs SIMULATED.
+# Part 3's three ops: MEASURED on this CPU (fp32) vs EXPECTED on two GPUs from the catalog (fp16) vs SIMULATED.
 from common.sim import simulate_llm, simulate_op
 
 n_big = GAP_GEMM_N
-soft_x = torch.randn(*SOFTMAX_SHAPE)
-cpu_s = {"GEMM": bench.measure(torch.mm, torch.randn(n_big, n_big), torch.randn(n_big, n_big),
-                               min_run_time=MIN_RUN_TIME).median_s,
-         "softmax": bench.measure(torch.softmax, soft_x, -1, min_run_time=MIN_RUN_TIME).median_s,
-         f"{MODEL} fwd": DEC_RESULT.median_s}
+cpu_s = {op: r.median_s for op, r in CPU_RESULTS.items()}  # measured in Part 3
 # work at fp16 (2 bytes per element): common's FLOP counts, compulsory bytes
 fp16_work = {"GEMM": (2.0 * n_big**3, 3.0 * n_big * n_big * 2),
              "softmax": (5.0 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1], 2.0 * SOFTMAX_SHAPE[0] * SOFTMAX_SHAPE[1] * 2),
@@ -894,32 +771,26 @@ ax.grid(True, axis="y", which="major", color="#dddddd")
 plt.show()
 
 # %% [markdown]
-# Read the table per op (the full run, with the 2048³ GEMM): for the GEMM the expected GPU time is the compute
-# term, so the gap to your CPU is roughly the ratio of peak FLOP/s; for the softmax it is the memory term, so the
-# gap is only the ratio of bandwidths (and the H100 gains much less over the T4 than for the GEMM); for the small
-# decoder both terms are microseconds or less, yet the simulator says tens of microseconds or more: every op is
-# a kernel launch, and launches, not physics, set the time. You will explain this in the Analysis (question 2).
+# Read the table per op (full run: a 2048³ GEMM): which term bounds each op on each GPU, and how far the
+# simulator is from the catalog estimate. Analysis question 2 asks why.
 
 # %% [markdown]
 # ## Part 5 — Five machines, one model
 #
-# **Principle.** The same graph, five execution models. `torch.compile(model, backend="dfa_<system>")` hands the
-# decoder's graph to a simulated compiler for that machine: the output is computed on your CPU with the target's
-# numerics (bf16 matmul inputs on a TPU, fp16 storage on Spyre …) and the compiler's cost model records what the
-# real chip would have done. `simulate_llm(MODEL, system, phase="decode", batch=1, seq=SEQ)` does the same for
-# one autoregressive **decode step** — one new token with `SEQ` tokens already in the KV cache — which is what a
-# chat user waits for.
+# **Principle.** One graph, five execution models. `torch.compile(model, backend="dfa_<system>")` hands the
+# decoder's graph to a simulated compiler for that machine: your CPU computes the output with the target's
+# numerics (bf16 matmul inputs on a TPU, fp16 storage on Spyre …) and a cost model records what the chip would
+# have done. `simulate_llm(MODEL, system, phase="decode", batch=1, seq=SEQ)` does it for one **decode step**
+# (one new token, `SEQ` tokens in the KV cache): what a chat user waits for.
 #
-# **Vendor.** Each backend's `Report` gives `time_s`, `tokens_per_s`, `bottleneck` (compute, memory, scheduling or
-# communication: what bounded the critical engine most of the time), `bytes` (per memory level: HBM and SMEM
-# on a GPU, HBM and VMEM on a TPU, on-chip SRAM on an LPU and a WSE, LPDDR5 and the LX scratchpad on Spyre),
-# `chip` and `chips` (how many the model needed).
+# **Vendor.** Each backend's `Report` has `time_s`, `tokens_per_s`, `bottleneck` (compute, memory, scheduling or
+# communication), `bytes` (per memory level: HBM and SMEM on a GPU, HBM and VMEM on a TPU, on-chip SRAM on an LPU
+# and a WSE, LPDDR5 and the LX scratchpad on Spyre), `chip` and `chips` (how many the model needed).
 #
-# **Spec.** `five_machine_table(reports, errors)` → a `pandas.DataFrame`, one row per system in `reports` (a dict
-# system name → Report, in its order; the index is the system name) with columns `chip`, `chips`, `dtype`,
-# `time_s`, `tokens_per_s`, `bottleneck`, `max_abs_error` (from `errors`, a dict system → float; NaN when a
-# system is missing there) and one column `bytes_<level>` per memory level of the report (NaN where a machine has
-# no such level).
+# **Spec.** `five_machine_table(reports, errors)` → a `pandas.DataFrame` with one row per system of `reports`
+# (system → Report, in its order; the index is the system name) and columns `chip`, `chips`, `dtype`, `time_s`,
+# `tokens_per_s`, `bottleneck`, `max_abs_error` (from `errors`, system → float; NaN where missing) and
+# `bytes_<level>` per memory level of the report (NaN where a machine has no such level).
 
 # %%
 # 1. Numerics: compile the decoder for each simulated machine and compare its output with eager PyTorch.
@@ -1073,11 +944,10 @@ if len(REPORTS):
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Question 3 (predict, then check).** Before running the next cell: which of the five machines would give the
-# lowest latency per token for **batch-1 decode of a 70B model** (Llama 3.1 70B, 1024 tokens in context), and
-# which the highest? Rank all five and give the reason in terms of where the weights live and how fast they can
-# be streamed (about 140 GB of 16-bit weights must be read for every token). Then run the cell and say where you
-# were wrong.
+# **Question 3 (predict, then check).** Before running the next cell: rank the five machines by latency per
+# token for **batch-1 decode of Llama 3.1 70B** (1024 tokens in context), and say why in terms of where the
+# weights live and how fast they can be streamed (about 140 GB of 16-bit weights are read for every token). Then
+# run the cell and say where you were wrong.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_70b", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1104,44 +974,25 @@ print("SIMULATED llama-3.1-70b decode, batch 1, seq 1024 (fastest first):")
 print(BIG.sort_values("ms per token").to_string(float_format=lambda v: f"{v:.3g}"))
 
 # %% [markdown]
-# **Question 4 (trade-offs).** For each of the four dataflow designs (TPU, WSE, LPU, Spyre), say what it gives up
-# relative to a GPU and what it gets in exchange. One or two sentences each, citing something you saw in this lab.
-
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_tradeoffs", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
-# === BEGIN MARK SCHEME ===
-# TPU: gives up general-purpose SIMT flexibility (dynamic shapes, arbitrary kernels; XLA needs static graphs and
-# pads to (8,128) tiles / MXU size) for dense systolic matmul efficiency and a compiler-scheduled memory system.
-# WSE: gives up the memory-capacity hierarchy (no HBM; weights must fit in SRAM or be streamed) and yields
-# flexible in exchange for enormous on-wafer bandwidth and no off-chip traffic for activations. LPU: gives up
-# caches, dynamic scheduling and memory capacity (230 MB SRAM per chip → hundreds of chips for 70B) for a
-# deterministic static schedule and very low, predictable latency. Spyre: gives up peak bandwidth and op coverage
-# (fallbacks to the host, stick layouts with padding, restickify copies) for low power, scratchpad-managed
-# dataflow cores attached to an enterprise server. Full marks: a give-up and a gain for each, tied to an
-# observation.
-# === END MARK SCHEME ===
-
-# %% [markdown]
 # ## Landscape map
 #
-# The landscape map is Figure 1 of this specialization: one column per system, one row per attribute, and every
-# course adds rows. It is saved as `landscape_map.json` next to this notebook (or where `$DFA_LANDSCAPE` says), so
-# the next courses find it. Each cell says where its value came from: **[M]** measured, **[S]** simulated,
-# **[C]** catalog, **[L]** your own description.
+# The landscape map is Figure 1 of this specialization: a column per system, a row per attribute; every course
+# adds rows. It is saved as `landscape_map.json` next to this notebook (or at `$DFA_LANDSCAPE`) for the next
+# courses. Each cell says where its value came from: **[M]** measured, **[S]** simulated, **[C]** catalog,
+# **[L]** your own description.
 #
-# **Spec.** Fill `QUALITATIVE[system][attribute]` — one short phrase each (three words or more, no two alike),
-# in your own words — for the five
-# attributes below and all five systems. Then write `add_course1_rows(lm, qualitative, reports)`, which adds, with
-# `course=1` and `overwrite=True` (re-running this lab refreshes its own rows; a different value from another
-# course is never replaced silently):
-# - each of the five qualitative attributes, `source="learner"`;
-# - for each system in `reports` (the simulated decode steps of Part 5), `source="simulated"`:
-#   `"decode step latency (s)"` = `time_s`, `"decode throughput (tokens/s)"` = `tokens_per_s`,
-#   `"dominant operator"` = `"<op> (<share>% of compute time)"` from `common.landscape.dominant_operator(report)`
-#   (e.g. `"aten.mm (91% of compute time)"`, the share rounded to a whole percent), and
-#   `"main-memory bytes per decode step"` = the bytes the report moved at the chip's main-memory level
-#   (`get_chip(report.chip).main_memory.name`);
-# - and `"peak memory: weights + KV (bytes)"`, `source="learner"`: what the decode step must hold resident,
-#   `CFG.n_params × b + CFG.kv_bytes_per_token(b) × (SEQ + 1)` with `b` the bytes of the report's `dtype`
+# **Spec.** Fill `QUALITATIVE[system][attribute]` for the five attributes below and the four dataflow systems
+# (the GPU's column is a worked example): a short phrase each, in your own words (three words or more, no two
+# alike). Then write `add_course1_rows(lm,
+# qualitative, reports)`, which adds, with `course=1` and `overwrite=True` (a re-run refreshes this lab's rows):
+# - each qualitative attribute, `source="learner"`;
+# - for each system in `reports` (Part 5's decode steps), `source="simulated"`: `"decode step latency (s)"` =
+#   `time_s`, `"decode throughput (tokens/s)"` = `tokens_per_s`, `"dominant operator"` = `"<op> (<share>% of
+#   compute time)"` from `common.landscape.dominant_operator(report)` (e.g. `"aten.mm (91% of compute time)"`,
+#   a whole percent), and `"main-memory bytes per decode step"` = the report's bytes at the chip's main-memory
+#   level (`get_chip(report.chip).main_memory.name`);
+# - and `"peak memory: weights + KV (bytes)"`, `source="learner"`: what the decode step holds resident,
+#   `CFG.n_params × b + CFG.kv_bytes_per_token(b) × (SEQ + 1)`, `b` the bytes of the report's `dtype`
 #   (`common.chips.DTYPE_BYTES`).
 
 # %%
@@ -1153,7 +1004,7 @@ print(f"{LM}: {len(LM)} cells so far")
 
 # %% nbgrader={"grade": false, "grade_id": "qualitative", "locked": false, "schema_version": 3, "solution": true, "task": false}
 QUALITATIVE = {system: {} for system in SYSTEMS}
-### BEGIN SOLUTION
+# a worked example: the control-flow machine the four dataflow designs are compared with
 QUALITATIVE["GPU"] = {
     "execution model": "control flow: a host launches SIMT kernels one by one on SMs",
     "memory hierarchy": "registers, SMEM/L1 per SM, L2, HBM/GDDR (hardware-managed caches)",
@@ -1161,6 +1012,7 @@ QUALITATIVE["GPU"] = {
     "compiler strategy": "per-kernel compilation, fusion of pointwise chains, runtime dispatch",
     "key trade-off": "flexibility and ecosystem, paid for with launch overheads and HBM-bound decode",
 }
+### BEGIN SOLUTION
 QUALITATIVE["TPU"] = {
     "execution model": "XLA-compiled static graph on systolic MXUs, one program per step",
     "memory hierarchy": "VMEM (software-managed) + HBM; ICI links between chips",
@@ -1284,17 +1136,145 @@ plt.show()
 # %% [markdown]
 # ## Wrap-up
 #
-# - **Measure like an instrument**: warm up, synchronise, take many samples, report median and IQR, and say on
-#   which machine, batch, sequence length and dtype.
-# - **Count the work first**: FLOPs and compulsory bytes give the intensity; the intensity and a machine's ridge
-#   point tell you which roof an op will hit before you run it.
+# - **Measure like an instrument**: warm up, synchronise, take many samples, report median and IQR, and state
+#   the machine, batch, sequence length and dtype.
+# - **Count the work first**: FLOPs and compulsory bytes give the intensity; with a machine's ridge point, it
+#   says which roof an op will hit before you run it.
 # - **The gap between machines is per op**: compute-bound ops scale with peak FLOP/s, memory-bound ops with
-#   bandwidth, and small graphs with launch and scheduling overheads that no datasheet prints.
-# - **Five designs, five answers to the same question** — where do the weights live, and who decides what runs
-#   next: the GPU's host program, XLA's static graph, the WSE's placement, the LPU's cycle-exact schedule, Spyre's
-#   bundles and scratchpads.
+#   bandwidth, small graphs with launch and scheduling overheads that no datasheet prints.
+# - **Five designs, five answers** to where the weights live and who decides what runs next: the GPU's host
+#   program, XLA's static graph, the WSE's placement, the LPU's cycle-exact schedule, Spyre's bundles.
 #
-# Next: the **Dataflow Deep Dive** of this course,
-# [`deepdive1_spyre`](../deepdive1_spyre/deepdive1_spyre.ipynb), compiles the same decoder for the simulated IBM
-# Spyre and follows its tensors into sticks and scratchpads. Course 2 then turns the decoder into an explicit
-# dataflow graph.
+# Next: the **Dataflow Deep Dive** of this course, [`deepdive1_spyre`](../deepdive1_spyre/deepdive1_spyre.ipynb),
+# compiles the same decoder for the simulated IBM Spyre and follows its tensors into sticks and scratchpads.
+# Course 2 turns the decoder into an explicit dataflow graph. Optional extensions follow below.
+
+# %% [markdown]
+# ## Going further (optional)
+#
+# Not graded (each has a check): count a whole decoder by hand, derive a GPU's peak from its parts, sweep GEMM
+# sizes across your roofline, and write out the trade-offs your landscape rows name in a phrase.
+#
+# ### Count a whole decoder: `decoder_cost`
+#
+# **Spec.** `decoder_cost(cfg, batch, seq, dtype_bytes=4)` for one prefill forward pass of a `DecoderLM` config
+# returns `{"matmul_flops": float, "min_bytes": float, "intensity": float}`: FLOPs of every matrix multiply (per
+# layer the q, k, v, o projections with `n_heads`/`n_kv_heads` × `head_dim` columns, the three SwiGLU matrices,
+# and attention: scores Q·Kᵀ and their product with V, each `2 × batch × n_heads × seq × seq × head_dim` — the
+# reference model computes all `seq × seq` scores and masks afterwards; then the LM head), and compulsory bytes =
+# every parameter once (`cfg.n_params × dtype_bytes`) + the int64 token ids + the logits
+# (`batch × seq × vocab_size`). Intensity = matmul_flops / min_bytes. The check compares it with Part 2's count.
+
+# %% nbgrader={"grade": false, "grade_id": "decoder_cost", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def decoder_cost(cfg, batch, seq, dtype_bytes=4):
+    """Matmul FLOPs, compulsory bytes and intensity of one prefill forward pass of a DecoderLM config."""
+    ### BEGIN SOLUTION
+    t = batch * seq
+    c, h, kv, hd = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    projections = 2 * t * (c * h * hd + 2 * c * kv * hd + h * hd * c + 3 * c * cfg.ffn_dim)
+    attention = 2 * (2 * batch * h * seq * seq * hd)
+    flops = float(cfg.n_layers * (projections + attention) + 2 * t * c * cfg.vocab_size)
+    min_bytes = float(cfg.n_params * dtype_bytes + t * 8 + t * cfg.vocab_size * dtype_bytes)
+    return {"matmul_flops": flops, "min_bytes": min_bytes, "intensity": flops / min_bytes}
+    ### END SOLUTION
+
+
+# %%
+from common.checks import check_scalar, check_type
+
+mine = decoder_cost(CFG, BATCH, SEQ)
+check_type("decoder_cost(...)", mine, dict)
+check_scalar("decoder matmul FLOPs", mine["matmul_flops"], MATMUL_FLOPS,
+             hint="projections + Q.K^T + scores.V per layer, times n_layers, plus the LM head")
+check_scalar("decoder compulsory bytes", mine["min_bytes"], DEC_MIN_BYTES,
+             hint="parameters once + int64 token ids + logits")
+check_scalar("decoder intensity", mine["intensity"], MATMUL_FLOPS / DEC_MIN_BYTES, rel=1e-6)
+print(f"{MODEL}: {mine['matmul_flops'] / 1e6:.2f} MFLOP in matmuls, intensity {mine['intensity']:.1f} FLOP/byte; "
+      f"llama-3.1-8b, 1 x 1024 tokens, bf16: {decoder_cost(get_config('llama-3.1-8b'), 1, 1024, 2)['intensity']:.0f}")
+
+# %% [markdown]
+# ### The tensor-core peak from its parts: `tensor_core_peak`
+#
+# Part 4's peak is `SMs × tensor cores per SM × FMA per clock × 2 × clock`;
+# `common.landscape.tensor_core_terms(chip)` reads those terms out of a catalog record.
+#
+# **Spec.** `tensor_core_peak(terms)` → float: that product, from the dict `tensor_core_terms` returns (within 1%
+# of the catalog's fp16 peak).
+
+# %%
+from common.landscape import tensor_core_terms
+
+tc_terms = pd.DataFrame([tensor_core_terms(c) for c in GPUS]).set_index("chip")
+print(tc_terms[["sms", "tensor_cores_per_sm", "fma_per_clock_per_tc", "clock_hz"]].T.to_string())
+
+
+# %% nbgrader={"grade": false, "grade_id": "tensor_core_peak", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def tensor_core_peak(terms):
+    """Tensor-core peak FLOP/s from SMs, tensor cores per SM, FMA per clock and clock."""
+    ### BEGIN SOLUTION
+    return float(terms["sms"] * terms["tensor_cores_per_sm"] * terms["fma_per_clock_per_tc"] * 2 * terms["clock_hz"])
+    ### END SOLUTION
+
+
+# %%
+from common.checks import check_scalar
+
+for chip in (*GPUS, "a100-40gb"):
+    check_scalar(f"{chip}: tensor-core peak from its parts", tensor_core_peak(tensor_core_terms(chip)),
+                 get_chip(chip).peak("fp16"), rel=0.01, hint="SMs x TC per SM x FMA/clock x 2 x clock")
+
+# %% [markdown]
+# ### A GEMM sweep across your roofline: `gemm_spec`
+#
+# An N × N GEMM's intensity grows with N, so a sweep walks from the bandwidth roof towards the compute roof.
+#
+# **Vendor.** `common.bench.sweep(factory, params)` calls `factory(**p)` for each parameter set and measures the
+# dict it returns, `{"fn": callable, "args": (...), "flops": ..., "bytes": ...}`: one DataFrame row per set with
+# `median_s`, `flops_per_s`, `bytes_per_s` and `intensity`.
+#
+# **Spec.** `gemm_spec(n, dtype=torch.float32)` → `{"fn": torch.mm, "args": (A, B), "flops": ..., "bytes": ...}`
+# for two random `n × n` tensors of `dtype`, with FLOPs and compulsory bytes from your `gemm_cost`.
+
+# %% nbgrader={"grade": false, "grade_id": "gemm_spec", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def gemm_spec(n, dtype=torch.float32):
+    """A bench.sweep factory: an n x n @ n x n GEMM with its FLOPs and compulsory bytes."""
+    ### BEGIN SOLUTION
+    a = torch.randn(n, n, dtype=dtype)
+    b = torch.randn(n, n, dtype=dtype)
+    cost = gemm_cost(n, n, n, torch.empty((), dtype=dtype).element_size())
+    return {"fn": torch.mm, "args": (a, b), "flops": cost["flops"], "bytes": cost["bytes"]}
+    ### END SOLUTION
+
+
+# %%
+from common.checks import check_equal, check_scalar, check_type
+
+spec = gemm_spec(64)
+check_type("gemm_spec(64)", spec, dict)
+check_scalar("flops of a 64^3 GEMM", spec["flops"], 2 * 64**3)
+check_scalar("bytes of a 64^3 fp32 GEMM", spec["bytes"], 3 * 64 * 64 * 4)
+check_type("args", spec["args"], tuple, hint="args is a tuple (A, B)")
+check_type("A", spec["args"][0], torch.Tensor)
+check_equal("shapes of A and B", [list(spec["args"][0].shape), list(spec["args"][1].shape)], [[64, 64], [64, 64]])
+
+# %%
+SWEEP = bench.sweep(gemm_spec, [{"n": n} for n in GEMM_SIZES], min_run_time=MIN_RUN_TIME, progress=False,
+                    label="GEMM")
+print(SWEEP[["n", "median_s", "iqr_s", "flops_per_s", "bytes_per_s", "intensity"]].to_string(
+    index=False, float_format=lambda v: f"{v:.3g}"))
+sweep_pts = pd.DataFrame({"label": [f"GEMM N={n}" for n in SWEEP["n"]], "flops": SWEEP["flops"],
+                          "intensity": SWEEP["intensity"], "flops_per_s": SWEEP["flops_per_s"], "source": "measured"})
+ax = roofline.plot_roofline(ROOF, sweep_pts, point_label_col="label",
+                            title=f"MEASURED GEMM sweep on the roofline of {INFO['cpu']}, fp32, "
+                                  f"{INFO['num_threads']} threads")
+plt.show()
+
+# %% [markdown]
+# ### The trade-offs, at length
+#
+# Your landscape rows name each design's key trade-off in a phrase. For each of the four dataflow designs (TPU,
+# WSE, LPU, Spyre), say in one or two sentences what it gives up relative to a GPU and what it gets in exchange,
+# citing something you saw in this lab.
+
+# %% [markdown]
+# *Your answer here (not graded).*

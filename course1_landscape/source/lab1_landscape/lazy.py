@@ -1,6 +1,12 @@
 """Shortcuts a student who does not do Lab 1's work would try; each must score 0 on the cells it names
 (tests/test_lazy_notebooks.py inserts each one after its test cells, reruns them, then restores the honest cell)."""
 
+NOT_LISTED = {
+    "decoder_cost": "optional (Going further), ungraded",
+    "gemm_spec": "optional (Going further), ungraded",
+    "tensor_core_peak": "optional (Going further), ungraded",
+}
+
 SHORTCUTS = [
     # measure: the library's harness, which knows no sync but CUDA's
     dict(
@@ -40,26 +46,6 @@ def softmax_cost(rows, cols, dtype_bytes=4):
     return {"flops": float(c["flops"]), "bytes": float(c["bytes"]), "intensity": float(c["intensity"])}
 """,
         fails=["op_costs_tests"],
-    ),
-    # decoder_cost: the visible decoder's counted totals, whatever config is asked
-    dict(
-        cell="decoder_cost",
-        kind="hard-code-visible",
-        code="""
-def decoder_cost(cfg, batch, seq, dtype_bytes=4):
-    return {"matmul_flops": MATMUL_FLOPS, "min_bytes": DEC_MIN_BYTES, "intensity": MATMUL_FLOPS / DEC_MIN_BYTES}
-""",
-        fails=["decoder_cost_tests"],
-    ),
-    dict(
-        cell="gemm_spec",
-        kind="hard-code-visible",
-        code="""
-def gemm_spec(n, dtype=torch.float32):  # fp32 sizes of the visible check
-    return {"fn": torch.mm, "args": (torch.randn(n, n), torch.randn(n, n)), "flops": 2.0 * n**3,
-            "bytes": 3.0 * n * n * 4}
-""",
-        fails=["gemm_spec_tests"],
     ),
     # achieved: the BenchResult's own rates
     dict(
@@ -110,15 +96,11 @@ def profile_summary(prof, k=3):
 """,
         fails=["profile_tests"],
     ),
-    # the catalog's peak instead of the product of its parts; a fixed verdict
+    # a fixed verdict: every op "compute"-bound, as the visible GEMM is
     dict(
         cell="gpu_terms",
-        kind="read-off-object",
+        kind="hard-code-visible",
         code="""
-def tensor_core_peak(terms):
-    return float(get_chip(terms["chip"]).peak("fp16"))
-
-
 def expected_time(flops, nbytes, chip, dtype="fp16"):
     c = get_chip(chip)
     compute_s, memory_s = float(flops / c.peak(dtype)), float(nbytes / c.main_memory.bandwidth)
@@ -130,10 +112,6 @@ def expected_time(flops, nbytes, chip, dtype="fp16"):
         cell="gpu_terms",
         kind="echo-expected",
         code="""
-def tensor_core_peak(terms):
-    return float(terms["sms"] * terms["tensor_cores_per_sm"] * terms["fma_per_clock_per_tc"] * 2 * terms["clock_hz"])
-
-
 def expected_time(flops, nbytes, chip, dtype="fp16"):  # the GEMM of the visible check is compute-bound
     c = get_chip(chip)
     compute_s, memory_s = float(flops / c.peak("fp16")), float(nbytes / c.main_memory.bandwidth)
