@@ -35,7 +35,7 @@
 # - measure how evenly the work is spread over the cores, and why the shape decides it
 # - predict from the graph which op needs a restickify copy, and explain why
 #
-# **Expected time:** 45–60 minutes  
+# **Expected time:** about 66 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated)
 
 # %% [markdown] include="grading"

@@ -15,20 +15,22 @@ learner's kernel. Each function is the spec of its stub, written once:
   views) with bound = "compute" iff intensity >= peak / bandwidth (a roofline the catalog need not hold).
 * ``dma_edges(program)``: (producer, op) for each input read from LPDDR5, (op, "LPDDR5") for each op with
   ``lpddr_write > 0``, over the plans of non-fallback kernels; sorted.
-* ``qk_intensity(seq, head_dim, b)``: 2 seq^2 head_dim FLOPs / (b (2 seq head_dim + seq^2)) bytes (read Q, K;
-  write the seq x seq scores). ``qk_bound(seq, head_dim, dtype, chip)``: "compute" iff that intensity (b =
-  ``DTYPE_BYTES[dtype]``) >= the catalog chip's ``ridge_point(dtype)`` (peak over main-memory bandwidth).
 * ``fusion_bytes(chain, numel, b)``: (len(chain) * 2 numel b, 2 numel b): each op reads and writes numel
   elements op by op; fused, the chain reads once and writes once.
+* ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)``: the learner's landscape rows (``MY_ROWS``), judged by
+  ``common.landscape_rows.vocabulary_misses``: a cell passes when it names a term of the system's mechanism
+  (generous synonyms) and none that contradicts it (another system's mechanism: a static machine scheduled at
+  run time, a GPU graph in HLO). ``landscape_consistency(rows, tpu, spyre)``: the TPU and Spyre fusion rows must
+  say what the learner's own Part 4 run showed (the fused attention kernel; the bundle cut at a CPU fallback).
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 import pandas as pd
 
-from common.chips import DTYPE_BYTES, get_chip
 from common.costs import annotate, node_table
 from common.dataflow import Evaluator
 from common.schedule import Schedule, Slot, upward_rank
@@ -97,14 +99,93 @@ def dma_edges(program) -> list[tuple[str, str]]:
     return sorted(edges)
 
 
-def qk_intensity(seq: int, head_dim: int, bytes_per_el: float) -> float:
-    return 2 * seq * seq * head_dim / (bytes_per_el * (2 * seq * head_dim + seq * seq))
-
-
-def qk_bound(seq: int, head_dim: int, dtype: str, chip) -> str:
-    ridge = get_chip(chip).ridge_point(dtype)
-    return "compute" if qk_intensity(seq, head_dim, DTYPE_BYTES[dtype]) >= ridge else "memory"
-
-
 def fusion_bytes(chain, numel: int, bytes_per_el: int) -> tuple[int, int]:
     return len(chain) * 2 * numel * bytes_per_el, 2 * numel * bytes_per_el
+
+
+_AT_RUN_TIME = r"(?<!no )(?<!not )\b(dynamic|run[- ]?time)"  # "no run-time decisions" is not a contradiction
+LANDSCAPE_VOCAB = {
+    "graph capture": {
+        "GPU": ((r"eager", r"op[- ]by[- ]op", r"dynamo", r"torch\.compile", r"\bfx\b", r"cuda ?graph", r"per[- ]op",
+                 r"\btrac", r"captur", r"inductor", r"triton"),
+                (r"\bhlo\b", r"\bxla\b", r"wafer", r"spatial", r"superdsc", r"cycle[- ]exact")),
+        "TPU": ((r"\bxla\b", r"\bhlo\b", r"\bjax\b", r"\bjit", r"\btrac", r"whole[- ](step|graph|program|model)",
+                 r"lazy[- ]tensor", r"entire (step|graph|program)"),
+                (r"eager", r"op[- ]by[- ]op", r"wafer", r"spatial", r"superdsc", r"cycle[- ]exact")),
+        "WSE": ((r"spatial", r"wafer", r"layout", r"\bplac", r"whole[- ]model", r"region", r"\bmap", r"rout",
+                 r"fabric", r"\blaid out"),
+                (r"eager", r"op[- ]by[- ]op", r"\bhlo\b", r"\bxla\b", r"superdsc", r"kernel launch")),
+        "LPU": ((r"ahead[- ]of[- ]time", r"\baot\b", r"whole[- ](model|graph|program)", r"compile[sd]?[- ]time",
+                 r"offline", r"in advance", r"before (it )?run", r"\bstatic", r"onnx", r"groqflow", r"entire (model|graph)"),
+                (r"eager", r"op[- ]by[- ]op", r"\bjit\b", r"just[- ]in[- ]time", r"\bhlo\b", r"wafer", r"superdsc")),
+        "Spyre": ((r"torch\.compile", r"dynamo", r"\bfx\b", r"superdsc", r"\bsdsc", r"bundle", r"torch[- ]spyre",
+                   r"inductor", r"graph break"),
+                  (r"\bhlo\b", r"\bxla\b", r"wafer", r"spatial", r"cycle[- ]exact")),
+    },
+    "scheduling granularity": {
+        "GPU": ((r"kernel", r"launch", r"thread ?blocks?", r"\bctas?\b", r"warps?", r"\bstream"),
+                (r"cycle[- ]exact", r"compile[- ]time", r"wafer", r"superdsc", r"bundle")),
+        "TPU": ((r"fusion", r"\bfused", r"\bstatic", r"compile[- ]time", r"\bxla\b", r"\bhlo\b", r"tensorcore",
+                 r"program order", r"fixed order", r"in order"),
+                (_AT_RUN_TIME, r"thread ?blocks?", r"\bwarps?\b", r"wafer", r"superdsc")),
+        "WSE": ((r"\bpes?\b", r"processing elements?", r"\bcores?\b", r"\btasks?\b", r"fabric", r"wavelet",
+                 r"message", r"arriv", r"data[- ]driven", r"dataflow", r"\bfir(e|es|ed|ing)\b", r"\btiles?\b"),
+                (r"kernel launch", r"cycle[- ]exact", r"compile[- ]time", r"superdsc", r"bundle", r"tensorcore")),
+        "LPU": ((r"instruction", r"\bcycles?\b", r"compile[- ]time", r"\bstatic", r"ahead[- ]of[- ]time", r"in advance",
+                 r"determinis", r"clock"),
+                (_AT_RUN_TIME, r"\bqueue", r"wavelet", r"bundle", r"kernel launch", r"thread ?blocks?")),
+        "Spyre": ((r"superdsc", r"\bsdsc", r"bundle", r"\bhost", r"launch"),
+                  (r"wafer", r"cycle[- ]exact", r"wavelet", r"thread ?blocks?", r"\bwarps?\b")),
+    },
+    "fusion boundaries": {
+        "GPU": ((r"kernel", r"\bfus(e|ed|es|ion)", r"\bgemm", r"cublas", r"cudnn", r"librar", r"triton", r"matmul",
+                 r"graph break", r"epilogue", r"flash"),
+                (r"wafer", r"spatial", r"superdsc", r"bundle", r"\bsticks?\b", r"\bmxu\b", r"one (cycle[- ]exact )?program")),
+        "TPU": ((r"matmul", r"\bmxu\b", r"\bfus(e|ed|es|ion)", r"epilogue", r"flash", r"attention", r"softmax",
+                 r"\bhlo\b", r"\bxla\b", r"\bdot\b", r"convolution"),
+                (r"wafer", r"superdsc", r"bundle", r"fallback", r"wavelet")),
+        "WSE": ((r"layers?", r"regions?", r"wafer", r"spatial", r"stream", r"pipelin", r"fabric", r"\bplac", r"sram",
+                 r"on[- ]chip", r"\bpes?\b"),
+                (r"kernel launch", r"\bhbm\b", r"superdsc", r"bundle", r"\bmxu\b", r"fallback", r"eager")),
+        "LPU": ((r"whole (graph|model|program)", r"one (single )?program", r"single program", r"entire", r"\bcycle",
+                 r"no (fusion )?boundar", r"everything", r"all (the )?ops", r"chip[- ]to[- ]chip", r"across chips",
+                 r"nothing"),
+                (r"kernel launch", r"fallback", r"graph break", r"bundle", r"wafer", r"\bhbm\b", r"superdsc", r"eager")),
+        "Spyre": ((r"fallback", r"\bcpu\b", r"\bhost", r"graph[- ]break", r"bundle", r"unsupported", r"\blx\b",
+                   r"scratchpad", r"\bdma\b", r"\bsticks?\b", r"restickify"),
+                  (r"wafer", r"cycle[- ]exact", r"\bmxu\b", r"flash", r"wavelet", r"\bhbm\b")),
+    },
+    "data-dependent control": {
+        "GPU": ((r"\bhost", r"python", r"\bcpu\b", r"graph[- ]break", r"guard", r"recompil", r"dynamic shape",
+                 r"between kernels", r"eager", r"control flow", r"\bsync", r"fall(s)? back"),
+                (r"wafer", r"superdsc", r"cycle[- ]exact", r"\blax\b", r"\bhlo\b")),
+        "TPU": ((r"\blax\b", r"\bcond\b", r"while", r"static shape", r"recompil", r"in the graph", r"\bselect",
+                 r"\bmask", r"\bpad", r"\bxla\b", r"\bhlo\b", r"predicat", r"retrac", r"bucket"),
+                (r"eager", r"host python", r"python between", r"graph[- ]break", r"superdsc", r"wafer")),
+        "WSE": ((r"\bstatic", r"recompil", r"compile", r"per shape", r"\bfixed", r"\bshapes?\b", r"predicat",
+                 r"\bmask", r"\bhost", r"\bno\b", r"\bnone\b"),
+                (r"superdsc", r"bundle", r"\blax\b", r"\bhlo\b", r"graph[- ]break", r"eager")),
+        "LPU": ((r"\bnone\b", r"\bno\b", r"\bstatic", r"determinis", r"compile[- ]time", r"both (branches|paths)",
+                 r"predicat", r"\bmask", r"\bfixed", r"unroll", r"recompil", r"ahead[- ]of[- ]time", r"in advance"),
+                (r"graph[- ]break", r"fallback", r"python between", r"wavelet", r"superdsc", r"bundle", r"\blax\b")),
+        "Spyre": ((r"fallback", r"\bcpu\b", r"\bhost", r"round[- ]trip", r"graph[- ]break", r"dynamo", r"guard",
+                   r"recompil", r"pcie"),
+                  (r"wafer", r"cycle[- ]exact", r"\blax\b", r"wavelet", r"\bhlo\b")),
+    },
+}
+
+
+def landscape_consistency(rows, tpu_report, spyre_report) -> list[str]:
+    """The fusion rows that disagree with the learner's own Part 4 run: a TPU program holding an attention kernel
+    must be described as fusing the attention (flash attention, softmax); a Spyre program with a CPU fallback as
+    cutting its bundles there."""
+    fusion = rows.get("fusion boundaries", {}) if isinstance(rows, dict) else {}
+    problems = []
+    if any(k.kind == "attention" for k in tpu_report.programs[0].kernels):
+        if not re.search(r"flash|attention|softmax", str(fusion.get("TPU", "")), re.IGNORECASE):
+            problems.append("TPU: the attention became one fused kernel in Part 4")
+    if spyre_report.counters.get("fallback_count", 0) > 0:
+        if not re.search(r"fallback|\bcpu\b|\bhost|graph[- ]break|unsupported", str(fusion.get("Spyre", "")),
+                         re.IGNORECASE):
+            problems.append("Spyre: a bundle ended at the CPU fallback in Part 4")
+    return problems

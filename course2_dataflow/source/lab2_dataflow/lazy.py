@@ -8,6 +8,10 @@ can also get by running ``run_stream`` on the chain before answering; only the o
 NOT_LISTED = {
     "chain_prediction": "a prediction the learner can also get by running run_stream on the chain first; only the "
     "order of cells asks them not to, and no test can tell the two apart",
+    "qk_intensity": "optional (Going further), ungraded",
+    "qk_bound": "optional (Going further), ungraded",
+    "winner": "optional (Going further), ungraded",
+    "kernel_graph": "optional (Going further), ungraded",
 }
 
 SHORTCUTS = [
@@ -36,38 +40,6 @@ def node_annotations(gm, args, peak, bandwidth):
     return t[["node", "op", "shape", "flops", "bytes", "intensity", "bound"]]
 """,
         fails=["node_annotations_tests"],
-    ),
-    # qk_intensity: the visible case's value (seq 4096, head_dim 64, bf16) and the worked example, by heart
-    dict(
-        cell="qk_intensity",
-        kind="hard-code-visible",
-        code="""
-def qk_intensity(seq, head_dim, bytes_per_el):
-    if (seq, head_dim, bytes_per_el) == (2, 1, 4):
-        return 0.25
-    return 2 * 4096 * 64 / (bytes_per_el * (2 * 64 + 4096))
-""",
-        fails=["qk_intensity_tests"],
-    ),
-    # qk_bound: the lab's conclusion for long bf16 prompts ("attention scores are memory-bound"), whatever comes in
-    dict(
-        cell="qk_bound",
-        kind="echo-expected",
-        code="""
-def qk_bound(seq, head_dim, dtype, chip):
-    return "memory"
-""",
-        fails=["qk_bound_tests"],
-    ),
-    # qk_bound: the ridge of the lab's own CHIP and DTYPE, whatever chip and dtype are asked about
-    dict(
-        cell="qk_bound",
-        kind="hard-code-visible",
-        code="""
-def qk_bound(seq, head_dim, dtype, chip):
-    return "compute" if qk_intensity(seq, head_dim, DTYPE_BYTES[dtype]) >= RIDGE else "memory"
-""",
-        fails=["qk_bound_tests"],
     ),
     # fusion_bytes: the visible block's numbers and the worked example, by heart
     dict(
@@ -199,16 +171,6 @@ def static_list_schedule(g, P):
 """,
         fails=["static_list_schedule_tests"],
     ),
-    # winner: the lab's conclusion (static without noise, dynamic with it), whatever the table says
-    dict(
-        cell="winner",
-        kind="echo-expected",
-        code="""
-def winner(results, sigma, tol=0.01):
-    return "static" if sigma == 0 else "dynamic"
-""",
-        fails=["winner_tests"],
-    ),
     # mxu_plan: ask the simulated TPU compiler for its tiling of the same matmul on a catalog chip
     dict(
         cell="mxu_plan",
@@ -237,15 +199,39 @@ def dma_edges(program):
 """,
         fails=["dma_edges_tests"],
     ),
-    # kernel_graph: the visible serial time spread evenly over a chain of kernels
+    # landscape_rows: one phrase for all five systems (says nothing about any of them)
     dict(
-        cell="kernel_graph",
+        cell="landscape_rows",
         kind="hard-code-visible",
         code="""
-def kernel_graph(report):
-    names = [k.name for k in report.programs[0].kernels]
-    return from_edges({n: report.time_s / len(names) for n in names}, list(zip(names, names[1:])))
+MY_ROWS = {a: dict.fromkeys(SYSTEMS, "compiled into a graph and scheduled") for a in ATTRIBUTES}
 """,
-        fails=["kernel_graph_tests"],
+        fails=["landscape_rows_tests"],
+    ),
+    # landscape_rows: keyword stuffing, every mechanism word of the lab in every cell (distinct per system, 22 words)
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+_WORDS = ("eager Dynamo XLA HLO traced wafer spatial ahead-of-time SuperDSC bundle kernel launch run-time static "
+          "compile-time cycle-exact fabric fusion fallback host lax.cond")
+MY_ROWS = {a: {s: f"{s}: {_WORDS}" for s in SYSTEMS} for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # landscape_rows: read off the Analysis table the notebook shows (kernels, engines, bound of each simulated run)
+    dict(
+        cell="landscape_rows",
+        kind="read-off-object",
+        code="""
+_shown = {}
+for _b in ("gpu", "tpu", "lpu", "wse", "spyre"):
+    _r = simulate(workload, _b, dtype=make_policy(_b).dtype)
+    _shown[{"spyre": "Spyre"}.get(_b, _b.upper())] = (f"{len(_r.programs[0].kernels)} kernels on "
+                                                     f"{', '.join(sorted({e.engine for e in _r.events}))}, "
+                                                     f"{_r.bottleneck}-bound")
+MY_ROWS = {a: dict(_shown) for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
     ),
 ]
