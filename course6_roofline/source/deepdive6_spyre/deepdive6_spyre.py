@@ -28,7 +28,7 @@
 # - see how tile size moves the LPDDR5 intensity
 # - compare Spyre's LPDDR5/LX roofline with the TPU's HBM/VMEM roofline
 #
-# **Expected time:** 45–60 minutes  
+# **Expected time:** about 52 minutes  
 # **Runtime:** Colab CPU runtime or any laptop (everything is simulated: no Spyre card needed)
 
 # %% [markdown] include="grading"

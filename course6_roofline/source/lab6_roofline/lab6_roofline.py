@@ -29,7 +29,7 @@
 # - attribute a simulated timeline to compute, memory, communication and scheduling; draw the scheduling ceiling
 # - predict the effect of batching, fusion, CUDA graphs, chip count and tile size, then check it
 #
-# **Expected time:** 90–120 minutes  
+# **Expected time:** about 105 minutes  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; a GPU, if present, is measured in Part 1
 
 # %% [markdown] include="grading"
