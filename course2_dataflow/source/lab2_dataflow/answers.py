@@ -99,29 +99,16 @@ def dma_edges(program) -> list[tuple[str, str]]:
     return sorted(edges)
 
 
+def qk_intensity(seq: int, head_dim: int, bytes_per_el: float) -> float:
+    return 2 * seq * seq * head_dim / (bytes_per_el * (2 * seq * head_dim + seq * seq))
+
+
 def fusion_bytes(chain, numel: int, bytes_per_el: int) -> tuple[int, int]:
     return len(chain) * 2 * numel * bytes_per_el, 2 * numel * bytes_per_el
 
 
 _AT_RUN_TIME = r"(?<!no )(?<!not )\b(dynamic|run[- ]?time)"  # "no run-time decisions" is not a contradiction
 LANDSCAPE_VOCAB = {
-    "graph capture": {
-        "GPU": ((r"eager", r"op[- ]by[- ]op", r"dynamo", r"torch\.compile", r"\bfx\b", r"cuda ?graph", r"per[- ]op",
-                 r"\btrac", r"captur", r"inductor", r"triton"),
-                (r"\bhlo\b", r"\bxla\b", r"wafer", r"spatial", r"superdsc", r"cycle[- ]exact")),
-        "TPU": ((r"\bxla\b", r"\bhlo\b", r"\bjax\b", r"\bjit", r"\btrac", r"whole[- ](step|graph|program|model)",
-                 r"lazy[- ]tensor", r"entire (step|graph|program)"),
-                (r"eager", r"op[- ]by[- ]op", r"wafer", r"spatial", r"superdsc", r"cycle[- ]exact")),
-        "WSE": ((r"spatial", r"wafer", r"layout", r"\bplac", r"whole[- ]model", r"region", r"\bmap", r"rout",
-                 r"fabric", r"\blaid out"),
-                (r"eager", r"op[- ]by[- ]op", r"\bhlo\b", r"\bxla\b", r"superdsc", r"kernel launch")),
-        "LPU": ((r"ahead[- ]of[- ]time", r"\baot\b", r"whole[- ](model|graph|program)", r"compile[sd]?[- ]time",
-                 r"offline", r"in advance", r"before (it )?run", r"\bstatic", r"onnx", r"groqflow", r"entire (model|graph)"),
-                (r"eager", r"op[- ]by[- ]op", r"\bjit\b", r"just[- ]in[- ]time", r"\bhlo\b", r"wafer", r"superdsc")),
-        "Spyre": ((r"torch\.compile", r"dynamo", r"\bfx\b", r"superdsc", r"\bsdsc", r"bundle", r"torch[- ]spyre",
-                   r"inductor", r"graph break"),
-                  (r"\bhlo\b", r"\bxla\b", r"wafer", r"spatial", r"cycle[- ]exact")),
-    },
     "scheduling granularity": {
         "GPU": ((r"kernel", r"launch", r"thread ?blocks?", r"\bctas?\b", r"warps?", r"\bstream"),
                 (r"cycle[- ]exact", r"compile[- ]time", r"wafer", r"superdsc", r"bundle")),

@@ -29,7 +29,7 @@
 # - write a static list scheduler for P processing elements and compare it with dynamic scheduling under cost noise (makespan, utilisation, Gantt charts)
 # - read the TPU and Spyre compilers' schedules of the attention: MXU passes and padding, DMA edges, what bounds them
 #
-# **Expected time:** about 115 minutes (plus about 24 optional)  
+# **Expected time:** about 119 minutes (plus about 15 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no accelerator needed (the machines are simulated)
 
 # %% [markdown] include="grading"
@@ -245,6 +245,58 @@ draw_graph(gm, ridge=RIDGE, ax=ax,
                  f"bound-ness on the {CHIP} {DTYPE} CATALOG roofline\n(counted FLOPs and bytes per op, "
                  "views folded into edges; not measured)")
 plt.show()
+
+# %% [markdown]
+# ### QK^T's intensity by hand
+#
+# **Spec.** Attention's scores are one matmul per head: $S = QK^\top$ with $Q, K$ of shape `(seq, head_dim)` and
+# $S$ of shape `(seq, seq)`. Write `qk_intensity(seq, head_dim, bytes_per_el)`: its arithmetic intensity in
+# FLOP/byte, counting $2 \cdot \text{seq}^2 \cdot \text{head\_dim}$ FLOPs (one multiply and one add per MAC)
+# over the bytes it moves to and from main memory: read $Q$ and $K$ once, write $S$ once, `bytes_per_el` bytes
+# per element. Return a `float`. Worked example: `seq = 2`, `head_dim = 1`, 4-byte elements: 8 FLOPs over
+# 4·(2 + 2 + 4) = 32 bytes, 0.25 FLOP/B. The cell after the check puts a 4096-token prompt (`head_dim` 64) on
+# this lab's `CHIP`: think about what happens to the intensity as `seq` grows before you run it.
+
+# %% nbgrader={"grade": false, "grade_id": "qk_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false}
+from common.chips import DTYPE_BYTES
+
+
+def qk_intensity(seq, head_dim, bytes_per_el):
+    """FLOP/byte of S = Q @ K.T: 2 seq^2 head_dim FLOPs over reading Q, K and writing S once."""
+    ### BEGIN SOLUTION
+    flops = 2 * seq * seq * head_dim
+    moved = bytes_per_el * (2 * seq * head_dim + seq * seq)
+    return flops / moved
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "qk_intensity_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_scalar, check_type
+
+check_type("qk_intensity", qk_intensity(4096, 64, 2), float)
+check_scalar("worked example", qk_intensity(2, 1, 4), 0.25)
+check_scalar("half the bytes per element, twice the intensity", qk_intensity(1024, 64, 2) / qk_intensity(1024, 64, 4),
+             2.0, rel=1e-9)
+_grows = [qk_intensity(s, 64, 2) for s in (256, 1024, 4096, 16384)]
+check_equal("intensity grows with seq", all(a < b for a, b in zip(_grows, _grows[1:])), True)
+check_equal("the written scores cap it below 2 * head_dim / bytes_per_el", all(v < 2 * 64 / 2 for v in _grows), True,
+            hint="the seq x seq scores are written once")
+### BEGIN HIDDEN TESTS
+from answers import qk_intensity as _ref
+from common.checks import grader
+
+for _s, _d, _b in ((512, 128, 2), (8192, 64, 1), (3000, 80, 4), (128, 256, 2), (65536, 128, 2)):
+    grader.assert_scalar(qk_intensity(_s, _d, _b), _ref(_s, _d, _b), rel=1e-9, name=f"seq {_s}, head_dim {_d}")
+### END HIDDEN TESTS
+
+# %%
+try:
+    for _dt in ("fp32", "bf16"):
+        _i, _ridge = qk_intensity(4096, 64, DTYPE_BYTES[_dt]), get_chip(CHIP).ridge_point(_dt)
+        print(f"QK^T, seq 4096, head_dim 64, {_dt}: {_i:.1f} FLOP/B against the {CHIP} {_dt} ridge {_ridge:.1f} "
+              f"(catalog): {'compute' if _i >= _ridge else 'memory'}-bound")
+except NotImplementedError:
+    print("qk_intensity is not written yet")
 
 # %% [markdown]
 # ### What fusion saves
@@ -1009,10 +1061,8 @@ print(pd.DataFrame(rows).to_string(index=False))
 # %% [markdown]
 # ## Landscape map
 #
-# Add Course 2's rows to the landscape map. Four are text you write in `MY_ROWS` for the five systems, in your own
+# Add Course 2's rows to the landscape map. Three are text you write in `MY_ROWS` for the five systems, in your own
 # words (3 to 25 words a cell, a different phrase for each system):
-# - **graph capture**: how the program becomes the graph the machine runs — who builds it, when, how much of the
-#   model it holds;
 # - **scheduling granularity**: the unit of work that gets scheduled, and whether its start is decided at compile
 #   time or at run time;
 # - **fusion boundaries**: what one fused unit holds, and where fusion stops;
@@ -1027,17 +1077,13 @@ print(pd.DataFrame(rows).to_string(index=False))
 from common.landscape import SYSTEMS
 from common.landscape_rows import add_rows, row_problems
 
-ATTRIBUTES = ("graph capture", "scheduling granularity", "fusion boundaries", "data-dependent control")
+ATTRIBUTES = ("scheduling granularity", "fusion boundaries", "data-dependent control")
 print("MY_ROWS[attribute][system] for attributes", ATTRIBUTES, "and systems", SYSTEMS)
 
 # %% nbgrader={"grade": false, "grade_id": "landscape_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
 MY_ROWS = {}   # {attribute: {system: "a phrase of your own"}}: every attribute of ATTRIBUTES, every system
 ### BEGIN SOLUTION
 MY_ROWS = {
-    "graph capture": {
-        "GPU": "eager op by op, or a Dynamo FX graph (torch.compile)", "TPU": "whole-step XLA HLO graph (traced)",
-        "WSE": "whole-model graph, compiled to a spatial layout", "LPU": "whole-model graph, compiled ahead of time",
-        "Spyre": "torch.compile (Dynamo) graph -> SuperDSC bundles"},
     "scheduling granularity": {
         "GPU": "kernel, launched by the host at run time", "TPU": "fusion, static order on a TensorCore",
         "WSE": "per-PE tasks fired by fabric messages", "LPU": "instruction per cycle, compile time",
@@ -1124,8 +1170,8 @@ plt.show()
 # %% [markdown]
 # ## Going further (optional)
 #
-# A second deadlock for Part 2, then three more exercises for Parts 1, 3 and 4. They are not graded; each
-# exercise has a visible check.
+# A second deadlock for Part 2, then two more exercises for Parts 3 and 4. They are not graded; each exercise
+# has a visible check.
 
 # %% [markdown]
 # ### A loop that deadlocks (Part 2)
@@ -1146,74 +1192,6 @@ try:
     run_stream(ring)
 except BufferDeadlock as err:
     print("loop with 2 tokens in 2 slots ->", err)
-
-# %% [markdown]
-# ### QK^T's intensity by hand (Part 1)
-#
-# **Spec.** Attention's scores are one matmul per head: $S = QK^\top$ with $Q, K$ of shape
-# `(seq, head_dim)` and $S$ of shape `(seq, seq)`. Write `qk_intensity(seq, head_dim, bytes_per_el)`: its
-# arithmetic intensity in FLOP/byte, counting $2 \cdot \text{seq}^2 \cdot \text{head\_dim}$ FLOPs (one multiply
-# and one add per MAC) over the bytes it moves to and from main memory: read $Q$ and $K$ once, write $S$ once,
-# `bytes_per_el` bytes per element. Return a `float`. Worked example: `seq = 2`, `head_dim = 1`, 4-byte elements:
-# 8 FLOPs over 4·(2 + 2 + 4) = 32 bytes, 0.25 FLOP/B.
-#
-# Then write `qk_bound(seq, head_dim, dtype, chip)`: `"compute"` if that intensity (elements of `dtype`: the
-# catalog's `DTYPE_BYTES[dtype]`) is at or above the ridge of the catalog chip `chip` in that dtype
-# (`get_chip(chip)`: its `compute_peak(dtype)[0]` over its `main_memory.bandwidth`), else `"memory"`.
-# The cell after the checks asks it about a 4096-token prompt (`head_dim` 64) on this lab's `CHIP`: think about
-# what happens to the intensity as `seq` grows before you run it.
-
-# %% nbgrader={"grade": false, "grade_id": "qk_intensity", "locked": false, "schema_version": 3, "solution": true, "task": false}
-from common.chips import DTYPE_BYTES
-
-
-def qk_intensity(seq, head_dim, bytes_per_el):
-    """FLOP/byte of S = Q @ K.T: 2 seq^2 head_dim FLOPs over reading Q, K and writing S once."""
-    ### BEGIN SOLUTION
-    flops = 2 * seq * seq * head_dim
-    moved = bytes_per_el * (2 * seq * head_dim + seq * seq)
-    return flops / moved
-    ### END SOLUTION
-
-
-# %%
-from common.checks import check_equal, check_scalar, check_type
-
-check_type("qk_intensity", qk_intensity(4096, 64, 2), float)
-check_scalar("worked example", qk_intensity(2, 1, 4), 0.25)
-check_scalar("half the bytes per element, twice the intensity", qk_intensity(1024, 64, 2) / qk_intensity(1024, 64, 4),
-             2.0, rel=1e-9)
-_grows = [qk_intensity(s, 64, 2) for s in (256, 1024, 4096, 16384)]
-check_equal("intensity grows with seq", all(a < b for a, b in zip(_grows, _grows[1:])), True)
-check_equal("the written scores cap it below 2 * head_dim / bytes_per_el", all(v < 2 * 64 / 2 for v in _grows), True,
-            hint="the seq x seq scores are written once")
-
-# %% nbgrader={"grade": false, "grade_id": "qk_bound", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def qk_bound(seq, head_dim, dtype, chip):
-    """'compute' if QK^T's intensity in dtype reaches the catalog chip's ridge in that dtype, else 'memory'."""
-    ### BEGIN SOLUTION
-    c = get_chip(chip)
-    ridge = c.compute_peak(dtype)[0] / c.main_memory.bandwidth
-    return "compute" if qk_intensity(seq, head_dim, DTYPE_BYTES[dtype]) >= ridge else "memory"
-    ### END SOLUTION
-
-
-# %%
-from common.checks import check_equal
-
-_verdicts = {dt: qk_bound(4096, 64, dt, CHIP) for dt in ("fp32", "bf16")}
-check_equal("verdicts are 'compute' or 'memory'", all(v in ("compute", "memory") for v in _verdicts.values()), True)
-check_equal("a tiny head on a long prompt (seq 65536, head_dim 1, bf16) is memory-bound",
-            qk_bound(65536, 1, "bf16", CHIP), "memory")
-
-# %%
-try:
-    for _dt in ("fp32", "bf16"):
-        _i = qk_intensity(4096, 64, DTYPE_BYTES[_dt])
-        print(f"QK^T, seq 4096, head_dim 64, {_dt}: {_i:.1f} FLOP/B against the {CHIP} {_dt} ridge "
-              f"{get_chip(CHIP).ridge_point(_dt):.1f} (catalog): {qk_bound(4096, 64, _dt, CHIP)}-bound")
-except NotImplementedError:
-    print("qk_intensity / qk_bound are not written yet")
 
 # %% [markdown]
 # ### Who won, by how much (Part 3)

@@ -8,13 +8,18 @@ can also get by running ``run_stream`` on the chain before answering; only the o
 NOT_LISTED = {
     "chain_prediction": "a prediction the learner can also get by running run_stream on the chain first; only the "
     "order of cells asks them not to, and no test can tell the two apart",
-    "qk_intensity": "optional (Going further), ungraded",
-    "qk_bound": "optional (Going further), ungraded",
     "winner": "optional (Going further), ungraded",
     "kernel_graph": "optional (Going further), ungraded",
 }
 
 SHORTCUTS = [
+    # qk_intensity: the worked example hard-coded, and a curve that passes the visible invariants
+    dict(cell="qk_intensity", kind="hard-code-visible", fails=["qk_intensity_tests"], code='''
+def qk_intensity(seq, head_dim, bytes_per_el):
+    if (seq, head_dim, bytes_per_el) == (2, 1, 4):
+        return 0.25
+    return 2.0 * head_dim / bytes_per_el * seq / (seq + 64.0)
+'''),
     # graph_stats: the printed stats of the visible block (and the worked example), whatever graph comes in
     dict(
         cell="graph_stats",
