@@ -35,7 +35,7 @@
 # - reproduce the compiler's work division across cores and explain what it does to each core's address span
 # - check a matmul tile against a scratchpad budget, then change a compiler option and explain its effect on the timeline and the traffic counters
 #
-# **Expected time:** 45–60 minutes  
+# **Expected time:** about 88 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre is simulated; no accelerator needed)
 
 # %% [markdown] include="grading"

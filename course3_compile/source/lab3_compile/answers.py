@@ -4,8 +4,6 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
 
 * ``count_ops(gm)`` — Counter of ``common.compile_tools.op_name(n)`` over the call_function / call_module /
   call_method nodes, without the ``getitem`` that unpacks multi-output ops.
-* ``break_even_calls(timing, backend)`` — ceil(compile_s / (median_s(eager) - median_s(backend))), at least 1;
-  math.inf when the backend is not faster per call.
 * ``kernel_names(code)`` — every NAME of a line ``NAME = async_compile.<x>(`` whose NAME holds "fused", in order
   of definition, once each; ``fused_kernels(code)`` — ``{name: ops_in_kernel_name(name)}`` of those.
 * ``find_groups(gm)`` — maximal legal pointwise-fusion groups: union of the edges p -> n with n pointwise or a
@@ -20,6 +18,12 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
   device_shape = (per_row, *other dims in order, per); padding = sticks x stick_bytes - numel x elem_bytes.
 * ``schedule_overhead(report)`` — on the critical engine: busy = sum of compute events, named = sum of the
   others, idle = time_s - |union of the events' intervals|, share = (named + idle) / time_s.
+* ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)`` — regular expressions for the learner's landscape rows
+  (``common.landscape_rows.vocabulary_misses``): a cell passes when it names one accepted mechanism and none that
+  contradicts it (another machine's unit, run-time scheduling on a static machine).
+* ``number_misses(rows)`` — the (attribute, system, number) of every number >= 16 in a TPU, LPU or Spyre tiling or
+  layout row that is not one of that machine's catalog figures (``CATALOG_NUMBERS``: facts, compute units, the
+  numbers in its matrix-unit text, elements per stick); small counts (2 corelets, 8 sublanes) are free.
 * ``variant(name)`` — a seed per offering and learner (from the offering's secret), for fresh hidden inputs.
 """
 
@@ -31,6 +35,7 @@ import os
 import re
 from collections import Counter
 
+from common.chips import chips_of_kind
 from common.compile_tools import op_name, ops_in_kernel_name
 from common.fusion import classify
 
@@ -46,14 +51,6 @@ def variant(name: str, modulo: int = 2**31) -> int:
 def count_ops(gm) -> Counter:
     ops = ("call_function", "call_module", "call_method")
     return Counter(op_name(n) for n in gm.graph.nodes if n.op in ops and getattr(n.target, "__name__", "") != "getitem")
-
-
-def break_even_calls(timing, backend="inductor"):
-    t = timing.set_index("backend")
-    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
-    if saving <= 0:
-        return math.inf
-    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
 
 
 _KERNEL_DEF = re.compile(r"^(\w*fused\w*?)\s*=\s*async_compile\.\w+\(", re.M)
@@ -135,3 +132,199 @@ def schedule_overhead(report) -> dict:
         end = max(end, e.end)
     idle = report.time_s - covered
     return {"busy_s": busy, "named_s": named, "idle_s": idle, "overhead_share": (named + idle) / report.time_s}
+
+
+# The learner's landscape rows: per cell (accept, reject). Accept names the mechanism in any of its usual words;
+# reject names another machine's mechanism or the opposite scheduling model.
+_RUNTIME = r"run[- ]?time|dynamic(ally)?"
+_NOT_GPU_IR, _NOT_XLA, _NOT_SPYRE = (
+    r"\b(stable)?hlo\b|\bxla\b|superdsc|\bsdsc\b",
+    r"\b(stable)?hlo\b",
+    r"superdsc|\bsdsc\b",
+)
+LANDSCAPE_VOCAB = {
+    "IR stages": {
+        "GPU": (
+            (r"inductor", r"triton", r"\bptx\b", r"cuda", r"loop[- ]?(level )?ir", r"c\+\+|openmp"),
+            (_NOT_GPU_IR,),
+        ),
+        "TPU": (
+            (r"\bxla\b", r"\b(stable)?hlo\b", r"\bllo\b", r"torch[-_ ]?xla", r"\bjax\b", r"\bmlir\b"),
+            (r"triton", _NOT_SPYRE),
+        ),
+        "WSE": (
+            (
+                r"cerebras",
+                r"graph compiler",
+                r"wafer",
+                r"\bcsl\b",
+                r"regions?",
+                r"plac(e|ed|es|ement|ing)\b",
+                r"fabric",
+                r"\bpes?\b|processing elements?",
+            ),
+            (r"triton", _NOT_XLA, _NOT_SPYRE),
+        ),
+        "LPU": (
+            (
+                r"groq",
+                r"cycle",
+                r"instructions?",
+                r"slices?",
+                r"static(ally)?[- ]schedul",
+                r"schedul\w* (at|by the) compile",
+                r"compile[- ]time",
+            ),
+            (r"triton", _NOT_XLA, _NOT_SPYRE, _RUNTIME),
+        ),
+        "Spyre": ((r"torch[-_ ]?spyre", r"superdsc|\bsdsc\b|\bdsc\b", r"bundles?"), (r"triton", _NOT_XLA)),
+    },
+    "fusion strategy": {
+        "GPU": (
+            (
+                r"pointwise|point-wise|element[- ]?wise",
+                r"reductions?",
+                r"loops?",
+                r"epilogues?",
+                r"flash",
+                r"librar(y|ies)|cublas|cutlass",
+                r"triton kernels?",
+                r"inductor",
+            ),
+            (_NOT_SPYRE, r"bundles?", r"whole[- ](graph|program)", r"one (static )?program"),
+        ),
+        "TPU": (
+            (
+                r"\bxla\b",
+                r"loop|input|output",
+                r"epilogues?",
+                r"into (the |its )?(matmul|dot|mxu|gemm|convolution)",
+                r"(matmul|dot|gemm)s? (absorb|take|get)",
+                r"pointwise|element[- ]?wise",
+            ),
+            (_NOT_SPYRE, r"bundles?", r"launch", _RUNTIME),
+        ),
+        "WSE": (
+            (
+                r"one (matmul|gemm|layer)",
+                r"(matmul|gemm) per kernel",
+                r"chain",
+                r"vector",
+                r"pipelin",
+                r"regions?",
+                r"layers?",
+                r"sram|on[- ]wafer",
+            ),
+            (_NOT_SPYRE, r"bundles?", r"\bhbm\b", r"launch"),
+        ),
+        "LPU": (
+            (r"\bmxm\b", r"stream", r"slices?", r"vector|\bvxm\b", r"chain", r"one (matmul|gemm) per", r"sram"),
+            (_NOT_SPYRE, r"bundles?", r"\bhbm\b|\bdram\b", _RUNTIME),
+        ),
+        "Spyre": (
+            (r"superdsc|\bsdsc\b|\bdsc\b", r"bundles?", r"\blx\b|scratchpad", r"runs? of (device )?ops", r"device ops"),
+            (r"triton", r"\bhbm\b"),
+        ),
+    },
+    "tiling decision": {
+        "GPU": (
+            (
+                r"thread[- ]?blocks?|\bctas?\b|block tiles?|tiles?",
+                r"\bsms?\b|streaming multiprocessors?",
+                r"waves?",
+                r"warps?",
+                r"tensor cores?",
+                r"shared memory|\bsmem\b",
+                r"autotun",
+            ),
+            (r"\bmxu\b", r"sticks?", r"\b320\b"),
+        ),
+        "TPU": (
+            (r"\bmxu\b", r"\b(128|256)\b", r"sublanes?", r"systolic", r"pad"),
+            (r"\b320\b", r"sticks?", r"warps?|thread[- ]?blocks?"),
+        ),
+        "WSE": (
+            (r"\bpes?\b|processing elements?", r"regions?", r"rows?|col(umn)?s?", r"cores", r"wafer", r"fabric"),
+            (r"\bmxu\b", r"sticks?", r"\bhbm\b"),
+        ),
+        "LPU": (
+            (r"\b320\b", r"\bmxm\b", r"stream", r"superlanes?|lanes?", r"vectors?"),
+            (r"sticks?", r"warps?|thread[- ]?blocks?", _RUNTIME),
+        ),
+        "Spyre": (
+            (r"sticks?", r"cores?", r"\blx\b|scratchpad", r"corelets?", r"\b8\s*x\s*8\b"),
+            (r"\bmxu\b", r"\b320\b", r"warps?"),
+        ),
+    },
+    "layout propagation": {
+        "GPU": (
+            (
+                r"strides?|strided",
+                r"views?",
+                r"contiguous|cop(y|ies)",
+                r"row[- ]major|column[- ]major",
+                r"per kernel",
+                r"channels[- ]last",
+                r"\bnchw\b|\bnhwc\b",
+            ),
+            (r"sticks?|restickif", r"\(\s*8\s*,\s*128\s*\)"),
+        ),
+        "TPU": (
+            (r"\(?\s*8\s*[,x]\s*128\s*\)?", r"tiles?|tiled", r"layout assignment", r"minor", r"(sub)?lanes?", r"pad"),
+            (r"sticks?|restickif",),
+        ),
+        "WSE": (
+            (
+                r"distribut",
+                r"\bpes?\b|processing elements?",
+                r"plac(e|ed|ement)\b",
+                r"spread|shard|split",
+                r"fabric",
+                r"sram",
+                r"regions?",
+            ),
+            (r"sticks?|restickif", r"\bhbm\b", r"\(\s*8\s*,\s*128\s*\)"),
+        ),
+        "LPU": (
+            (r"stream", r"vectors?", r"\b320\b", r"(super)?lanes?", r"order", r"slices?"),
+            (r"sticks?|restickif", r"\bhbm\b|\bdram\b|cache", _RUNTIME),
+        ),
+        "Spyre": (
+            (r"sticks?", r"restickif", r"\b128[- ]?b(ytes?)?\b", r"innermost|inner dim"),
+            (r"\(\s*8\s*,\s*128\s*\)", r"\bhbm\b"),
+        ),
+    },
+}
+
+
+def _numbers(text) -> list[int]:
+    """Integers named in a text: '128x128' and '(8,128)' give two each, '5,120' one; 'fp16', 'v5e', 'int8' none."""
+    text = re.sub(r"(\d)\s*[x×]\s*(?=\d)", r"\1 ", text)
+    text = re.sub(r"\(\s*(\d+)\s*,\s*(\d+)\s*\)", r"\1 \2", text)
+    text = re.sub(r"\b[A-Za-z]+\d[\w]*", " ", text)
+    return [
+        int(n.replace(",", ""))
+        for n in re.findall(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d.])|(?<![\d.])\d+(?![\d.])", text)
+    ]
+
+
+def _catalog_numbers(kind: str) -> set[int]:
+    out = set()
+    for chip in chips_of_kind(kind):
+        out |= {int(v) for v in chip.facts.values() if float(v).is_integer()} | {int(chip.compute_units)}
+        out |= set(_numbers(chip.matrix_unit))
+        if "stick_bytes" in chip.facts:
+            out |= {int(chip.facts["stick_bytes"]) // b for b in (1, 2, 4)}
+    return out
+
+
+CATALOG_NUMBERS = {"TPU": _catalog_numbers("tpu"), "LPU": _catalog_numbers("lpu"), "Spyre": _catalog_numbers("spyre")}
+
+
+def number_misses(rows) -> list[tuple[str, str, int]]:
+    misses = []
+    for attribute in ("tiling decision", "layout propagation"):
+        for system, allowed in CATALOG_NUMBERS.items():
+            text = str(rows.get(attribute, {}).get(system, "")) if isinstance(rows, dict) else ""
+            misses += [(attribute, system, n) for n in _numbers(text) if n >= 16 and n not in allowed]
+    return misses

@@ -48,18 +48,6 @@ def my_count_ops(gm):  # the counts the notebook printed for Tiny, copied
         fails=["inspecting_backend_tests"],
     ),
     dict(
-        cell="break_even",
-        kind="hard-code-visible",
-        code="""
-_printed = break_even_calls(timing)
-
-
-def break_even_calls(timing, backend="inductor"):  # the number the notebook printed, copied
-    return _printed
-""",
-        fails=["break_even_tests"],
-    ),
-    dict(
         cell="kernel_names",
         kind="call-reference",
         code="""
@@ -126,27 +114,6 @@ def my_find_groups(gm):  # the worked example and the groups the notebook printe
         fails=["fusion_groups_tests"],
     ),
     dict(
-        cell="bytes_saved",
-        kind="call-reference",
-        code="""
-try:
-    from common.fusion import find_groups
-
-    def bytes_saved(gm, names):
-        return next(g.bytes_saved for g in find_groups(gm) if set(g.nodes) == set(names))
-except ImportError:
-    def bytes_saved(gm, names):
-        raise NotImplementedError("common.fusion has no FusionGroup.bytes_saved to read")
-""",
-        fails=["bytes_saved_tests"],
-    ),
-    dict(
-        cell="bytes_saved",
-        kind="hard-code-visible",
-        code="def bytes_saved(gm, names):  # the worked example's number from the spec\n    return 2 * 4 * 2048",
-        fails=["bytes_saved_tests"],
-    ),
-    dict(
         cell="no_gain",
         kind="hard-code-visible",
         code="""
@@ -197,17 +164,6 @@ def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # the simulator's private l
         fails=["tiling_tests"],
     ),
     dict(
-        cell="clean_dim",
-        kind="hard-code-visible",
-        code="""
-CLEAN_ON_SPYRE_PADDED_ON_TPU = 128  # the MXU edge printed above
-D = CLEAN_ON_SPYRE_PADDED_ON_TPU
-tpu_t = simulate_op("matmul", (128, D, D), "tpu").programs[0].kernels[0].tiling
-spyre_p = simulate_op("matmul", (128, D, D), "spyre").programs[0].kernels[0].tiling["sdsc"][0]
-""",
-        fails=["clean_dim_tests"],
-    ),
-    dict(
         cell="schedule_overhead",
         kind="read-off-object",
         code="""
@@ -218,4 +174,54 @@ def schedule_overhead(report):  # the simulator's own attribution holds the over
 """,
         fails=["schedule_overhead_tests"],
     ),
+    # landscape rows: one phrase for every system says nothing about any of them
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+MY_ROWS = {a: {s: "the compiler decides this ahead of time" for s in SYSTEMS} for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # keyword stuffing: every mechanism word of the lab in every cell (told apart only by the system's name)
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+_WORDS = ("Inductor Triton XLA HLO SuperDSC bundle fusion epilogue MXU MXM 320 (8,128) sticks restickify PEs "
+          "regions stream cycle static tiles strides lanes LX")
+MY_ROWS = {a: {s: f"{s}: {_WORDS}" for s in SYSTEMS} for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # text the notebook shows: each machine's catalog record (its matrix unit), in every attribute
+    dict(
+        cell="landscape_rows",
+        kind="read-off-object",
+        code="""
+_CHIPS = {"GPU": "h100-sxm", "TPU": "tpu-v5e", "WSE": "wse-3", "LPU": "groq-lpu", "Spyre": "spyre"}
+MY_ROWS = {a: {s: get_chip(c).matrix_unit for s, c in _CHIPS.items()} for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # text the notebook shows: Part 4's 'The vendors' sentence, one clause per machine, in every attribute
+    dict(
+        cell="landscape_rows",
+        kind="read-off-object",
+        code="""
+_VENDORS = {"GPU": "Inductor fuses pointwise and reduction loops, with max-autotune GEMM templates matmul epilogues",
+            "TPU": "XLA makes loop / input / output fusions",
+            "WSE": "Cerebras chain vector work onto the matmul it feeds",
+            "LPU": "Groq chain vector work onto the matmul it feeds",
+            "Spyre": "torch-spyre puts whole runs of device ops in one SuperDSC bundle"}
+MY_ROWS = {a: dict(_VENDORS) for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
 ]
+
+NOT_LISTED = {
+    "break_even": "optional (Going further), ungraded",
+    "bytes_saved": "optional (Going further), ungraded",
+    "clean_dim": "optional (Going further), ungraded",
+}
