@@ -3,8 +3,9 @@
 A course's rows are a dict ``rows[attribute][system] = text``. Two checks, the way a reader would judge them:
 
 - ``row_problems`` (visible, structural): every attribute and all five systems, in a few words of one's own
-  (``MIN_WORDS`` to ``MAX_WORDS``), no placeholder, and not the same text for every system — a row that says the
-  same thing about five machines says nothing about any of them.
+  (``MIN_WORDS`` to ``MAX_WORDS``), no placeholder, no two systems with the same text in a row (a row that says
+  the same thing about five machines says nothing about any of them), and no system with the same text under
+  two attributes.
 - ``vocabulary_misses`` (hidden, on the grader's side): each cell must use a term that names the mechanism (any
   of the cell's ``accept`` patterns) and none that contradicts it (``reject``: a static machine described as
   scheduling at run time). The vocabulary lives with the grader, in the lab's ``answers.py``, never here.
@@ -55,6 +56,11 @@ def row_problems(rows, attributes: Sequence[str]) -> list[str]:
         texts = [str(per_system.get(s, "")).strip().lower() for s in SYSTEMS if s in per_system]
         if len(texts) == len(SYSTEMS) and len(set(texts)) < len(SYSTEMS):
             problems.append(f"{attribute!r}: two or more systems have the same text; say how each one differs")
+    for system in SYSTEMS:  # one sentence pasted under every attribute answers none of them
+        texts = [str(rows[a][system]).strip().lower() for a in attributes
+                 if isinstance(rows.get(a), Mapping) and system in rows[a]]
+        if len(texts) == len(attributes) > 1 and len(set(texts)) < len(texts):
+            problems.append(f"{system}: the same text under two attributes; each attribute asks something else")
     return problems
 
 

@@ -27,6 +27,8 @@ def test_structural_problems_name_the_cell():
     short = {"scheduling granularity": {**GOOD["scheduling granularity"], "TPU": "static"}}
     assert any("TPU: 1 words" in p for p in row_problems(short, ATTRS))
     assert any("missing" in p for p in row_problems({}, ATTRS))
+    pasted = {**GOOD, "fusion": dict(GOOD["scheduling granularity"])}
+    assert any("GPU: the same text under two attributes" in p for p in row_problems(pasted, (*ATTRS, "fusion")))
     assert any("unknown attributes" in p for p in row_problems({**GOOD, "colour": {}}, ATTRS))
     assert row_problems(None, ATTRS) == ["the rows must be a dict attribute -> {system: text}, got NoneType"]
 
