@@ -53,6 +53,14 @@ def count_ops(gm) -> Counter:
     return Counter(op_name(n) for n in gm.graph.nodes if n.op in ops and getattr(n.target, "__name__", "") != "getitem")
 
 
+def break_even_calls(timing, backend="inductor"):
+    t = timing.set_index("backend")
+    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
+    if saving <= 0:
+        return math.inf
+    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
+
+
 _KERNEL_DEF = re.compile(r"^(\w*fused\w*?)\s*=\s*async_compile\.\w+\(", re.M)
 
 
@@ -256,44 +264,6 @@ LANDSCAPE_VOCAB = {
             (r"\bmxu\b", r"\b320\b", r"warps?"),
         ),
     },
-    "layout propagation": {
-        "GPU": (
-            (
-                r"strides?|strided",
-                r"views?",
-                r"contiguous|cop(y|ies)",
-                r"row[- ]major|column[- ]major",
-                r"per kernel",
-                r"channels[- ]last",
-                r"\bnchw\b|\bnhwc\b",
-            ),
-            (r"sticks?|restickif", r"\(\s*8\s*,\s*128\s*\)"),
-        ),
-        "TPU": (
-            (r"\(?\s*8\s*[,x]\s*128\s*\)?", r"tiles?|tiled", r"layout assignment", r"minor", r"(sub)?lanes?", r"pad"),
-            (r"sticks?|restickif",),
-        ),
-        "WSE": (
-            (
-                r"distribut",
-                r"\bpes?\b|processing elements?",
-                r"plac(e|ed|ement)\b",
-                r"spread|shard|split",
-                r"fabric",
-                r"sram",
-                r"regions?",
-            ),
-            (r"sticks?|restickif", r"\bhbm\b", r"\(\s*8\s*,\s*128\s*\)"),
-        ),
-        "LPU": (
-            (r"stream", r"vectors?", r"\b320\b", r"(super)?lanes?", r"order", r"slices?"),
-            (r"sticks?|restickif", r"\bhbm\b|\bdram\b|cache", _RUNTIME),
-        ),
-        "Spyre": (
-            (r"sticks?", r"restickif", r"\b128[- ]?b(ytes?)?\b", r"innermost|inner dim"),
-            (r"\(\s*8\s*,\s*128\s*\)", r"\bhbm\b"),
-        ),
-    },
 }
 
 
@@ -323,7 +293,7 @@ CATALOG_NUMBERS = {"TPU": _catalog_numbers("tpu"), "LPU": _catalog_numbers("lpu"
 
 def number_misses(rows) -> list[tuple[str, str, int]]:
     misses = []
-    for attribute in ("tiling decision", "layout propagation"):
+    for attribute in ("tiling decision",):
         for system, allowed in CATALOG_NUMBERS.items():
             text = str(rows.get(attribute, {}).get(system, "")) if isinstance(rows, dict) else ""
             misses += [(attribute, system, n) for n in _numbers(text) if n >= 16 and n not in allowed]

@@ -23,14 +23,14 @@
 #
 # **Learning objectives**
 #
-# - read TorchDynamo's graph breaks and rewrite a model into one graph
+# - read TorchDynamo's graph breaks, rewrite a model into one graph and measure what the breaks cost
 # - capture AOTAutograd's forward and backward aten graphs with your own backend; see decompositions and functionalization in the op counts
-# - measure eager vs aot_eager vs Inductor, compile time apart from steady state, and read one generated fused kernel
+# - measure eager vs aot_eager vs Inductor, compile time apart from steady state and the calls it takes to pay off, and read one generated fused kernel
 # - write a legal pointwise-fusion pass and see in the simulators where fusion saves bytes and time and where it does not
 # - compute MXU tiles, (8,128) and stick padding and check them against the simulated TPU and Spyre
 # - compare a static schedule with a launched kernel stream
 #
-# **Expected time:** about 115 minutes (plus about 17 optional)  
+# **Expected time:** about 120 minutes (plus about 10 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop with a C++ compiler (Inductor generates C++ on CPU)
 
 # %% [markdown] include="grading"
@@ -161,6 +161,40 @@ for _d, _seed in ((16, 3), (48, 7)):
     grader.assert_equal(_r.graph_count, 1, name="one graph")
     grader.assert_equal(_r.graph_break_count, 0, name="no breaks")
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### What a graph break costs
+#
+# `Gate` and your `GateFixed`, compiled the same way (`aot_eager`: capture, no optimisation) and timed per
+# call on this machine. The difference is what the breaks cost at run time: the `.item()` waits for the value,
+# Python runs the `print` and the `if`, and Dynamo checks its guards and enters the next graph.
+
+# %%
+import contextlib
+import io
+
+import torch._dynamo
+
+try:
+    GateFixed()(x_gate)
+    models = {"Gate (graph breaks)": Gate, "GateFixed (one graph)": GateFixed}
+except NotImplementedError:
+    print("GateFixed is not written yet: timing Gate alone")
+    models = {"Gate (graph breaks)": Gate}
+rows = []
+for label, cls in models.items():
+    torch._dynamo.reset()
+    compiled = torch.compile(cls(), backend="aot_eager")
+    with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():  # Gate prints on every call
+        compiled(x_gate)
+        m = bench.measure(compiled, x_gate, label=label, warmup=2, min_run_time=MIN_RUN_TIME)
+    rows.append({"model": label, "graphs": explain_dynamo(cls(), x_gate).graph_count if cls is GateFixed else
+                 report.graph_count, "median_us": m.median_s * 1e6})
+torch._dynamo.reset()
+print(f"MEASURED on {info['cpu']}, fp32, x {tuple(x_gate.shape)}, aot_eager, median per call:")
+print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+if len(rows) == 2:
+    print(f"the graph breaks cost {rows[0]['median_us'] / rows[1]['median_us']:.1f}x per call here (MEASURED)")
 
 # %% [markdown]
 # ## Part 2 — AOTAutograd through your own backend
@@ -360,6 +394,62 @@ shown.plot.bar(x="backend", y="median_us", ax=a2, logy=True, rot=0, legend=False
 fig.suptitle(f"MEASURED on {info['cpu']}: eager vs aot_eager vs inductor, {MODEL} decoder, {what}, fp32",
              fontsize=10)
 plt.show()
+
+# %% [markdown]
+# ### When does compiling pay off?
+#
+# After `n` calls the compiled model has cost `compile_s + n x median_s(backend)`, eager `n x median_s(eager)`.
+# **Spec.** `break_even_calls(timing, backend="inductor")`: from a table like `timing` above (columns
+# `backend`, `compile_s`, `median_s`), the smallest whole `n >= 1` with `compile_s + n x median_s(backend) <= n x
+# median_s(eager)`; `math.inf` when the backend is not faster per call. Worked example: compile 2 s, eager 5 ms,
+# compiled 1 ms → `ceil(2 / 0.004)` = 500 calls.
+
+# %% nbgrader={"grade": false, "grade_id": "break_even", "locked": false, "schema_version": 3, "solution": true, "task": false}
+import math
+
+
+def break_even_calls(timing, backend="inductor"):
+    """Calls after which compiling with ``backend`` has paid for itself (math.inf if it never does)."""
+    ### BEGIN SOLUTION
+    t = timing.set_index("backend")
+    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
+    if saving <= 0:
+        return math.inf
+    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "break_even_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal
+
+example = pd.DataFrame({"backend": ["eager", "inductor"], "compile_s": [0.0, 2.0], "median_s": [5e-3, 1e-3]})
+check_equal("worked example", break_even_calls(example), 500, hint="ceil(compile_s / saving per call)")
+per = {k: float(v) for k, v in timing.set_index("backend")["median_s"].items()}
+for b in ("aot_eager", "inductor"):
+    n = break_even_calls(timing, b)
+    if per[b] >= per["eager"]:
+        check_equal(f"{b} is not faster per call here: it never pays off", n, math.inf)
+        continue
+    c = float(timing.set_index("backend").loc[b, "compile_s"])  # plain floats: no numpy bools below
+    check_equal(f"{b}: a whole number of calls", bool(isinstance(n, int) and n >= 1), True)
+    check_equal(f"{b}: after n calls compiling has paid off, after n - 1 it has not",
+                bool(c + n * per[b] <= n * per["eager"] and (n == 1 or c + (n - 1) * per[b] > (n - 1) * per["eager"])),
+                True)
+### BEGIN HIDDEN TESTS
+from answers import break_even_calls as _be, variant as _variant
+from common.checks import grader
+
+_v = _variant("break_even")
+for _c, _e, _m in ((0.5 + _v % 7, 3e-3, 1e-3), (1e-4, 2e-3, 1e-3), (4.0, 1e-3, 1e-3), (3.0, 1e-3, 2e-3)):
+    _t = pd.DataFrame({"backend": ["inductor", "eager", "aot_eager"], "compile_s": [_c, 0.0, 0.1],
+                       "median_s": [_m, _e, 1.5 * _e]})
+    grader.assert_equal(break_even_calls(_t), _be(_t), name="break-even of other timings")
+    grader.assert_equal(break_even_calls(_t, "aot_eager"), _be(_t, "aot_eager"), name="a backend slower than eager")
+### END HIDDEN TESTS
+
+# %%
+print(f"MEASURED here: inductor pays off after {break_even_calls(timing)} calls, aot_eager after "
+      f"{break_even_calls(timing, 'aot_eager')}")
 
 # %% [markdown]
 # ### Read one generated kernel
@@ -906,13 +996,12 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 # %% [markdown]
 # ## Landscape map
 #
-# Course 3's rows for the five systems: four attributes in your own words, plus the simulated kernels per decoder
+# Course 3's rows for the five systems: three attributes in your own words, plus the simulated kernels per decoder
 # layer. What each attribute asks:
 #
 # - **IR stages**: the representations a model passes through, from the framework to what the chip runs.
 # - **fusion strategy**: which ops the compiler puts into one kernel or program.
 # - **tiling decision**: the block sizes work is cut into, and what sets them.
-# - **layout propagation**: how tensors are laid out in memory, and where the compiler changes a layout.
 #
 # **Spec.** `MY_ROWS = {attribute: {system: text}}` for every attribute in `ATTRIBUTES` and all five systems, 3 to
 # 25 words each, in your own words and different for each system. The check is structural; the grader reads
@@ -924,7 +1013,7 @@ import tempfile
 from common.landscape import SYSTEMS, LandscapeMap
 from common.landscape_rows import add_rows, row_problems
 
-ATTRIBUTES = ("IR stages", "fusion strategy", "tiling decision", "layout propagation")
+ATTRIBUTES = ("IR stages", "fusion strategy", "tiling decision")
 
 # %% nbgrader={"grade": false, "grade_id": "landscape_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
 MY_ROWS = {}
@@ -948,12 +1037,6 @@ MY_ROWS = {
         "WSE": "rows x cols region of PEs sized per kernel",
         "LPU": "K, N to 320 (MXM), M streams",
         "Spyre": "work split over 32 cores by sticks; matmul tiles fit LX"},
-    "layout propagation": {
-        "GPU": "strides chosen per kernel; views free, copies where needed",
-        "TPU": "(8,128) tiles on the two minor dims; layout assignment pass",
-        "WSE": "tensors distributed over PEs by the placement",
-        "LPU": "vectors of 320 lanes streamed in fixed order",
-        "Spyre": "128-B sticks on the innermost dim; restickify when a view transposes it"},
 }
 ### END SOLUTION
 
@@ -961,7 +1044,7 @@ MY_ROWS = {
 from common.checks import check_equal
 
 problems = row_problems(MY_ROWS, ATTRIBUTES)
-print("\n".join(f"- {p}" for p in problems[:10]) or "rows complete: 4 attributes x 5 systems")
+print("\n".join(f"- {p}" for p in problems[:10]) or "rows complete: 3 attributes x 5 systems")
 check_equal("landscape rows", problems, [], hint="fix the problems listed above")
 ### BEGIN HIDDEN TESTS
 from answers import LANDSCAPE_VOCAB, number_misses
@@ -1012,85 +1095,8 @@ plt.show()
 # %% [markdown]
 # ## Going further (optional)
 #
-# A measurement and three short exercises that extend Parts 1, 3, 4 and 5. They are not graded; each check tells
-# you whether your answer holds.
-
-# %% [markdown]
-# ### What a graph break costs
-#
-# Part 1's `Gate` and your `GateFixed`, compiled the same way (`aot_eager`: capture, no optimisation) and timed per
-# call on this machine. The difference is what the breaks cost at run time: the `.item()` waits for the value,
-# Python runs the `print` and the `if`, and Dynamo checks its guards and enters the next graph.
-
-# %%
-import contextlib
-import io
-
-import torch._dynamo
-
-try:
-    GateFixed()(x_gate)
-    models = {"Gate (graph breaks)": Gate, "GateFixed (one graph)": GateFixed}
-except NotImplementedError:
-    print("GateFixed is not written yet: timing Gate alone")
-    models = {"Gate (graph breaks)": Gate}
-rows = []
-for label, cls in models.items():
-    torch._dynamo.reset()
-    compiled = torch.compile(cls(), backend="aot_eager")
-    with contextlib.redirect_stdout(io.StringIO()), torch.no_grad():  # Gate prints on every call
-        compiled(x_gate)
-        m = bench.measure(compiled, x_gate, label=label, warmup=2, min_run_time=MIN_RUN_TIME)
-    rows.append({"model": label, "graphs": explain_dynamo(cls(), x_gate).graph_count if cls is GateFixed else
-                 report.graph_count, "median_us": m.median_s * 1e6})
-torch._dynamo.reset()
-print(f"MEASURED on {info['cpu']}, fp32, x {tuple(x_gate.shape)}, aot_eager, median per call:")
-print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-if len(rows) == 2:
-    print(f"the graph breaks cost {rows[0]['median_us'] / rows[1]['median_us']:.1f}x per call here (MEASURED)")
-
-# %% [markdown]
-# ### When does compiling pay off?
-#
-# After `n` calls the compiled model has cost `compile_s + n x median_s(backend)`, eager `n x median_s(eager)`.
-# **Spec.** `break_even_calls(timing, backend="inductor")`: from a table like Part 3's `timing` (columns
-# `backend`, `compile_s`, `median_s`), the smallest whole `n >= 1` with `compile_s + n x median_s(backend) <= n x
-# median_s(eager)`; `math.inf` when the backend is not faster per call. Worked example: compile 2 s, eager 5 ms,
-# compiled 1 ms → `ceil(2 / 0.004)` = 500 calls.
-
-# %% nbgrader={"grade": false, "grade_id": "break_even", "locked": false, "schema_version": 3, "solution": true, "task": false}
-import math
-
-
-def break_even_calls(timing, backend="inductor"):
-    """Calls after which compiling with ``backend`` has paid for itself (math.inf if it never does)."""
-    ### BEGIN SOLUTION
-    t = timing.set_index("backend")
-    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
-    if saving <= 0:
-        return math.inf
-    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
-    ### END SOLUTION
-
-
-# %%
-from common.checks import check_equal
-
-example = pd.DataFrame({"backend": ["eager", "inductor"], "compile_s": [0.0, 2.0], "median_s": [5e-3, 1e-3]})
-check_equal("worked example", break_even_calls(example), 500, hint="ceil(compile_s / saving per call)")
-per = {k: float(v) for k, v in timing.set_index("backend")["median_s"].items()}
-for b in ("aot_eager", "inductor"):
-    n = break_even_calls(timing, b)
-    if per[b] >= per["eager"]:
-        check_equal(f"{b} is not faster per call here: it never pays off", n, math.inf)
-        continue
-    c = float(timing.set_index("backend").loc[b, "compile_s"])  # plain floats: no numpy bools below
-    check_equal(f"{b}: a whole number of calls", bool(isinstance(n, int) and n >= 1), True)
-    check_equal(f"{b}: after n calls compiling has paid off, after n - 1 it has not",
-                bool(c + n * per[b] <= n * per["eager"] and (n == 1 or c + (n - 1) * per[b] > (n - 1) * per["eager"])),
-                True)
-print(f"MEASURED here: inductor pays off after {break_even_calls(timing)} calls, aot_eager after "
-      f"{break_even_calls(timing, 'aot_eager')}")
+# Two short exercises that extend Parts 4 and 5. They are not graded; each check tells you whether your answer
+# holds.
 
 # %% [markdown]
 # ### Bytes saved by a fusion group
