@@ -112,7 +112,8 @@ def check_course(course: Course) -> list[str]:
             problems.append(f"{where}: cannot read the source notebook: {exc}")
             continue
         found = labsource.source_problems(course, lab) + metadata_problems(nb) + standard.section_problems(nb)
-        found += lab_length.length_problems(nb, core=lab.startswith("lab"))
+        minutes = tuple(course.config.get("Offering", {}).get("core_lab_minutes", lab_length.CORE_RANGE))
+        found += lab_length.length_problems(nb, core=lab.startswith("lab"), core_range=minutes)
         found += release_problems(course, lab, regenerated.get(lab))
         problems.extend(f"{where}: {p}" for p in found)
     if course.release_dir.is_dir():

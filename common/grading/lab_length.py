@@ -142,8 +142,9 @@ def stated_minutes(nb) -> int | None:
     return None
 
 
-def length_problems(nb, core: bool) -> list[str]:
-    """The header must state the model's core estimate (to within 5 minutes); a core lab must fit CORE_RANGE."""
+def length_problems(nb, core: bool, core_range: tuple[float, float] = CORE_RANGE) -> list[str]:
+    """The header must state the model's core estimate (to within 5 minutes); a core lab must fit ``core_range``
+    (the lab standard's 90 to 120 minutes unless the course config sets ``c.Offering.core_lab_minutes``)."""
     est = estimate(nb)
     minutes = round(est.core_minutes)
     problems = []
@@ -153,7 +154,7 @@ def length_problems(nb, core: bool) -> list[str]:
                         "common.grading.lab_length)")
     elif abs(stated - minutes) > 5:
         problems.append(f"the header states {stated} minutes, the estimate is {minutes} (common.grading.lab_length)")
-    low, high = CORE_RANGE
+    low, high = core_range
     if core and not low <= minutes <= high:
         problems.append(f"core lab estimate {minutes} minutes is outside {low}-{high}: move a part that does not "
                         "carry the course's point under '## Going further (optional)'")
