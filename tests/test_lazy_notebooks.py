@@ -18,6 +18,8 @@ release's stubs of the solution cells the learner writes for that test (those si
 re-runs the code cells between them and the test, then the test (which must raise), then the honest solution and
 those cells again. So every test fails on the learner's blank stubs, with every other stub honest; the sandboxed
 autograde of every lab's source (tests/test_grading_notebooks.py) proves the grader itself takes each lab.
+Last, in the same kernel after ``%reset -f``, the untouched release runs top to bottom (``blank_run``): a cell
+that is neither a stub nor a test must not raise on it.
 """
 
 from __future__ import annotations
@@ -106,6 +108,26 @@ def blank_segments(source, release) -> dict[int, list]:
     return inserts
 
 
+def blank_run(release) -> list:
+    """The untouched release, top to bottom in a cleared namespace (the same kernel, so imports are cached):
+    only its stubs and autograded test cells may raise, and anything under 'Going further'. Every other cell
+    must run, printing its 'not written yet' line where it needs a stub's work (issue 15 item 5)."""
+    cells = [new_code_cell("%reset -f", metadata={TAG: {"role": "parameters"}})]
+    optional = False
+    for cell in release.cells:
+        optional = optional or (cell.cell_type == "markdown" and cell.source.lstrip().startswith("## Going further"))
+        if cell.cell_type != "code":
+            continue
+        c = copy.deepcopy(cell)
+        may_raise = optional or is_stub(cell) or is_autograded_test(cell)
+        c.metadata = {TAG: {"role": "blank-run", "may_raise": may_raise}}
+        c.pop("id", None)
+        cells.append(c)
+        if "parameters" in cell.metadata.get("tags", []):
+            cells.append(new_code_cell("FAST = True", metadata={TAG: {"role": "parameters"}}))
+    return cells
+
+
 def lazy_notebook(nb, shortcuts: list[dict], release=None):
     """``nb`` with every shortcut inserted after the last test cell it targets (see the module docstring), and
     with ``release`` given, the blank stubs of every test (``blank_segments``)."""
@@ -130,6 +152,8 @@ def lazy_notebook(nb, shortcuts: list[dict], release=None):
         if "parameters" in cell.metadata.get("tags", []):
             out.append(new_code_cell("FAST = True", metadata={TAG: {"role": "parameters"}}))
         out += after.get(i, [])
+    if release is not None:
+        out += blank_run(release)
     nb.cells = out
     for cell in nb.cells:  # nbformat 4.5 wants an id on every cell
         cell.setdefault("id", random_cell_id())
@@ -170,6 +194,10 @@ def judge(nb, shortcuts: list[dict]) -> tuple[list[str], list[str]]:
             passed.append(f"{s['kind']} shortcut for {s['cell']} passed {tag['test']}")
         elif tag["role"] == "must-fail-blank" and not _errors(cell):
             passed.append(f"the blank release's stubs passed {tag['test']}")
+        elif tag["role"] == "blank-run" and not tag["may_raise"] and _errors(cell):
+            first = cell.source.splitlines()[0][:60] if cell.source else ""
+            honest_errors.append(f"the blank release crashed in a cell that is not a stub or a test ({first}): "
+                                 f"{_errors(cell)}")
     return honest_errors, passed
 
 
@@ -220,10 +248,17 @@ def test_the_harness_catches_a_shortcut_that_passes_and_a_list_that_is_wrong():
     release = copy.deepcopy(nb)
     release.cells[0].source = "def f(x):\n    raise NotImplementedError()"
     lazy = lazy_notebook(nb, [], release)
-    assert [c.metadata.get(TAG, {}).get("role") for c in lazy.cells] == [None, None, "blank", "must-fail-blank",
-                                                                          "restore"]  # fmt: skip
+    assert [c.metadata.get(TAG, {}).get("role") for c in lazy.cells] == [
+        None, None, "blank", "must-fail-blank", "restore", "parameters", "blank-run", "blank-run"]  # fmt: skip
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
     assert judge(lazy, []) == ([], [])
+    # a given cell that uses a stub's work without its 'not written yet' line: the blank run catches it
+    release.cells.append(new_code_cell("print(f(3))"))
+    lazy = lazy_notebook(nb, [], release)
+    NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    errors, _ = judge(lazy, [])
+    assert len(errors) == 1 and "not a stub or a test (print(f(3)))" in errors[0]
+    release.cells.pop()
     release.cells[0].source = "def f(x):\n    return 2 * x"  # a release whose stub is the answer
     lazy = lazy_notebook(nb, [], release)
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()

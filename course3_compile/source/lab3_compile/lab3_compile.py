@@ -448,8 +448,11 @@ for _c, _e, _m in ((0.5 + _v % 7, 3e-3, 1e-3), (1e-4, 2e-3, 1e-3), (4.0, 1e-3, 1
 ### END HIDDEN TESTS
 
 # %%
-print(f"MEASURED here: inductor pays off after {break_even_calls(timing)} calls, aot_eager after "
-      f"{break_even_calls(timing, 'aot_eager')}")
+try:
+    print(f"MEASURED here: inductor pays off after {break_even_calls(timing)} calls, aot_eager after "
+          f"{break_even_calls(timing, 'aot_eager')}")
+except NotImplementedError:
+    print("break_even_calls is not written yet")
 
 # %% [markdown]
 # ### Read one generated kernel

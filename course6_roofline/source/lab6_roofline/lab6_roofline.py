@@ -582,6 +582,7 @@ for _lv in ("HBM", "VMEM"):
 # applies it to the attention op; the hidden tests to other shapes, where the answers differ.
 
 # %%
+attn = simulate_op("sdpa", (1, 8, 4096, 64), "gpu", chip="h100-sxm")  # flash attention, head_dim 64 (as in the check above)
 h100_chip = get_chip("h100-sxm")
 peak_h100 = roofline_for_chip(h100_chip, "bf16").peak_flops
 bandwidths = {lv.name: lv.bandwidth for lv in h100_chip.memory_levels if lv.bandwidth}
