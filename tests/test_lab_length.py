@@ -7,7 +7,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from common.grading.lab_length import CORE_RANGE, RATES, estimate, length_problems, stated_minutes
+from common.grading.lab_length import CORE_RANGE, RATES, estimate, length_problems, readme_problems, stated_minutes
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for p in REPO.glob("course*_*/source/*/*.ipynb") if p.stem == p.parent.name)
@@ -57,3 +57,11 @@ def test_every_lab_states_its_estimate_and_every_core_lab_fits(path):
     assert length_problems(nb, core=path.stem.startswith("lab")) == []
     if path.stem.startswith("lab"):
         assert CORE_RANGE[0] <= estimate(nb).core_minutes <= CORE_RANGE[1] + 0.5
+
+
+def test_the_course_readme_row_must_state_the_header_minutes():
+    readme = "| notebook | what | expected time |\n| `lab9` (core lab) | things | about 112 min (+20 optional) |\n"
+    assert readme_problems(readme, "lab9", 112) == []
+    assert readme_problems(readme, "lab9", 115) == [
+        "the course README's row for lab9 does not say 'about 115 min' (the header's estimate)"]
+    assert readme_problems(readme, "lab8", 115) == []  # no row: nothing to disagree with

@@ -114,6 +114,9 @@ def check_course(course: Course) -> list[str]:
         found = labsource.source_problems(course, lab) + metadata_problems(nb) + standard.section_problems(nb)
         minutes = tuple(course.config.get("Offering", {}).get("core_lab_minutes", lab_length.CORE_RANGE))
         found += lab_length.length_problems(nb, core=lab.startswith("lab"), core_range=minutes)
+        if (course.root / "README.md").is_file():
+            readme = (course.root / "README.md").read_text(encoding="utf-8")
+            found += lab_length.readme_problems(readme, lab, lab_length.stated_minutes(nb))
         found += release_problems(course, lab, regenerated.get(lab))
         problems.extend(f"{where}: {p}" for p in found)
     if course.release_dir.is_dir():

@@ -159,3 +159,14 @@ def length_problems(nb, core: bool, core_range: tuple[float, float] = CORE_RANGE
         problems.append(f"core lab estimate {minutes} minutes is outside {low}-{high}: move a part that does not "
                         "carry the course's point under '## Going further (optional)'")
     return problems
+
+
+def readme_problems(readme: str, lab: str, stated: int | None) -> list[str]:
+    """The course README's row for ``lab`` (``| `lab` ... | about N min ...``) must state the header's minutes."""
+    row = next((line for line in readme.splitlines() if line.startswith(f"| `{lab}`")), None)
+    if row is None or stated is None:
+        return []
+    found = re.search(r"\|\s*about (\d+) min", row)
+    if found is None or int(found.group(1)) != stated:
+        return [f"the course README's row for {lab} does not say 'about {stated} min' (the header's estimate)"]
+    return []
