@@ -34,6 +34,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 from nbformat.v4.nbbase import random_cell_id
 
+from common.grading.lab_length import GOING_FURTHER
 from common.grading.standard import is_autograded_test, is_stub, nbgrader_meta
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,7 +116,7 @@ def blank_run(release) -> list:
     cells = [new_code_cell("%reset -f", metadata={TAG: {"role": "parameters"}})]
     optional = False
     for cell in release.cells:
-        optional = optional or (cell.cell_type == "markdown" and cell.source.lstrip().startswith("## Going further"))
+        optional = optional or (cell.cell_type == "markdown" and bool(GOING_FURTHER.search(cell.source)))
         if cell.cell_type != "code":
             continue
         c = copy.deepcopy(cell)

@@ -104,6 +104,9 @@ def check_course(course: Course) -> list[str]:
     except Exception as exc:  # a broken source notebook is reported below, per lab
         problems.append(f"{course.name}: could not regenerate the release tree: {exc}")
         regenerated = {}
+    minutes = tuple(course.config.get("Offering", {}).get("core_lab_minutes", lab_length.CORE_RANGE))
+    readme_path = course.root / "README.md"
+    readme = readme_path.read_text(encoding="utf-8") if readme_path.is_file() else ""
     for lab in labs:
         where = f"{course.name}/{lab}"
         try:
@@ -112,11 +115,8 @@ def check_course(course: Course) -> list[str]:
             problems.append(f"{where}: cannot read the source notebook: {exc}")
             continue
         found = labsource.source_problems(course, lab) + metadata_problems(nb) + standard.section_problems(nb)
-        minutes = tuple(course.config.get("Offering", {}).get("core_lab_minutes", lab_length.CORE_RANGE))
         found += lab_length.length_problems(nb, core=lab.startswith("lab"), core_range=minutes)
-        if (course.root / "README.md").is_file():
-            readme = (course.root / "README.md").read_text(encoding="utf-8")
-            found += lab_length.readme_problems(readme, lab, lab_length.stated_minutes(nb))
+        found += lab_length.readme_problems(readme, lab, lab_length.stated_minutes(nb))
         found += release_problems(course, lab, regenerated.get(lab))
         problems.extend(f"{where}: {p}" for p in found)
     if course.release_dir.is_dir():
