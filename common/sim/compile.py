@@ -15,6 +15,8 @@ option. The simulated ``Report`` of every compiled graph is kept: ``last_report(
 """
 from __future__ import annotations
 
+import sys
+
 import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
@@ -248,7 +250,14 @@ dfa_gpu, dfa_tpu, dfa_wse, dfa_lpu, dfa_spyre = (make_backend(n) for n in ("gpu"
 
 
 def register() -> None:
-    """Register the backends with Dynamo by name (also declared as entry points in pyproject.toml)."""
+    """Make ``torch.compile(m, backend="dfa_gpu")`` work by name, without importing Dynamo when it can be helped.
+
+    An installed package declares the backends as ``torch_dynamo_backends`` entry points (pyproject.toml), which
+    Dynamo reads itself when it first looks a name up: then nothing is done here (importing ``torch._dynamo``
+    costs ~1.5 s, most of a cold ``dfa simulate``). Otherwise (a checkout on ``sys.path``, not installed), or if
+    Dynamo is already imported (cheap then), the backends are registered with ``register_backend``."""
+    if "torch._dynamo" not in sys.modules and _declared_as_entry_points():
+        return
     try:
         from torch._dynamo import list_backends, register_backend
     except ImportError:  # pragma: no cover
@@ -257,3 +266,14 @@ def register() -> None:
     for fn in (dfa_gpu, dfa_tpu, dfa_wse, dfa_lpu, dfa_spyre):
         if fn.__name__ not in known:
             register_backend(fn, name=fn.__name__)
+
+
+def _declared_as_entry_points() -> bool:
+    """Whether the installed distribution's entry points name all five backends, pointing at this module."""
+    from importlib import metadata
+    try:
+        eps = metadata.distribution("dataflow-labs").entry_points
+    except metadata.PackageNotFoundError:
+        return False
+    ours = {e.name: e.value for e in eps if e.group == "torch_dynamo_backends"}
+    return all(ours.get(f"dfa_{n}") == f"{__name__}:dfa_{n}" for n in ("gpu", "tpu", "wse", "lpu", "spyre"))
