@@ -36,7 +36,7 @@ def run_cells(tmp_path: Path, cells: list[str], limits: Limits = SMALL, *, isola
     folder.mkdir(exist_ok=True)
     for name, text in (files or {}).items():
         (folder / name).write_text(text)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) if isinstance(c, str) else c for c in cells])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, folder / "probe.ipynb")
     return Sandbox(limits, isolated=isolated, protect=[tmp_path], mode=mode).run(folder, "probe.ipynb")
@@ -144,6 +144,22 @@ def test_runaway_output_is_capped_and_the_notebook_time_limit_kills(tmp_path):
     execution = run_cells(tmp_path, ["print('ok')", "import time; time.sleep(1000)"], limits)
     assert execution.status == "time_limit" and text(execution, 0) == "ok\n"
     assert time.monotonic() - started < 60  # the kernel's start and a busy machine's load factor, not 1000 s
+
+
+@pytest.mark.slow
+@needs_sandbox
+def test_going_further_cells_are_not_run_unless_a_graded_cell_follows(tmp_path):
+    from common.grading.runner import NOT_RUN
+
+    heading = nbformat.v4.new_markdown_cell("## Going further (optional)\n\nUngraded.")
+    graded = nbformat.v4.new_code_cell("print('graded')", metadata={"nbgrader": {"grade": True, "grade_id": "t",
+                                                                                "points": 1, "solution": False}})
+    execution = run_cells(tmp_path, ["print('core')", heading, "print('optional')"])
+    assert execution.status == "completed" and text(execution, 0) == "core\n"
+    assert text(execution, 2) == NOT_RUN
+    # a heading above a graded cell (a learner's, say) skips nothing
+    execution = run_cells(tmp_path, ["print('core')", heading, "print('optional')", graded])
+    assert text(execution, 2) == "optional\n" and text(execution, 3) == "graded\n"
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ import pandas as pd
 from common.grading import standard
 
 CORE_RANGE = (90, 120)  # LAB_STANDARD: a core lab is 90 to 120 minutes of the learner's own work
-GOING_FURTHER = re.compile(r"^##\s+Going further\b", re.IGNORECASE | re.MULTILINE)
+GOING_FURTHER = standard.GOING_FURTHER
 SECTION = re.compile(r"^##\s+(.+?)\s*$", re.MULTILINE)
 EXPECTED = re.compile(r"\*\*Expected time:\*\*\s*(?:about\s+)?(\d+)\s*minutes", re.IGNORECASE)
 

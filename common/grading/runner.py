@@ -34,11 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.grading import testcells
+from common.grading import standard, testcells
 from common.grading.limits import measure_load_factor, scaled_seconds
 from common.grading.verdicts import TestChannel, verdict_outputs
 
 KERNEL_NAME = "dfa-sandbox"
+NOT_RUN = "[not run by the grader: an ungraded 'Going further' cell; run it yourself in the lab]\n"
 TIMEOUT_ENAME = "CellTimeoutError"
 
 
@@ -144,14 +145,23 @@ def _streaming_execute_class():
             super().__init__(**kwargs)
             self._emit = emit
             self._tests, self._channel = tests, channel
+            self.skipped: set[int] = set()  # standard.ungraded_tail of the notebook, set in preprocess
             self._max_bytes = max_cell_output_bytes
             self._cell_bytes = 0
             self._truncated = False
             self.current_index = None
             self.timed_out: list[int] = []  # cells interrupted at the time limit, after which the run went on
 
+        def preprocess(self, nb, resources=None, km=None):
+            self.skipped = standard.ungraded_tail(nb.cells, {int(i) for i in self._tests})
+            return super().preprocess(nb, resources, km)
+
         def preprocess_cell(self, cell, resources, index):
             self.current_index = index
+            if index in self.skipped:  # carries no point: not worth a kernel second (throughput, issue 14)
+                cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=NOT_RUN)], None
+                self._emit(event="cell", index=index, execution_count=None, outputs=cell.outputs)
+                return cell, resources
             self._cell_bytes, self._truncated = 0, False
             started = time.monotonic()
             self._channel.accept()  # at the first cell at the latest: the listener closes to anyone else
@@ -242,6 +252,9 @@ def run(result_fd: int, config: dict) -> int:
             # also how long an interrupted cell has to stop, which a busy machine stretches as well
             iopub_timeout=scaled_seconds(10, factor),
             coalesce_streams=False,  # done in linear time in preprocess_cell instead
+            # every output is in by then; a graceful shutdown waits ~3 s for the kernel's exit handlers, and
+            # the sandbox kills whatever the kernel leaves behind anyway
+            shutdown_kernel="immediate",
         )
         emit(event="start", cells=len(nb.cells), load_factor=factor, cell_timeout=timeout)
         try:

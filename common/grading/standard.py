@@ -22,6 +22,7 @@ PART_HEADING = re.compile(r"^##\s+Part\s+(\d+)\b", re.IGNORECASE | re.MULTILINE)
 ANALYSIS_HEADING = re.compile(r"^##\s+Analysis\b", re.IGNORECASE | re.MULTILINE)
 LANDSCAPE_HEADING = re.compile(r"^##\s+Landscape map\b", re.IGNORECASE | re.MULTILINE)
 WRAP_UP_HEADING = re.compile(r"^##\s+Wrap[- ]up\b", re.IGNORECASE | re.MULTILINE)
+GOING_FURTHER = re.compile(r"^##\s+Going further\b", re.IGNORECASE | re.MULTILINE)  # optional, ungraded
 FAST_ASSIGNMENT = re.compile(r"^FAST\s*=", re.MULTILINE)
 
 
@@ -46,6 +47,21 @@ def is_manual_answer(cell) -> bool:
 def is_stub(cell) -> bool:
     meta = nbgrader_meta(cell)
     return bool(meta.get("solution")) and not meta.get("grade") and cell.get("cell_type") == "code"
+
+
+def ungraded_tail(cells, graded_indices=()) -> set[int]:
+    """Indices of the code cells after the last ``## Going further`` heading, if nothing after it is graded.
+
+    The grader does not run them: they carry no point. A cell counts as graded if nbgrader marks it a grade
+    cell or its index is in ``graded_indices`` (the test cells the grader holds), so a heading a learner adds
+    early, above a graded cell, skips nothing."""
+    heading = max((i for i, c in enumerate(cells) if _heading(GOING_FURTHER)(c)), default=None)
+    if heading is None:
+        return set()
+    tail = range(heading + 1, len(cells))
+    if any(nbgrader_meta(cells[i]).get("grade") or i in graded_indices for i in tail):
+        return set()
+    return {i for i in tail if cells[i].get("cell_type") == "code"}
 
 
 def _first(cells, predicate) -> int | None:

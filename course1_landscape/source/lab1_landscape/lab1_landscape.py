@@ -794,26 +794,23 @@ plt.show()
 
 # %%
 # 1. Numerics: compile the decoder for each simulated machine and compare its output with eager PyTorch.
-import torch._dynamo
-
+#    run_each is torch.compile(model, backend=f"dfa_{name}") for every machine, with one Dynamo trace
+#    shared by all five (common/sim/each_backend.py): each backend gets the same FX graph and inputs.
 from common.landscape import SYSTEM_OF_BACKEND, SYSTEMS
 from common.sim import BACKEND_NAMES, last_report
+from common.sim.each_backend import run_each
 
 with torch.no_grad():
     eager = model(*margs, **mkw)
+    OUTPUTS = run_each(model, margs, mkw)
 ERRORS, COMPILED = {}, {}
-for backend in BACKEND_NAMES:
+for backend, out in OUTPUTS.items():
     system = SYSTEM_OF_BACKEND[backend]
-    torch._dynamo.reset()
-    try:
-        with torch.no_grad():
-            out = torch.compile(model, backend=f"dfa_{backend}")(*margs, **mkw)
-    except Exception as exc:  # a backend this version of common does not ship yet
-        print(f"{system}: not available here ({type(exc).__name__}: {str(exc).splitlines()[0][:90]})")
+    if isinstance(out, Exception):  # a backend this version of common does not ship yet
+        print(f"{system}: not available here ({type(out).__name__}: {str(out).splitlines()[0][:90]})")
         continue
     ERRORS[system] = float((out - eager).abs().max())
     COMPILED[system] = last_report(backend)
-torch._dynamo.reset()
 print("max |compiled - eager| of the logits:", {k: f"{v:.2e}" for k, v in ERRORS.items()})
 
 # 2. Cost: one SIMULATED decode step (batch 1, SEQ cached tokens) on each machine.
