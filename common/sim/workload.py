@@ -99,9 +99,17 @@ _TRACE_AS = {"fp16": "bf16", "int8": "fp8"}  # same DTYPE_BYTES, same trace dtyp
 
 @lru_cache(maxsize=32)
 def _captured_step(model: str, phase: str, batch: int, seq: int, dtype: str) -> Workload:
+    """Read from the on-disk capture cache (``common.sim.capture_cache``) or captured and stored there."""
     config = resolve_config(model)
     if batch <= 0 or seq <= 0:
         raise DFAError(f"batch and seq must be positive, got batch={batch}, seq={seq}")
+    from common.sim import capture_cache
+    return capture_cache.cached(("llm_step", config, phase, batch, seq, dtype),
+                                lambda: capture_step(config, phase, batch, seq, dtype))
+
+
+def capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: str) -> Workload:
+    """Capture one step on FakeTensors (no cache): prologue, one decoder layer, epilogue."""
     one_layer = dataclasses.replace(config, n_layers=1)
     m = build_model(one_layer, fake=True, dtype=TORCH_DTYPES[dtype])
     args, kwargs = step_inputs(m, phase, batch, seq)
