@@ -9,13 +9,16 @@ streamed out once. Views (reshape, permute, expand, slice...) move nothing. A vi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
+
+if TYPE_CHECKING:  # pandas (~0.3 s to import) is loaded by the table views, not the simulators
+    import pandas as pd
 
 aten = torch.ops.aten
 
@@ -261,6 +264,8 @@ def node_table(gm: fx.GraphModule, chip=None, dtype: str | None = None, *, inclu
         rows.append({"node": n.name, "op": op_name(n, gm), "shape": cost.shape, "dtype": cost.dtype,
                      "flops": cost.flops, "bytes_read": cost.bytes_read, "bytes_written": cost.bytes_written,
                      "bytes": cost.bytes, "intensity": cost.intensity})
+    import pandas as pd
+
     df = pd.DataFrame(rows, columns=["node", "op", "shape", "dtype", "flops", "bytes_read", "bytes_written",
                                      "bytes", "intensity"])
     if chip is not None and len(df):

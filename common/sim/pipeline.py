@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import torch
 import torch.fx as fx
 
 from common.costs import FLOPS_PER_INPUT_ELEMENT, NodeCost, op_name, touched_bytes
 from common.sim.program import Kernel, Op, Program
+
+if TYPE_CHECKING:  # pandas is loaded by kernels_frame only
+    import pandas as pd
 
 aten = torch.ops.aten
 
@@ -204,6 +207,8 @@ def kernels_frame(program: Program) -> pd.DataFrame:
         row.update({f"bytes_{lvl}": b for lvl, b in k.bytes.items()})
         row.update({f"tile_{key}": v for key, v in k.tiling.items() if not isinstance(v, (dict, list))})
         rows.append(row)
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from common.sim.program import BOUNDS, Event, Program
+
+if TYPE_CHECKING:  # pandas is loaded by frame() only
+    import pandas as pd
 
 COLORS = {"compute": "#f28e2b", "memory": "#4e79a7", "scheduling": "#bab0ac", "communication": "#59a14f"}
 
@@ -105,6 +107,8 @@ class Report:
                    "floor_s": e.floor, "kernel": e.kernel}
             row.update({f"bytes_{k}": v for k, v in e.bytes.items()})
             rows.append(row)
+        import pandas as pd
+
         return pd.DataFrame(rows)
 
     def chrome_trace(self, path: str | None = None) -> dict:
