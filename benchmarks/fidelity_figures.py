@@ -9,8 +9,9 @@ lengths, chips, software). None of these numbers is used by common/sim or common
   divided by the chip count where the source reports per GPU.
 * ``prefill_tps``: a first-token latency L for a prompt of S tokens is compared as S / L (prompt tokens/s), so
   sim / published > 1 still means the simulator is too fast.
-* A figure measured on software with no ``Stack`` in common/catalog/stacks.py (TensorRT-LLM) is simulated on
-  the hardware alone (stack None) and says so in ``measured_on``.
+* A figure measured on software with no ``Stack`` in common/catalog/stacks.py is simulated on the hardware
+  alone (stack None) and says so in ``measured_on``. TensorRT-LLM rows run on the stack of their release
+  (``trtllm-v0.5``, ``trtllm-v0.6``).
 """
 from __future__ import annotations
 
@@ -23,17 +24,15 @@ REF = "shared/reference/accelerators.md"
 TRT06 = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Performance of TensorRT-LLM', v0.6.1 (2023-12), "
          "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.6.1/docs/source/performance.md")
 TRT_LAT = f"{TRT06}, 'Low Latency' tables (marked there as TensorRT-LLM v0.5 data, 2023-10)"
-TRT_SW = ("TensorRT-LLM v0.6.1 gptSessionBenchmark (static batching); no TensorRT-LLM stack in common/catalog: "
-          "simulated on the hardware alone")
+TRT_SW = "TensorRT-LLM v0.6.1 gptSessionBenchmark (static batching); simulated on trtllm-v0.6"
 H200_BLOG = ("NVIDIA TensorRT-LLM docs/source/blogs/H200launch.md, 'H200 achieves nearly 12,000 tokens/sec on "
              "Llama2-13B with TensorRT-LLM' (2023-11, TensorRT-LLM v0.5.0, TensorRT 9.1.0.4, 'preliminary'), "
              "https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/blogs/H200launch.md")
-H200_SW = ("TensorRT-LLM v0.5.0 (TensorRT 9.1.0.4), static batch; no TensorRT-LLM stack in common/catalog: "
-           "simulated on the hardware alone")
+H200_SW = "TensorRT-LLM v0.5.0 (TensorRT 9.1.0.4), static batch; simulated on trtllm-v0.5"
 FA3 = ("Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao, 'FlashAttention-3: Fast and Accurate Attention with Asynchrony "
        "and Low-precision' (2024-07), https://arxiv.org/abs/2407.08608, forward-speed figure 'head dim 128 "
        "(H100 80GB SXM5)', non-causal, B x S = 16k, H x D = 2048")
-TRT_LAT_SW = "TensorRT-LLM v0.5 gptSessionBenchmark, batch 1; no TensorRT-LLM stack: hardware alone"
+TRT_LAT_SW = "TensorRT-LLM v0.5 gptSessionBenchmark, batch 1; simulated on trtllm-v0.5"
 JSPT = ("AI-Hypercomputer/jetstream-pytorch benchmarks/summary.md, 'Benchmark results of various models' "
         "(rows dated 2024-03-28 and 2024-04-24), "
         "https://github.com/AI-Hypercomputer/jetstream-pytorch/blob/main/benchmarks/summary.md")
@@ -91,7 +90,8 @@ def attention_tflops(chip, shape=(16, 16, 8192, 128)):
 GPUS = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB", "h200": "H200 SXM 141GB"}
 
 
-def _trt(model, chip, dtype, batch, prompt, output, published, chips=1, per_gpu=None, source=TRT06, sw=TRT_SW):
+def _trt(model, chip, dtype, batch, prompt, output, published, chips=1, per_gpu=None, source=TRT06, sw=TRT_SW,
+         stack="trtllm-v0.6"):
     """A TensorRT-LLM static-batch row; ``per_gpu``: the source reports tok/s per GPU (default: when TP > 1)."""
     per_gpu = chips > 1 if per_gpu is None else per_gpu
     tp = f", TP{chips}" if chips > 1 else ""
@@ -100,8 +100,8 @@ def _trt(model, chip, dtype, batch, prompt, output, published, chips=1, per_gpu=
     cond = (f"{model} (LLaMA {'7B' if '7b' in model else '70B'} in the source), {dtype} weights"
             f"{' and KV cache' if dtype == 'fp8' else ''}, batch {batch}, input {prompt}, output {output}, "
             f"{chips} x {gpu}, output tok/s{' per GPU' if per_gpu else ''}")
-    return Figure(name, published, "tok/s" + ("/GPU" if per_gpu else ""), source, cond, sw, "gpu", None,
-                  lambda: serving_tps(model, "gpu", chip, stack=None, batch=batch, prompt=prompt, output=output,
+    return Figure(name, published, "tok/s" + ("/GPU" if per_gpu else ""), source, cond, sw, "gpu", stack,
+                  lambda: serving_tps(model, "gpu", chip, stack=stack, batch=batch, prompt=prompt, output=output,
                                       chips=chips, dtype=dtype, per_chip=per_gpu))
 
 
@@ -110,8 +110,8 @@ def _trt_ttft(model, chip, dtype, prompt, ms, chips=1):
     tp = f", TP{chips}" if chips > 1 else ""
     name = f"TensorRT-LLM first token {ms} ms, {model} {dtype}, batch 1, {prompt} in, {gpu}{tp}"
     cond = f"{model}, {dtype}, batch 1, input {prompt}, 1 output token, {chips} x {gpu}; compared as {prompt}/{ms} ms"
-    return Figure(name, round(prompt / (ms / 1e3)), "prompt tok/s", TRT_LAT, cond, TRT_LAT_SW, "gpu", None,
-                  lambda: prefill_tps(model, "gpu", chip, stack=None, prompt=prompt, chips=chips, dtype=dtype))
+    return Figure(name, round(prompt / (ms / 1e3)), "prompt tok/s", TRT_LAT, cond, TRT_LAT_SW, "gpu", "trtllm-v0.5",
+                  lambda: prefill_tps(model, "gpu", chip, stack="trtllm-v0.5", prompt=prompt, chips=chips, dtype=dtype))
 
 
 def _jetstream(model, label, dtype, batch, published):
@@ -145,8 +145,10 @@ FIGURES = [
     _trt("llama-2-7b", "a100-80gb", "fp16", 384, 128, 128, 5586),
     _trt("llama-2-7b", "a100-80gb", "fp16", 60, 128, 2048, 1928),
     _trt("llama-2-7b", "a100-80gb", "fp16", 52, 2048, 128, 591),
-    _trt("llama-2-70b", "h200", "fp8", 512, 128, 128, 3014, per_gpu=True, source=H200_BLOG, sw=H200_SW),
-    _trt("llama-2-70b", "h200", "fp8", 64, 2048, 128, 341, per_gpu=True, source=H200_BLOG, sw=H200_SW),
+    _trt("llama-2-70b", "h200", "fp8", 512, 128, 128, 3014, per_gpu=True, source=H200_BLOG, sw=H200_SW,
+         stack="trtllm-v0.5"),
+    _trt("llama-2-70b", "h200", "fp8", 64, 2048, 128, 341, per_gpu=True, source=H200_BLOG, sw=H200_SW,
+         stack="trtllm-v0.5"),
     _trt_ttft("llama-2-7b", "h100-sxm", "fp8", 2048, 36),
     _trt_ttft("llama-2-70b", "h100-sxm", "fp8", 2048, 109, chips=4),
     _trt_ttft("llama-2-7b", "a100-80gb", "fp16", 2048, 133),

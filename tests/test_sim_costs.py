@@ -76,6 +76,29 @@ def test_host_fraction_and_fixed_host_time_are_named_events():
     assert hw.stack is None and "stack: none (hardware only; no serving-stack costs)" in hw.notes
 
 
+def test_pre_xqa_tensorrt_llm_reads_each_kv_head_once_per_query_head():
+    from common.chips import DTYPE_BYTES
+    from common.models import resolve_config
+    from common.sim.serving import simulate_served
+
+    kw = dict(chip="h100-sxm", chips=2, dtype="fp8", phase="decode", batch=64, seq=3072)
+    bare = simulate_served("llama-2-70b", "gpu", **kw)
+    trt = simulate_served("llama-2-70b", "gpu", stack="trtllm-v0.6", **kw)
+    (reread,) = [e for e in trt.events if e.name == "kv re-read (trtllm-v0.6)"]
+    config = resolve_config("llama-2-70b")
+    group = config.n_heads // config.n_kv_heads  # 64 query heads share 8 KV heads
+    kv_per_chip = config.kv_bytes_per_token(DTYPE_BYTES["fp8"]) * 64 * 3073 / 2
+    assert group == 8 and sum(reread.bytes.values()) == pytest.approx((group - 1) * kv_per_chip)
+    assert reread.start == pytest.approx(bare.time_s) and trt.time_s == pytest.approx(bare.time_s + reread.duration)
+    assert reread.duration >= reread.floor > 0 and reread.bound == "memory"
+    # multi-head attention (one KV head per query head) pays nothing; neither does prefill
+    mha = simulate_served("llama-2-7b", "gpu", stack="trtllm-v0.6", chip="h100-sxm", phase="decode", batch=8)
+    assert not any(e.name.startswith("kv re-read") for e in mha.events)
+    assert any("KV re-reads: none" in n for n in mha.notes)
+    pre = simulate_served("llama-2-70b", "gpu", stack="trtllm-v0.6", **{**kw, "phase": "prefill", "seq": 128})
+    assert not any(e.name.startswith("kv re-read") for e in pre.events)
+
+
 def test_cerebras_generations_differ_by_speculative_decoding():
     from common.catalog.stacks import STACKS
     from common.sim.serving import simulate_served

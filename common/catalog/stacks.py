@@ -7,6 +7,10 @@ speculative decoding). A ``Stack`` names the software a figure assumes, each of 
 * ``step_host_s``        fixed host time per decode step (scheduling, sampling, detokenising) the device waits
                          for;
 * ``step_host_fraction`` host time per step as a fraction of the device step (where a profile reports shares);
+* ``kv_reread``          decode attention that reads each KV head once per query head sharing it (a grouped-
+                         query model on a kernel with one thread block per query head): the extra
+                         (q heads / kv heads - 1) x KV-cache bytes per step, times the fraction of them that
+                         reach memory (1.0: no cache reuse, the bound);
 * ``speculative``        speculative decoding: a draft model proposes ``draft_tokens`` tokens, the target
                          verifies them in one step; ``acceptance`` = accepted / drafted tokens, so a round yields
                          1 + acceptance x draft_tokens tokens (``common.sim.serving``).
@@ -37,6 +41,7 @@ class Stack:
     description: str
     step_host_s: Estimate | None = None
     step_host_fraction: Estimate | None = None
+    kv_reread: Estimate | None = None
     speculative: Speculative | None = None
     not_published: tuple[str, ...] = ()  # costs this stack surely pays that nobody has published
 
@@ -49,6 +54,16 @@ JETSTREAM_122 = ("AI-Hypercomputer/JetStream PR #122 (2024-07-26, 'Performance o
 CEREBRAS_OCT = ("Cerebras blog 'Cerebras Inference now 3x faster: Llama3.1-70B breaks 2,100 tokens/s' (2024-10-24): "
                 "rewritten MatMul / reduce / broadcast kernels, wafer I/O asynchronous to compute, speculative "
                 "decoding ('a small model and large model in tandem'); draft model and acceptance not published")
+# TensorRT-LLM before v0.8 decoded with the masked multi-head attention kernel alone; XQA, its MQA/GQA generation
+# kernel, came in v0.8 (docs/source/blogs/XQA-kernel.md).
+TRT_MMHA = ("NVIDIA TensorRT-LLM cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/"
+            "decoderMaskedMultiheadAttentionTemplate.h: grid (query head, sequence); each block reads the cache of "
+            "KV head hi_kv = hi / (num_heads / num_kv_heads). Charged with no L2 reuse (the bound: a profile of the "
+            "L2 hit rate is not published). For scale, not fitted to: docs/source/blogs/XQA-kernel.md (2024-01, "
+            "v0.8a) measures Llama-70B on 1 x H200, 128 in / 2048 out, at 1,227 tok/s/GPU without XQA and 2,941 "
+            "with it (2.4x)")
+TRT_NOT_PUBLISHED = ("per-step host time of the C++ gptSessionBenchmark runtime",
+                     "the L2 hit rate of the masked MHA kernel's re-reads")
 # devquasar.com 'Speculative decoding tradeoffs: GPU with large models (Llama 70B + 8B)': llama.cpp, Llama-3-70B
 # Q4_K_M target, Llama-3-8B Q4_K_M draft, --draft 8, greedy: accepted rate 58.68 % (the best configuration).
 LLAMA_SPEC = ("devquasar.com 'Speculative Decoding tradeoffs GPU with large models (Llama 70B & 8B)': llama.cpp, "
@@ -59,6 +74,12 @@ STACKS = (
     Stack("vllm-2023-08", "gpu", "2023-08", "vLLM with sampling and detokenising on the scheduling thread",
           step_host_fraction=Estimate(0.1086, "fraction of the device step", f"{VLLM_818}: 8.47 + 1.27 + 1.12 "
                                       "= 10.86 % of model execution, paid serially each step")),
+    Stack("trtllm-v0.5", "gpu", "2023-10", "TensorRT-LLM v0.5 (gptSessionBenchmark, static batching), masked MHA "
+          "decode attention (no XQA)", kv_reread=Estimate(1.0, "fraction of re-reads reaching HBM", TRT_MMHA),
+          not_published=TRT_NOT_PUBLISHED),
+    Stack("trtllm-v0.6", "gpu", "2023-12", "TensorRT-LLM v0.6.1 (gptSessionBenchmark, static batching), masked MHA "
+          "decode attention (no XQA)", kv_reread=Estimate(1.0, "fraction of re-reads reaching HBM", TRT_MMHA),
+          not_published=TRT_NOT_PUBLISHED),
     Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice)",
           step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "
                                "after that optimisation; charged at the bound (an upper bound, no mean published)")),

@@ -5,6 +5,9 @@
 
 * per-step host time (``step_host_s`` + ``step_host_fraction`` x device step) on the critical engine, a
   "host" event bounded by scheduling: the device waits for it;
+* KV re-reads (decode only, ``kv_reread``): a grouped-query model's KV heads are read once per query head
+  sharing them, (n_heads / n_kv_heads - 1) x the step's KV-cache bytes more per chip, times the fraction
+  reaching memory, at the achievable main-memory bandwidth; a "memory" event after the device work;
 * speculative decoding (decode only, draft model smaller than the target): one round is ``draft_tokens``
   draft decode steps, then one target step verifying draft_tokens + 1 tokens per user (simulated as a decode
   step of batch x (draft_tokens + 1) rows), then the host time. The round yields
@@ -58,6 +61,8 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
     if spec is not None:
         report, note = _speculative_round(report, model, backend, spec, batch, seq, kw)
         notes.append(note)
+    if st.kv_reread is not None and phase == "decode":
+        notes.append(_kv_reread(report, model, st))
     device = report.time_s
     host = (st.step_host_s.value if st.step_host_s else 0.0) + \
         (st.step_host_fraction.value * device if st.step_host_fraction else 0.0)
@@ -70,6 +75,27 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
     report.notes.extend(notes)
     report.stack = st.name
     return report
+
+
+def _kv_reread(report: Report, model: str, st: Stack) -> str:
+    """Append the extra KV-cache reads of one decode step (module docstring); returns the note."""
+    from common.chips import DTYPE_BYTES
+    from common.models import resolve_config
+    from common.sim.run import make_policy
+    config = resolve_config(model)
+    group = config.n_heads // config.n_kv_heads
+    if group == 1:
+        return f"{st.name}: KV re-reads: none ({config.name} has as many KV heads as query heads)"
+    kv = config.kv_bytes_per_token(DTYPE_BYTES[report.dtype]) * report.batch * (report.seq + 1) / report.chips
+    extra = (group - 1) * kv * st.kv_reread.value
+    policy = make_policy(report.backend, report.chip, report.chips, report.dtype)
+    level = policy.main_level
+    seconds = extra / policy.bandwidth(level)
+    report.events.append(Event(f"kv re-read ({st.name})", "dma", report.critical_engine, report.time_s, seconds,
+                               bytes={level: extra}, bound="memory", floor=seconds,
+                               detail={"stack": st.name, "group": group, "source": st.kv_reread.derivation}))
+    return (f"{st.name}: each KV head read by {group} query heads: +{extra / 1e9:.2f} GB per chip per step "
+            f"({seconds * 1e3:.3f} ms): {st.kv_reread.derivation}")
 
 
 def _speculative_round(target: Report, model: str, backend: str, spec, batch: int, seq: int, kw: dict):
