@@ -62,6 +62,7 @@ TRT_MMHA = ("NVIDIA TensorRT-LLM cpp/tensorrt_llm/kernels/decoderMaskedMultihead
             "L2 hit rate is not published). For scale, not fitted to: docs/source/blogs/XQA-kernel.md (2024-01, "
             "v0.8a) measures Llama-70B on 1 x H200, 128 in / 2048 out, at 1,227 tok/s/GPU without XQA and 2,941 "
             "with it (2.4x)")
+TRT_KV_REREAD = Estimate(1.0, "fraction of re-reads reaching HBM", TRT_MMHA)  # v0.5 and v0.6 alike
 TRT_NOT_PUBLISHED = ("per-step host time of the C++ gptSessionBenchmark runtime",
                      "the L2 hit rate of the masked MHA kernel's re-reads")
 # devquasar.com 'Speculative decoding tradeoffs: GPU with large models (Llama 70B + 8B)': llama.cpp, Llama-3-70B
@@ -75,10 +76,10 @@ STACKS = (
           step_host_fraction=Estimate(0.1086, "fraction of the device step", f"{VLLM_818}: 8.47 + 1.27 + 1.12 "
                                       "= 10.86 % of model execution, paid serially each step")),
     Stack("trtllm-v0.5", "gpu", "2023-10", "TensorRT-LLM v0.5 (gptSessionBenchmark, static batching), masked MHA "
-          "decode attention (no XQA)", kv_reread=Estimate(1.0, "fraction of re-reads reaching HBM", TRT_MMHA),
+          "decode attention (no XQA)", kv_reread=TRT_KV_REREAD,
           not_published=TRT_NOT_PUBLISHED),
     Stack("trtllm-v0.6", "gpu", "2023-12", "TensorRT-LLM v0.6.1 (gptSessionBenchmark, static batching), masked MHA "
-          "decode attention (no XQA)", kv_reread=Estimate(1.0, "fraction of re-reads reaching HBM", TRT_MMHA),
+          "decode attention (no XQA)", kv_reread=TRT_KV_REREAD,
           not_published=TRT_NOT_PUBLISHED),
     Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice)",
           step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "

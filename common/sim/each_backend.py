@@ -12,14 +12,14 @@ graph and inputs ``torch.compile(model, backend=f"dfa_{name}")`` would give it, 
 """
 from __future__ import annotations
 
+import torch
+
 from common.sim import BACKEND_NAMES
 from common.sim.compile import make_backend
 
 
 def run_each(model, args=(), kwargs=None, backends=BACKEND_NAMES) -> dict:
     """``{backend: model(*args, **kwargs) compiled for it}``; a backend that raises maps to its exception."""
-    import torch
-
     kwargs = kwargs or {}
     compiled: list[dict] = []  # one {backend: callable or exception} per Dynamo graph
     chosen = [backends[0]]
