@@ -99,22 +99,22 @@ print(f"FAST={FAST}: {MODEL}, prefill batch {BATCH}, seq {SEQ}")
 # `kernel.tiling`, 0.0 for a fallback) and `pcie_bytes` (float: `kernel.bytes` at "PCIe", 0.0 if none).
 
 # %%
-import torch._dynamo
-
+# run_each(m, args, kwargs) is torch.compile(m, backend=f"dfa_{name}") for each machine named, with one Dynamo
+# trace shared by both (common/sim/each_backend.py): each backend gets the same FX graph and inputs.
 from common.models import build_model, step_inputs
 from common.sim import last_report
+from common.sim.each_backend import run_each
 
 model = build_model(MODEL).eval()
 margs, mkw = step_inputs(model, "prefill", BATCH, SEQ)
 compiled = {}
 with torch.no_grad():
     eager = model(*margs, **mkw)
-    for backend in ("spyre", "gpu"):
-        torch._dynamo.reset()
-        out = torch.compile(model, backend=f"dfa_{backend}")(*margs, **mkw)
+    for backend, out in run_each(model, margs, mkw, backends=("spyre", "gpu")).items():
+        if isinstance(out, Exception):
+            raise out
         compiled[backend] = last_report(backend)
         print(f"dfa_{backend}: max |compiled - eager| = {float((out - eager).abs().max()):.2e}")
-torch._dynamo.reset()
 REPORT, GPU_REPORT = compiled["spyre"], compiled["gpu"]
 PROGRAM = REPORT.programs[0]
 print(PROGRAM.summary())

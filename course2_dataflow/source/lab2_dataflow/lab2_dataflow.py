@@ -801,9 +801,10 @@ plt.show()
 #   DMA'd from LPDDR5 into the LX scratchpad unless they are already there; bundles launched by the host.
 
 # %%
-import torch._dynamo
-
+# run_each(m, args) is torch.compile(m, backend=f"dfa_{name}")(*args) for each machine named, with one Dynamo
+# trace shared by all of them (common/sim/each_backend.py): each backend gets the same FX graph and inputs.
 from common.sim import last_report
+from common.sim.each_backend import run_each
 from common.sim.run import make_policy
 
 
@@ -820,9 +821,9 @@ attention = AttentionPart(block).eval()
 compiled = {}
 with torch.no_grad():
     eager_att = attention(x)
-    for backend in ("tpu", "spyre"):
-        torch._dynamo.reset()
-        out_b = torch.compile(attention, backend=f"dfa_{backend}")(x)
+    for backend, out_b in run_each(attention, (x,), backends=("tpu", "spyre")).items():
+        if isinstance(out_b, Exception):
+            raise out_b
         err = ((out_b - eager_att).abs().max() / eager_att.abs().max()).item()
         compiled[backend] = last_report(backend)
         print(f"dfa_{backend}: max error vs eager {err:.1e} (tolerance {make_policy(backend).rtol_vs_eager:g}); "
