@@ -185,3 +185,44 @@ def test_warm_cache_process_does_not_import_dynamo(tmp_path):
                            check=True).stdout.split() for _ in range(2)]
     assert runs[0][0] == runs[1][0]  # the same step time from the capture and from the cache
     assert runs[1][1] == "False"
+
+
+def _entry(folder, name, age_s):
+    f = folder / name
+    f.write_bytes(b"x")
+    t = os.path.getmtime(f) - age_s
+    os.utime(f, (t, t))
+    return f
+
+
+def test_prune_keeps_the_most_recently_used_entries_and_drops_stale_temporaries(tmp_path):
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    old = [_entry(folder, f"old{i}.pkl", 1000 + i) for i in range(3)]
+    new = [_entry(folder, f"new{i}.pkl", i) for i in range(2)]
+    stale = _entry(folder, "a.pkl.123.tmp", capture_cache.STALE_TMP_S + 60)
+    writing = _entry(folder, "b.pkl.456.tmp", 5)  # a writer still at work: left alone
+    removed = capture_cache.prune(folder, keep=3)
+    assert sorted(removed) == sorted([old[1], old[2], stale])
+    assert sorted(folder.iterdir()) == sorted([*new, old[0], writing])
+    assert capture_cache.prune(tmp_path / "absent") == []  # no folder: nothing to do, no error
+
+
+def _age(path, seconds):
+    t = os.path.getmtime(path) - seconds
+    os.utime(path, (t, t))
+
+
+def test_a_hit_refreshes_the_entry_and_a_store_prunes_to_the_cap(cache, monkeypatch):
+    monkeypatch.setattr(capture_cache, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(capture_cache, "encode_workload", lambda w: w)  # plain strings stand in for workloads
+    monkeypatch.setattr(capture_cache, "decode_workload", lambda d: d)
+    path = {p: cache / f"{capture_cache.key(p)}.pkl" for p in "abc"}
+    assert capture_cache.cached(("a",), lambda: "A") == "A"
+    assert capture_cache.cached(("b",), lambda: "B") == "B"
+    _age(path["a"], 500)
+    _age(path["b"], 100)
+    assert capture_cache.cached(("a",), lambda: pytest.fail("a hit must not rebuild")) == "A"
+    assert os.path.getmtime(path["a"]) > os.path.getmtime(path["b"])  # refreshed by the hit
+    assert capture_cache.cached(("c",), lambda: "C") == "C"  # a third entry: the least recently used goes
+    assert sorted(cache.glob("*.pkl")) == sorted([path["a"], path["c"]])

@@ -13,6 +13,9 @@ event for event (``tests/test_sim_capture_cache.py``).
 * **Key**: the model configuration (every field), phase, batch, seq, dtype, the torch and Python versions, this
   file's ``FORMAT`` and a hash of the source of every module the capture runs (``CODE_MODULES`` and the
   ``common.models`` package). Change any of them and the old entry is simply not found.
+* **Size**: at most ``MAX_ENTRIES`` files (about 30 KB each). Storing one more deletes the least recently used
+  (a hit refreshes a file's modification time), and a temporary file a killed writer left over an hour ago. A
+  code change makes new keys, so without this the folder would grow with every upgrade.
 * **Failures**: an unreadable, truncated or foreign file is ignored and rewritten; a step that cannot be stored
   (an unwritable directory, an unpicklable value) is just not cached. The cache never changes a result.
 
@@ -27,6 +30,7 @@ import importlib
 import os
 import pickle
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +40,8 @@ import torch
 import torch.fx as fx
 
 FORMAT = 1  # bump when the stored layout changes
+MAX_ENTRIES = 256  # ~8 MB: every model x phase a course touches, several times over
+STALE_TMP_S = 3600  # a .tmp older than this belongs to a writer that died
 # Modules whose code decides what a capture contains (plus every module of common.models, see _code_hash).
 CODE_MODULES = ("common.capture", "common.costs", "common.chips", "common.torch_compat", "common.sim.moe",
                 "common.sim.workload", __name__)
@@ -83,10 +89,37 @@ def cached(parts: tuple, build: Callable[[], object]):
     path = folder / f"{k}.pkl"
     found = load(path, k)
     if found is not None:
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used: pruned last
         return found
     workload = build()
-    store(path, k, workload)
+    if store(path, k, workload):
+        prune(folder)
     return workload
+
+
+def prune(folder: Path, keep: int | None = None) -> list[Path]:
+    """Delete all but the ``keep`` (default ``MAX_ENTRIES``) most recently used entries, and stale temporary
+    files; the paths removed."""
+    keep = MAX_ENTRIES if keep is None else keep
+    removed = []
+    try:
+        now = time.time()
+        entries, stale = [], []
+        for f in folder.iterdir():
+            st = f.stat()
+            if f.suffix == ".pkl":
+                entries.append((st.st_mtime, f))
+            elif f.suffix == ".tmp" and now - st.st_mtime > STALE_TMP_S:
+                stale.append(f)
+        entries.sort(reverse=True)  # newest first
+        for f in stale + [f for _, f in entries[keep:]]:
+            with contextlib.suppress(OSError):  # another process may have removed it already
+                f.unlink()
+                removed.append(f)
+    except OSError:  # the folder vanished or cannot be listed: nothing to prune
+        pass
+    return removed
 
 
 def load(path: Path, k: str):
