@@ -3,11 +3,14 @@ import math
 
 import pytest
 
+from common.chip_types import Chip
 from common.errors import DFAError
 from common.sim import simulate_llm, simulate_op
+from common.sim import workload as W
 from common.sim.workload import llm_step
 
 PER_LINK = 480e9 / 32  # one of 16 C2C links, one direction
+HOP_S = 722e-9  # ISCA 2022's per-hop pipelined network latency (common/catalog/groq.py)
 
 
 def test_mxm_pads_k_and_n_to_320_but_streams_m():
@@ -54,7 +57,9 @@ def test_activations_cross_every_chip_boundary_once(decode70):
     for i, e in enumerate(events):
         if e.kind != "comm":
             continue
-        assert e.duration == pytest.approx(e.bytes["link"] / PER_LINK)  # one link, one direction
+        # the hop's latency, then the bytes over one link in one direction; never less than either
+        assert e.duration == pytest.approx(HOP_S + e.bytes["link"] / PER_LINK)
+        assert e.floor == e.duration and e.detail["latency_s"] == HOP_S
         before = next(c for c in reversed(events[:i]) if c.kind == "compute")
         after = next(c for c in events[i + 1:] if c.kind == "compute")
         assert (before.chip, after.chip) == (e.chip, e.chip + 1)
@@ -65,6 +70,23 @@ def test_activations_cross_every_chip_boundary_once(decode70):
     # it adds at its end (fused into the same kernel): 2 x (28672 + 8192) = 73,728 B
     sizes = [e.bytes["link"] for e in comm]
     assert sizes[:2] == [8.0, 8.0] and min(sizes[2:]) == 2 * 8192 and max(sizes) == 2 * (28672 + 8192)
+
+
+def test_a_token_pays_every_hop_latency_it_cannot_hide(decode70, monkeypatch):
+    # Batch 1: 605 hand-offs of at least 722 ns each. A hand-off inside a split kernel may run under the sender's
+    # last piece, so the step grows by at most 605 x 722 ns over the same run with no hop latency, and by more
+    # than nothing.
+    comm = [e for e in decode70.events if e.kind == "comm"]
+    compute = sum(e.duration for e in decode70.events if e.kind == "compute")
+    on_path = sum(e.duration - e.detail["overlap_s"] for e in comm)
+    assert decode70.time_s == pytest.approx(compute + on_path, rel=1e-9)  # one token: nothing else overlaps
+    assert any("722 ns latency" in n for n in decode70.notes)
+    real_fact = Chip.fact
+    monkeypatch.setattr(Chip, "fact", lambda self, k: 0.0 if k == "c2c_hop_latency_s" else real_fact(self, k))
+    W._captured_step.cache_clear()
+    no_latency = simulate_llm("llama-2-70b", "lpu", phase="decode", batch=1, seq=4000)
+    grown = decode70.time_s - no_latency.time_s
+    assert 0.25 * 605 * HOP_S < grown <= 605 * HOP_S * (1 + 1e-9)
 
 
 def test_decode_reads_each_weight_once_at_full_sram_bandwidth(decode70):

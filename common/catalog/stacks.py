@@ -85,8 +85,7 @@ STACKS = (
           step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "
                                "after that optimisation; charged at the bound (an upper bound, no mean published)")),
     Stack("groq-2024", "lpu", "2024", "GroqCloud (deterministic static schedule)",
-          not_published=("per-token host / sampling cost", "chip-to-chip per-hop latency (ISCA 2022 bounds the "
-                                                             "whole network's end-to-end latency at < 3 us)")),
+          not_published=("per-token host / sampling cost",)),
     Stack("cerebras-2024-08", "wse", "2024-08-27", "Cerebras Inference at launch ('Introducing Cerebras "
           "Inference'): one token per target step, wafer I/O synchronous with compute",
           not_published=("the launch kernels' utilisation ('only a fraction of its peak bandwidth, compute and IO' "

@@ -22,8 +22,10 @@
   leaves a chip a "comm" event carries the next kernel's input activations over *one* C2C link in one direction
   (link_bandwidth / (2 x c2c_links)): consecutive pipeline chips are neighbours joined by a direct link, and
   striping over the others would need multi-hop routes through other chips. Inside a split kernel that input
-  already existed, so its transfer starts under the sender's last kernel (``overlap_s``). The per-hop SerDes
-  latency is not published (ISCA 2022 bounds the whole network's at < 3 us), so none is charged. With more
+  already existed, so its transfer starts under the sender's last kernel (``overlap_s``). Every hop also pays
+  the network's per-hop latency (``c2c_hop_latency_s``, 722 ns in ISCA 2022):
+      hop = c2c_hop_latency_s + activation bytes / one link's bandwidth.
+  At batch 1 a token crosses n_chips - 1 of them: 63 x 0.72 us = 45 us for a 64-chip 7B. With more
   rows (batch or prompt) they flow in microbatches (``spatial.best_microbatches``) and the chips overlap:
   pipeline fill and drain are named scheduling time (``spatial.lay_out``).
 """
@@ -128,10 +130,11 @@ class LPUPolicy(Policy):
     def _hop(self, src: int, nbytes: float, under: float) -> Event:
         """The activations a chip hands to the next over one link; ``under``: seconds of the sender's last piece
         the transfer may run beneath (its data existed before that piece started)."""
-        t = nbytes / self._per_link()
+        latency = self.chip.fact("c2c_hop_latency_s")
+        t = latency + nbytes / self._per_link()
         return Event(f"c2c {src}->{src + 1}", "comm", ENGINE, 0.0, t, src, 0.0, {"link": nbytes},
                      "communication", floor=t, detail={"links": 1, "bytes": nbytes, "to_chip": src + 1,
-                                                       "overlap_s": min(t, under)})
+                                                       "latency_s": latency, "overlap_s": min(t, under)})
 
     # ---- chips and the pipelined run --------------------------------------------------------------------
     def fit(self, workload) -> None:
@@ -149,9 +152,9 @@ class LPUPolicy(Policy):
                      for st in stages for ev in st.events if ev.kind == "compute"]
         for p in programs:
             p.stages["placement"] = placement
-            p.notes.append(f"{self.n_chips} chips, {rows} rows in {n_mb} microbatch(es); the C2C per-hop latency is "
-                           f"not published: only serialisation over one {self._per_link() / 1e9:.0f} GB/s link is "
-                           "charged")
+            p.notes.append(f"{self.n_chips} chips, {rows} rows in {n_mb} microbatch(es); each C2C hop: "
+                           f"{self.chip.fact('c2c_hop_latency_s') * 1e9:.0f} ns latency + serialisation over one "
+                           f"{self._per_link() / 1e9:.0f} GB/s link")
         return spatial.lay_out(stages, n_mb, ENGINE)
 
     def _stages(self, steps, pieces, q: float) -> list[spatial.Stage]:
