@@ -187,11 +187,15 @@ def test_warm_cache_process_does_not_import_dynamo(tmp_path):
     assert runs[1][1] == "False"
 
 
+def _age(path, seconds):
+    t = os.path.getmtime(path) - seconds
+    os.utime(path, (t, t))
+
+
 def _entry(folder, name, age_s):
     f = folder / name
     f.write_bytes(b"x")
-    t = os.path.getmtime(f) - age_s
-    os.utime(f, (t, t))
+    _age(f, age_s)
     return f
 
 
@@ -206,11 +210,6 @@ def test_prune_keeps_the_most_recently_used_entries_and_drops_stale_temporaries(
     assert sorted(removed) == sorted([old[1], old[2], stale])
     assert sorted(folder.iterdir()) == sorted([*new, old[0], writing])
     assert capture_cache.prune(tmp_path / "absent") == []  # no folder: nothing to do, no error
-
-
-def _age(path, seconds):
-    t = os.path.getmtime(path) - seconds
-    os.utime(path, (t, t))
 
 
 def test_a_hit_refreshes_the_entry_and_a_store_prunes_to_the_cap(cache, monkeypatch):

@@ -107,10 +107,13 @@ def prune(folder: Path, keep: int | None = None) -> list[Path]:
         now = time.time()
         entries, stale = [], []
         for f in folder.iterdir():
-            st = f.stat()
+            try:
+                mtime = f.stat().st_mtime
+            except OSError:  # removed by another process between the listing and here
+                continue
             if f.suffix == ".pkl":
-                entries.append((st.st_mtime, f))
-            elif f.suffix == ".tmp" and now - st.st_mtime > STALE_TMP_S:
+                entries.append((mtime, f))
+            elif f.suffix == ".tmp" and now - mtime > STALE_TMP_S:
                 stale.append(f)
         entries.sort(reverse=True)  # newest first
         for f in stale + [f for _, f in entries[keep:]]:
