@@ -63,6 +63,7 @@ _DEVICE_PATTERNS = (
     (r"\bA100\b.*80\s*GB", "a100-80gb"),
     (r"\bA100\b", "a100-40gb"),
     (r"\bTesla T4\b|\bT4\b", "t4"),
+    (r"\bL4\b", "l4"),  # "NVIDIA L4"; \b keeps the L40 / L40S out
 )
 
 

@@ -14,7 +14,7 @@ def test_every_set_number_has_a_source(name):
 
 
 def test_catalog_holds_the_issue_chips():
-    wanted = {"t4", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+    wanted = {"t4", "l4", "a100-40gb", "a100-80gb", "h100-sxm", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",
               "wse-2", "wse-3", "groq-lpu", "spyre"}
     assert wanted <= set(CHIPS)
 
@@ -77,8 +77,26 @@ def test_aliases_and_torch_dtype_names():
     ("NVIDIA H200", "h200"),
     ("NVIDIA H100 PCIe", None),  # PCIe part: lower clocks/bandwidth than the SXM record, so not guessed
     ("NVIDIA GeForce RTX 4090", None),
-    ("NVIDIA L4", None),
+    ("NVIDIA L4", "l4"),
+    ("NVIDIA L40S", None),  # a bigger Ada part: not the L4
 ])
 def test_device_name_lookup_never_guesses(device_name, expected):
     chip = chip_for_device_name(device_name)
     assert (chip.name if chip else None) == expected
+
+
+def test_l4_dense_peaks_are_half_the_sparse_datasheet_and_match_its_units():
+    l4 = get_chip("l4")
+    # datasheet: 242 TFLOP/s fp16 and 485 fp8 with 2:4 sparsity; dense is one half
+    assert l4.peak("fp16") == pytest.approx(242e12 / 2) and l4.peak("fp8") == pytest.approx(485e12 / 2)
+    # 232 tensor cores x 128 FMA x 2 x 2.04 GHz = 121 TF; 58 SMs x 128 fp32 lanes x 2 x 2.04 GHz = 30.3 TF
+    assert 232 * 128 * 2 * l4.clock_hz == pytest.approx(l4.peak("fp16"), rel=0.01)
+    assert l4.compute_units * 128 * 2 * l4.clock_hz == pytest.approx(l4.peak("fp32"), rel=0.01)
+    assert l4.main_memory.bandwidth == 300e9 and l4.supports("bf16") and not get_chip("t4").supports("bf16")
+    # no published copy measurement for the L4: no bandwidth fraction is made up
+    assert "achievable_bandwidth_fraction" not in l4.estimates
+
+
+def test_every_gpu_states_its_compute_capability():
+    ccs = {c.name: c.fact("compute_capability") for c in CHIPS.values() if c.kind == "gpu"}
+    assert ccs == {"t4": 7.5, "l4": 8.9, "a100-40gb": 8.0, "a100-80gb": 8.0, "h100-sxm": 9.0, "h200": 9.0}
