@@ -2,8 +2,8 @@
 read: a list with one object per backend (see ``Report.summary_row``).
 
 This module is outside ``common.sim`` on purpose: importing anything in that package imports torch, and the
-parser of ``dfa`` must build without it. So the choices below are copies of ``common.sim.BACKEND_NAMES`` and
-``common.sim.run.OPS`` (``tests/test_cli.py`` keeps them equal), and the commands import the simulator.
+parser of ``dfa`` must build without it. Every argument is checked by ``common.sim_args`` (torch-free) before
+the simulator is imported, so a bad name, number or shape is one line within a second.
 """
 from __future__ import annotations
 
@@ -11,14 +11,12 @@ import argparse
 import json
 import os
 
-from common.errors import DFAError
+from common import sim_args
+from common.errors import DFAError, unknown
+from common.models.config import CONFIGS  # torch-free, like everything imported here
+from common.sim_args import BACKEND_NAMES, DTYPE_CHOICES, OPS, PHASES
 
-BACKEND_NAMES = ("gpu", "tpu", "wse", "lpu", "spyre")
-OPS = ("matmul", "sdpa", "softmax", "layernorm", "gelu", "add", "clone")
-DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp32")
-# A copy of common.models.CONFIGS' names (tests/test_sim_moe.py keeps them equal): the help lists them.
-MODEL_NAMES = ("qwen2.5-0.5b", "llama-2-7b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "tiny-block", "test",
-               "mixtral-8x7b", "gpt-oss-120b", "qwen3-30b-a3b")
+MODEL_NAMES = tuple(CONFIGS)
 
 
 def add_commands(sub) -> None:
@@ -27,7 +25,7 @@ def add_commands(sub) -> None:
                                  "config.json (dense or mixture of experts)")
     _common(p)
     p.add_argument("--chips", type=int, default=None, help="chip count (default: fewest that hold weights + KV)")
-    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
+    p.add_argument("--phase", choices=PHASES, default="decode")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=1024, help="prompt length (prefill) or cached tokens (decode)")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one file per backend)")
@@ -61,16 +59,36 @@ def _backends(args) -> list[str]:
     return [args.backend]
 
 
+def _check_chip(args) -> None:
+    for b in _backends(args):
+        sim_args.chip_for(b, args.chip, args.dtype)
+
+
+def _check_stack(stack: str | None, backend: str) -> None:
+    """The checks of ``common.sim.serving.get_stack``, on the torch-free catalog."""
+    if stack is None:
+        return
+    from common.catalog.stacks import STACKS
+    by_name = {s.name: s for s in STACKS}
+    if stack not in by_name:
+        raise unknown("stack", stack, [s.name for s in STACKS if s.backend == backend] or by_name)
+    if backend == "all":
+        raise DFAError(f"--stack {stack} needs one --backend (a stack serves on one backend); valid stacks: "
+                       + ", ".join(by_name))
+    if by_name[stack].backend != backend:
+        valid = ", ".join(s.name for s in STACKS if s.backend == backend) or "none"
+        raise DFAError(f"stack {stack!r} serves on the {by_name[stack].backend} backend, not {backend}; valid for "
+                       f"{backend}: {valid}")
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from common.sim.serving import STACK_NAMES, get_stack, simulate_served
-    if args.batch <= 0 or args.seq <= 0:
-        raise DFAError(f"--batch and --seq must be positive, got batch={args.batch}, seq={args.seq}")
+    # every argument is checked before torch is imported (seconds): a mistake is one line at once
+    sim_args.llm_step(args.model, args.phase, args.batch, args.seq)
+    sim_args.chip_count(args.chips)
     stack = getattr(args, "stack", None)
-    if stack is not None:
-        get_stack(stack)  # an unknown name: one line listing the valid ones
-        if args.backend == "all":
-            raise DFAError(f"--stack {stack} needs one --backend (a stack serves on one backend); valid stacks: "
-                           + ", ".join(STACK_NAMES))
+    _check_stack(stack, args.backend)
+    _check_chip(args)
+    from common.sim.serving import simulate_served
     reports = [simulate_served(args.model, b, stack=stack, phase=args.phase, batch=args.batch, seq=args.seq,
                                chip=args.chip, chips=args.chips, dtype=args.dtype) for b in _backends(args)]
     if args.trace:
@@ -82,6 +100,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_op(args: argparse.Namespace) -> int:
+    sim_args.op_shape(args.op, args.shape)
+    _check_chip(args)
     from common.sim import simulate_op
     reports = [simulate_op(args.op, args.shape, b, chip=args.chip, dtype=args.dtype) for b in _backends(args)]
     _print(reports, args.json, extra=("tiling",))

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import importlib
 
-from common.errors import unknown
-
-BACKEND_NAMES = ("gpu", "tpu", "wse", "lpu", "spyre")
+from common.sim_args import BACKEND_NAMES, backend_name  # torch-free: the CLI checks names before torch loads
 
 
 def get_backend(name: str):
     """The policy class of backend ``name`` ('gpu' or 'dfa_gpu')."""
-    key = str(name).lower().removeprefix("dfa_")
-    if key not in BACKEND_NAMES:
-        raise unknown("backend", name, BACKEND_NAMES)
+    key = backend_name(name)
     module = importlib.import_module(f"common.sim.{key}")
     return next(v for v in vars(module).values()
                 if isinstance(v, type) and getattr(v, "name", None) == key and v.__module__ == module.__name__)

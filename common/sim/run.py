@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from common import sim_args
 from common.chips import canonical_dtype
 from common.errors import DFAError
 from common.sim.moe import after_run
@@ -20,6 +21,10 @@ def make_policy(backend: str, chip=None, chips: int | None = None, dtype: str | 
 def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None = None, dtype: str | None = None,
              **options) -> Report:
     """Compile every segment of ``workload`` for ``backend`` and run it on the cost model."""
+    if not isinstance(workload, Workload):
+        raise DFAError(f"workload must be a Workload (common.sim.workload), got {type(workload).__name__}; "
+                       "for a named model use simulate_llm, for one operator simulate_op")
+    backend, chips = sim_args.backend_name(backend), sim_args.chip_count(chips)
     policy = make_policy(backend, chip, chips, dtype or workload.dtype, **options)
     policy.fit(workload)
     programs = [compile_graph(seg.gm, policy) for seg in workload.segments]
@@ -34,22 +39,20 @@ def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None =
 def simulate_llm(model: str, backend: str, *, phase: str = "decode", batch: int = 1, seq: int = 1024,
                  chip=None, chips: int | None = None, dtype: str | None = None, **options) -> Report:
     """One prefill or decode step of a named (or config.json) LLM, captured on fake tensors."""
-    if batch <= 0 or seq <= 0:
-        raise DFAError(f"batch and seq must be positive, got batch={batch}, seq={seq}")
+    config, phase, batch, seq = sim_args.llm_step(model, phase, batch, seq)
+    backend, chips = sim_args.backend_name(backend), sim_args.chip_count(chips)
+    sim_args.chip_for(backend, chip, dtype)
     dt = dtype or make_policy(backend, chip, None, None).dtype  # the chip's native 16-bit type
-    workload = llm_step(model, phase, batch, seq, canonical_dtype(dt))
+    workload = llm_step(model if isinstance(model, str) else config, phase, batch, seq, canonical_dtype(dt))
     return simulate(workload, backend, chip=chip, chips=chips, dtype=dt, **options)
 
 
-OPS = ("matmul", "sdpa", "softmax", "layernorm", "gelu", "add", "clone")
+OPS = sim_args.OPS
 
 
 def op_workload(op: str, shape: tuple[int, ...], dtype: str = "fp16") -> Workload:
     """A one-operator workload: ``matmul`` (M,K,N), ``sdpa`` (B,H,S,D), others take the tensor shape."""
-    if op not in OPS:
-        raise DFAError(f"unknown op {op!r}; valid: {', '.join(OPS)}")
-    if not shape or any(int(s) <= 0 for s in shape):
-        raise DFAError(f"shape must be positive integers, got {shape}")
+    shape = sim_args.op_shape(op, shape)
     td = TORCH_DTYPES[canonical_dtype(dtype)]
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode():  # shapes only: a 4096^3 bf16 matmul is never computed
@@ -59,13 +62,9 @@ def op_workload(op: str, shape: tuple[int, ...], dtype: str = "fp16") -> Workloa
 
 def _op_args(op: str, shape: tuple, td: torch.dtype):
     if op == "matmul":
-        if len(shape) != 3:
-            raise DFAError(f"matmul takes --shape M K N, got {shape}")
         m, k, n = shape
         args, fn = (torch.empty(m, k, dtype=td), torch.empty(k, n, dtype=td)), torch.mm
     elif op == "sdpa":
-        if len(shape) != 4:
-            raise DFAError(f"sdpa takes --shape B H S D, got {shape}")
         q = torch.empty(*shape, dtype=td)
         args, fn = (q, q.clone(), q.clone()), _attention
     else:
@@ -93,6 +92,9 @@ class _Fn(torch.nn.Module):
 
 
 def simulate_op(op: str, shape, backend: str, *, chip=None, dtype: str | None = None, **options) -> Report:
+    """One operator (``OPS``) of ``shape`` on one chip of ``backend``."""
+    shape, backend = sim_args.op_shape(op, shape), sim_args.backend_name(backend)
+    sim_args.chip_for(backend, chip, dtype)
     dt = dtype or make_policy(backend, chip, None, None).dtype
-    return simulate(op_workload(op, tuple(int(s) for s in shape), dt), backend, chip=chip, chips=1, dtype=dt,
+    return simulate(op_workload(op, shape, dt), backend, chip=chip, chips=1, dtype=dt,
                     **options)
