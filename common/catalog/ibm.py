@@ -73,6 +73,11 @@ CHIPS = (
                                                       f"{CP}.bw_peak_gbps = 150 GB/s, the one-directional peak "
                                                       "(read-only or write-only) = 0.73 of 204.8 GB/s; mixed "
                                                       "traffic also pays lpddr_turnaround_s_per_byte"),
+            "lpddr_dma_latency_s": Estimate(
+                100e-9, "s per transfer", "order of magnitude, not an IBM figure: a DMA from LPDDR5 opens a row "
+                "(tRCD >= 18 ns, JEDEC JESD209-5) and waits the read latency (~20 ns at 6400 MT/s) behind the memory "
+                "controller and the on-chip network; DRAM load-to-use latency on LPDDR5 systems is ~100 ns. Paid "
+                "once per op's LPDDR5 <-> LX transfer (later tiles are double-buffered under it)"),
             "kernel_launch_s": Estimate(20e-6, "s", f"host-side setup of one SuperDSC bundle, ~20 us: {COST_MODEL} "
                                         "describes a ~20 us host-setup/Memset bucket outside device kernel time, and "
                                         "torch-spyre scratchpad_planning.md puts most of a 23.7 us single-core softmax "

@@ -14,9 +14,10 @@
   before the expert GEMMs and combine after them. Each chip owns ceil(N / n) token rows and sends each row's k
   copies, (ep - 1) / ep of them to other chips:
       bytes per chip per all-to-all = ceil(N / n) x k x C x dtype_bytes x (ep - 1) / ep,
-      time = bytes / (link_bandwidth / 2)   (the catalog's link figure is both directions per chip; an
-  all-to-all over a switch or torus injects on all of a chip's links). No per-message latency is charged
-  (not in the catalog). Every later event moves back by the all-to-all's time. The pipelined SRAM machines
+      time = hop latency + bytes / (link_bandwidth / 2)   (the catalog's link figure is both directions per
+  chip; an all-to-all over a switch or torus injects on all of a chip's links; the messages to the other chips
+  leave together, so one hop's latency, ``common.catalog.links``, is paid once). Every later event moves back
+  by the all-to-all's time. The pipelined SRAM machines
   (LPU, WSE) need none: a layer's experts sit on the chips of its pipeline stage and the token already
   travels through them with the pipeline's hops.
   It also copies the config's ``unmodelled`` features (e.g. gpt-oss's sliding window) into the report notes.
@@ -99,7 +100,8 @@ def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
         )
     n, e = policy.n_chips, moe["experts"]
     sent = all_to_all_bytes(moe["rows"], moe["top_k"], config.d_model, DTYPE_BYTES[workload.dtype], n, e)
-    duration = sent / (policy.chip.link_bandwidth / 2)
+    hop = policy.link_latency_s()
+    duration = hop + sent / (policy.chip.link_bandwidth / 2)
     kernels, repeated = _expert_kernels(workload, programs)
     spans: dict[str, list[float]] = {}  # layer instance ("L3") -> [first expert start, last expert end]
     for ev in events:
@@ -123,7 +125,8 @@ def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
         "rows_per_chip": math.ceil(moe["rows"] / n),
         "top_k": moe["top_k"],
         "bytes_per_chip": sent,
-        "formula": "ceil(N/n) k C dtype_bytes (ep-1)/ep / (link_bandwidth/2)",
+        "hop_latency_s": hop,
+        "formula": "hop latency + ceil(N/n) k C dtype_bytes (ep-1)/ep / (link_bandwidth/2)",
     }
     times, out = [t for t, _ in inserts], []
     for ev in events:  # every event from an insertion point on (1 ps of float slack) moves by the all-to-alls
@@ -149,7 +152,7 @@ def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
     programs[0].notes.append(
         f"mixture of experts: expert parallel over {min(n, e)} of {n} chips, 2 all-to-alls "
         f"per layer of {sent:.0f} B per chip each over {policy.chip.link_name or 'the links'} "
-        f"(no per-message latency: not in the catalog)"
+        f"(+ {hop * 1e6:.2f} us hop latency each)"
     )
     out.sort(key=lambda ev: ev.start)
     return out

@@ -232,8 +232,14 @@ class Policy:
             return 1.0 / self.n_chips
         return 1.0
 
+    def link_latency_s(self) -> float:
+        """One hop over the chip's link (``common.catalog.links``): every transfer pays it before its bytes."""
+        from common.catalog.links import hop_latency
+        return hop_latency(self.chip).value
+
     def allreduce_event(self, kernel: Kernel, start: float, engine: str) -> Event | None:
-        """Ring all-reduce after a row-parallel matmul: 2 (n-1)/n x bytes over one direction of the links."""
+        """Ring all-reduce after a row-parallel matmul: 2 (n-1)/n x bytes over one direction of the links, and
+        2 (n-1) ring steps, each paying one hop's latency (NCCL's model: latency x steps + bytes / bandwidth)."""
         n = self.n_chips
         if n == 1 or self.parallelism != "tensor" or not any(
                 any(p in name for p in self.row_parallel) for o in kernel.ops for name in o.params):
@@ -242,9 +248,13 @@ class Policy:
             raise DFAError(f"{self.chip.name} has no published chip-to-chip bandwidth; use --chips 1")
         nbytes = sum(kernel.outputs.values())
         wire = 2 * (n - 1) / n * nbytes
-        duration = wire / (self.chip.link_bandwidth / 2)
+        hop = self.link_latency_s()
+        wire_s = wire / (self.chip.link_bandwidth / 2)
+        duration = 2 * (n - 1) * hop + wire_s
         return Event(f"allreduce({kernel.name})", "comm", engine, start, duration, 0, 0.0, {"link": wire},
-                     "communication", kernel.name, duration, {"algorithm": "ring", "chips": n, "replicas": n})
+                     "communication", kernel.name, hop + wire_s,
+                     {"algorithm": "ring", "chips": n, "replicas": n, "steps": 2 * (n - 1), "hop_latency_s": hop,
+                      "wire_s": wire_s})
 
     def run(self, programs, workload) -> list[Event]:
         """Segments in order, each repeated; a segment's schedule is computed once and shifted per repeat."""

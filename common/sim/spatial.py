@@ -219,7 +219,7 @@ def lay_out(stages: list[Stage], n: int, critical: str) -> list[Event]:
                          n)
             events.append(ev)
             t = ev.end
-        if n > 1 and i == b and total > t:
+        if n > 1 and i == b and total - t > 1e-12 * total:  # (no float-residue drain after the last stage)
             events.append(Event("pipeline drain", "sync", critical, t, total - t, stages[-1].chip,
                                 bound="scheduling", detail=info))
     return events

@@ -43,11 +43,15 @@ class SpyreTiming:
         return c.estimate("matmul_efficiency_fp16")
 
     def lpddr_time(self, tiling: dict, nbytes: float, share: float = 1.0) -> float:
-        """(R + W) / one-directional bw + turnaround x min(R, W): the shared bus turns around between reads and
-        writes, so a balanced copy runs at ~105 GB/s and a read-only stream at ~150 GB/s."""
+        """DMA latency + (R + W) / one-directional bw + turnaround x min(R, W): the shared bus turns around
+        between reads and writes, so a balanced copy runs at ~105 GB/s and a read-only stream at ~150 GB/s. An
+        op's transfer pays ``lpddr_dma_latency_s`` once (its later tiles are double-buffered under it)."""
+        if nbytes <= 0:
+            return 0.0
         r, w = tiling.get("lpddr_read"), tiling.get("lpddr_write")
         overlap = min(r, w) * share if r is not None and w is not None else 0.0
-        return nbytes / self.bandwidth(self.main_level) + overlap * self.chip.estimate("lpddr_turnaround_s_per_byte")
+        return (self.chip.estimate("lpddr_dma_latency_s") + nbytes / self.bandwidth(self.main_level)
+                + overlap * self.chip.estimate("lpddr_turnaround_s_per_byte"))
 
     def share(self, kernel: Kernel) -> float:
         """Tensor parallel over cards: matmuls and the attention ops between them split by heads/columns."""
@@ -83,7 +87,9 @@ class SpyreTiming:
                 lp = (plan["lpddr_read"] + plan["lpddr_write"]) * share
                 if lp > 0:  # the DMA lane: the transfer overlaps the op's compute (double-buffered)
                     events.append(Event(f"dma {sub.name}", "dma", "dma", t, self.lpddr_time(plan, lp, share),
-                                        bound="memory", kernel=k.name, floor=lp / self.chip.main_memory.bandwidth,
+                                        bound="memory", kernel=k.name,
+                                        floor=self.chip.estimate("lpddr_dma_latency_s") +
+                                        lp / self.chip.main_memory.bandwidth,
                                         detail={"lpddr_read": ev.detail["lpddr_read"],
                                                 "lpddr_write": ev.detail["lpddr_write"]}))
                 t = ev.end
@@ -94,29 +100,32 @@ class SpyreTiming:
             cores = t
         return events
 
+    def _pcie(self, name: str, nbytes: float, t: float, k: Kernel, direction: str) -> Event:
+        """One PCIe transfer: the link's hop latency (``common.catalog.links``), then the bytes one way."""
+        latency = self.link_latency_s()
+        d = latency + nbytes / (self.chip.link_bandwidth / 2)
+        return Event(f"{name} {k.name}", "dma", "pcie", t, d, bytes={"PCIe": nbytes}, bound="communication",
+                     kernel=k.name, floor=d, detail={"direction": direction, "latency_s": latency})
+
     def _host_roundtrip(self, k: Kernel, events: list, t: float) -> float:
-        """A CPU fallback: wait for the device, copy inputs to the host, run the op there, copy outputs back."""
-        per_dir = self.chip.link_bandwidth / 2
+        """A CPU fallback: wait for the device, copy inputs to the host, run the op there, copy outputs back.
+        The host op lasts max(FLOPs / host rate, bytes / host bandwidth) and never less than one cycle."""
         sync = self.chip.estimate("host_sync_s")
         events.append(Event(f"sync {k.name}", "sync", "host", t, sync, bound="scheduling", kernel=k.name,
                             detail={"graph_break": k.tiling["fallback"]}))
         t += sync
         d2h, h2d = k.tiling["d2h_bytes"], k.tiling["h2d_bytes"]
         if d2h:
-            events.append(Event(f"d2h {k.name}", "dma", "pcie", t, d2h / per_dir, bytes={"PCIe": d2h},
-                                bound="communication", kernel=k.name, floor=d2h / per_dir,
-                                detail={"direction": "device->host"}))
-            t += d2h / per_dir
+            events.append(self._pcie("d2h", d2h, t, k, "device->host"))
+            t = events[-1].end
         cpu = max(k.flops / self.chip.estimate("host_cpu_flops"), (d2h + h2d) / self.chip.estimate(
-            "host_cpu_bytes_per_s"))
+            "host_cpu_bytes_per_s"), self.cycle_s())
         events.append(Event(f"host {k.tiling['fallback']}", "host", "host", t, cpu, flops=k.flops,
                             bound="scheduling", kernel=k.name, floor=cpu, detail={"fallback": k.tiling["fallback"]}))
         t += cpu
         if h2d:
-            events.append(Event(f"h2d {k.name}", "dma", "pcie", t, h2d / per_dir, bytes={"PCIe": h2d},
-                                bound="communication", kernel=k.name, floor=h2d / per_dir,
-                                detail={"direction": "host->device"}))
-            t += h2d / per_dir
+            events.append(self._pcie("h2d", h2d, t, k, "host->device"))
+            t = events[-1].end
         return t
 
     # ---- hardware counters -----------------------------------------------------------------------------

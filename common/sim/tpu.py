@@ -193,17 +193,19 @@ class TPUPolicy(Policy):
         in the slice uses 2 of them per chip (1 for a pair of chips), sending half the data each way round:
         wire time = 2 (n-1)/n x bytes / (links used x one-way link bandwidth). Each hop also has a fixed ICI
         latency (``ici_hop_latency_s``, ~1 us): a bidirectional reduce-scatter + all-gather makes n/2 + n/2 = n
-        hops, so (scaling book) time = max(wire time, n x hop latency); the floor is the wire time."""
+        hops, each paying it before its bytes (the alpha-beta model; the scaling book's max(wire, n x hop) is
+        its large-message limit): time = n x hop latency + wire time; the floor is one hop + the wire time."""
         ev = super().allreduce_event(kernel, start, engine)
         if ev is None:
             return None
         one_way = self.chip.link_bandwidth / (2 * int(self.chip.fact("ici_links")))
         used = self.ring_links
         wire = ev.bytes["link"] / (used * one_way)
-        latency = self.n_chips * self.chip.estimate("ici_hop_latency_s")
-        ev.floor, ev.duration = wire, max(wire, latency)
+        hop = self.link_latency_s()
+        latency = self.n_chips * hop
+        ev.floor, ev.duration = hop + wire, latency + wire
         ev.detail.update(algorithm="bidirectional ring", links_used=used, link_one_way_Bps=one_way, wire_s=wire,
-                         hops=self.n_chips, hop_latency_s=latency)
+                         hops=self.n_chips, steps=self.n_chips, hop_latency_s=hop, latency_s=latency)
         return ev
 
     def notes(self) -> list[str]:
@@ -222,6 +224,6 @@ class TPUPolicy(Policy):
         if self.n_chips > 1:
             hop = chip.estimates["ici_hop_latency_s"]
             out.append(f"tensor parallel over {self.n_chips} chips: bidirectional ring all-reduce on "
-                       f"{self.ring_links} of {int(chip.fact('ici_links'))} ICI links per chip, at least "
+                       f"{self.ring_links} of {int(chip.fact('ici_links'))} ICI links per chip: the wire time plus "
                        f"{self.n_chips} hops x {hop.value * 1e6:g} us ({hop.derivation})")
         return out

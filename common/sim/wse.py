@@ -16,8 +16,9 @@
   fabric streaming) and then pays wavelet latency, a named "sync" event: hops x fabric_hop_cycles / clock, with
   R' + C' hops per matmul (broadcast along rows, reduce down columns) and 2 (R + C) per reduction (reduce to one
   PE, broadcast back). Region to region: the live activations cross the shared edge over min(R_a, R_b) links
-  ("comm"), then (C_a + C_b) / 2 hops of latency. Wafer to wafer: the 12 x 100 GbE system I/O, one direction
-  (link_bandwidth / 2); its latency is not published and not charged.
+  ("comm", with its first hop), then the rest of the ceil((C_a + C_b) / 2) hops of latency. Wafer to wafer: the
+  12 x 100 GbE system I/O, one direction (link_bandwidth / 2), after one network hop's latency (Cerebras
+  publishes none: ``common.catalog.links`` takes NCCL's figure for a network hop, an estimate).
 * Schedule: layer-per-region pipeline (``spatial.lay_out``). At batch 1 decode the token visits the regions one
   after another; a prompt or a batch streams through in microbatches (the compiler's best size, one row in
   practice) and overlaps: pipeline fill and drain are named scheduling time.
@@ -210,19 +211,25 @@ class WSEPolicy(Policy):
         """The live activations entering region ``s.stage``: over the shared edge, or from the previous wafer."""
         src, dst, nbytes = s.stage - 1, s.stage, s.live_in * q
         hop = spatial.Stage(f"{label[src]} -> {label[dst]}", wafer[src], "fabric")
-        if wafer[src] != wafer[dst]:
-            t = nbytes / (self.chip.link_bandwidth / 2)
+        if wafer[src] != wafer[dst]:  # the system I/O: its hop latency (common.catalog.links), then the bytes
+            latency = self.link_latency_s()
+            t = latency + nbytes / (self.chip.link_bandwidth / 2)
             hop.events.append(Event(f"wafer {wafer[src]}->{wafer[dst]}", "comm", ENGINE, 0.0, t, wafer[src], 0.0,
-                                    {"link": nbytes}, "communication", floor=t, detail={"bytes": nbytes}))
+                                    {"link": nbytes}, "communication", floor=t,
+                                    detail={"bytes": nbytes, "latency_s": latency}))
             return hop
         (ra, ca), (rb, cb) = shape[src], shape[dst]
         links = min(ra, rb)
-        t = nbytes / (links * self.chip.estimate("fabric_bytes_per_cycle_per_link") * self.clock)
+        one_hop = self.chip.estimate("fabric_hop_cycles") / self.clock
+        # the edge crossing: its first hop, then the bytes spread over the shared edge's links
+        t = one_hop + nbytes / (links * self.chip.estimate("fabric_bytes_per_cycle_per_link") * self.clock)
         hop.events.append(Event(f"fabric {src}->{dst}", "comm", ENGINE, 0.0, t, wafer[src], 0.0,
                                 {"fabric": nbytes}, "communication", floor=t, detail={"bytes": nbytes, "links": links}))
-        lat = (ca + cb) / 2 * self.chip.estimate("fabric_hop_cycles") / self.clock
-        hop.events.append(Event(f"fabric {src}->{dst} wavelets", "sync", ENGINE, 0.0, lat, wafer[src],
-                                bound="communication", floor=lat, detail={"latency": True, "hops": (ca + cb) / 2}))
+        hops = math.ceil((ca + cb) / 2) - 1  # the rest of the way to the middle of the next region
+        if hops > 0:
+            lat = hops * one_hop
+            hop.events.append(Event(f"fabric {src}->{dst} wavelets", "sync", ENGINE, 0.0, lat, wafer[src],
+                                    bound="communication", floor=lat, detail={"latency": True, "hops": hops}))
         return hop
 
 
