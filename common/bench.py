@@ -2,7 +2,8 @@
 
 ``measure`` times one callable and returns a ``BenchResult`` (median, IQR, counted work → rates); ``sweep``
 runs a factory over parameter sets into a pandas DataFrame; ``compare`` builds a torch ``Compare`` table;
-``measure_peaks`` measures this machine's own roofline (a big GEMM for compute, a big copy for bandwidth).
+``measure_peaks`` measures this machine's own roofline (a big GEMM for compute, a big copy for bandwidth);
+``measure_gemm_peaks`` the GEMM peak of several dtypes (fp32 CUDA cores vs 16-bit tensor cores).
 ``naive_time`` is the *wrong* way (no warm-up, no sync, one mean), kept for Lab 1 to contrast with.
 
 Only measurement lives here: no vendor numbers (those are in the catalog).
@@ -29,8 +30,8 @@ import torch.utils.benchmark as tbench
 from common.errors import DFAError
 
 __all__ = [
-    "BenchResult", "MeasuredPeaks", "compare", "device_name", "machine_info", "measure", "measure_peaks",
-    "naive_time", "sweep", "to_frame",
+    "BenchResult", "MeasuredPeaks", "compare", "device_name", "machine_info", "measure", "measure_gemm_peaks",
+    "measure_peaks", "naive_time", "sweep", "to_frame",
 ]
 
 _DEVICE_TYPES = ("cpu", "cuda")
@@ -339,8 +340,7 @@ def measure_peaks(
     if not isinstance(dtype, torch.dtype):
         raise DFAError(f"dtype must be a torch.dtype, got {dtype!r}")
     cuda = dev.type == "cuda"
-    # A few CPU cores saturate on N=1024 in ~10-50 ms a call; more cores need more work per call to fill up.
-    n = gemm_n if gemm_n is not None else (8192 if cuda else 1024 if torch.get_num_threads() <= 4 else 2048)
+    n = gemm_n if gemm_n is not None else _default_gemm_n(dev)
     # The copy must be far bigger than the last-level cache (tens of MiB on CPUs, up to ~100 MiB L2 on GPUs),
     # otherwise it measures cache bandwidth, not DRAM/HBM: src + dst together touch 2x this.
     nbytes = copy_bytes if copy_bytes is not None else (1 << 30 if cuda else 256 << 20)
@@ -351,14 +351,8 @@ def measure_peaks(
     if numel < 1:
         raise DFAError(f"copy_bytes={nbytes} is smaller than one {dtype} element ({itemsize} bytes)")
 
-    a = torch.randn(n, n, device=dev).to(dtype)
-    b = torch.randn(n, n, device=dev).to(dtype)
-    c = torch.empty(n, n, device=dev, dtype=dtype)  # out= keeps allocation out of the timed loop
     tag = str(dtype).removeprefix("torch.")
-    gemm = measure(torch.mm, a, b, out=c, label="measured peaks", sub_label=f"gemm N={n}", description=tag,
-                   flops=2 * n**3, bytes=3 * n * n * itemsize, device=dev, warmup=warmup,
-                   min_run_time=min_run_time)
-    del a, b, c
+    gemm = _gemm(dev, dtype, n, min_run_time, warmup)
     src = torch.ones(numel, device=dev, dtype=dtype)  # ones, not empty: first touch happens here, not timed
     dst = torch.zeros_like(src)
     copy = measure(dst.copy_, src, label="measured peaks", sub_label=f"copy {numel * itemsize / 2**20:g} MiB",
@@ -369,3 +363,47 @@ def measure_peaks(
         device=str(dev), device_name=device_name(dev), dtype=tag, flops_per_s=gemm.flops_per_s,
         bytes_per_s=copy.bytes_per_s, gemm_n=n, copy_bytes=numel * itemsize, gemm=gemm, copy=copy,
     )
+
+
+def _default_gemm_n(dev: torch.device) -> int:
+    # A few CPU cores saturate on N=1024 in ~10-50 ms a call; more cores need more work per call to fill up.
+    return 8192 if dev.type == "cuda" else 1024 if torch.get_num_threads() <= 4 else 2048
+
+
+def _gemm(dev: torch.device, dtype: torch.dtype, n: int, min_run_time: float, warmup: int) -> BenchResult:
+    """One N x N @ N x N GEMM timed: 2*N^3 FLOPs, compulsory bytes 3*N^2*itemsize (read A, B; write C)."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    a = torch.randn(n, n, device=dev).to(dtype)
+    b = torch.randn(n, n, device=dev).to(dtype)
+    c = torch.empty(n, n, device=dev, dtype=dtype)  # out= keeps allocation out of the timed loop
+    tag = str(dtype).removeprefix("torch.")
+    return measure(torch.mm, a, b, out=c, label="measured peaks", sub_label=f"gemm N={n}", description=tag,
+                   flops=2 * n**3, bytes=3 * n * n * itemsize, device=dev, warmup=warmup, min_run_time=min_run_time)
+
+
+def measure_gemm_peaks(
+    device: str | torch.device = "cpu",
+    dtypes: Iterable[torch.dtype] = (torch.float32, torch.float16, torch.bfloat16),
+    gemm_n: int | None = None,
+    min_run_time: float = 0.5,
+    warmup: int = 2,
+) -> dict[str, BenchResult | str]:
+    """GEMM FLOP/s per dtype: {'float16': BenchResult, 'bfloat16': 'skipped: <why>'}. On a GPU the 16-bit
+    GEMMs run on the tensor cores (a T4: fp16 only, bf16 is emulated); a dtype whose matmul this device or
+    torch build cannot run (a tiny matmul raises) is skipped with the reason, never guessed."""
+    dev = _device(device)
+    n = _int("gemm_n", gemm_n if gemm_n is not None else _default_gemm_n(dev), 1)
+    _positive("min_run_time", min_run_time)
+    warmup = _int("warmup", warmup, 0)
+    out: dict[str, BenchResult | str] = {}
+    for dtype in dtypes:
+        if not isinstance(dtype, torch.dtype):
+            raise DFAError(f"dtypes must be torch.dtypes, got {dtype!r}")
+        tag = str(dtype).removeprefix("torch.")
+        try:  # a 2x2 probe: an unsupported matmul fails here in microseconds, not after a warm-up
+            torch.mm(torch.ones(2, 2, device=dev, dtype=dtype), torch.ones(2, 2, device=dev, dtype=dtype))
+        except (RuntimeError, NotImplementedError) as exc:
+            out[tag] = f"skipped: {tag} matmul does not run on {dev} ({str(exc).splitlines()[0][:120]})"
+            continue
+        out[tag] = _gemm(dev, dtype, n, min_run_time, warmup)
+    return out

@@ -19,6 +19,11 @@ F_half = t0 * min(P, I*beta). It depends on F, not only on I, so a chart draws i
 
 Rooflines come from the catalog (``roofline_for_chip``), from measurements (``measure_roofline``,
 ``roofline_for_this_machine``) or from a simulator (``source="simulated"``). No hardware numbers live here.
+
+A measured roof is the best of what was measured: a probe (one GEMM, one copy) can be beaten by a larger GEMM
+or a cache-friendly op, and a measured op above its own measured roof would make "distance to the roof" a
+negative number. ``best_measured_roof`` raises the roof to the best measured op and names it; ``plot_roofline``
+does so for a measured roofline, and rings any point above a datasheet or simulated roof with the reason.
 """
 from __future__ import annotations
 
@@ -40,9 +45,9 @@ from common import bench
 from common.chips import Chip, canonical_dtype, chip_for_device_name, chips_of_kind, get_chip
 from common.errors import DFAError, unknown
 
-__all__ = ["Ceiling", "Roofline", "add_overhead_ceiling", "eng", "measure_roofline", "plot_roofline",
-           "points_from_node_table", "roofline_for_chip", "roofline_for_this_machine",
-           "roofline_from_measured"]
+__all__ = ["Ceiling", "Roofline", "add_overhead_ceiling", "best_measured_roof", "eng", "measure_roofline",
+           "plot_roofline", "points_from_node_table", "points_over_roof", "roofline_for_chip",
+           "roofline_for_this_machine", "roofline_from_measured"]
 
 SOURCES = ("catalog", "measured", "simulated")
 CEILING_KINDS = ("compute", "bandwidth", "overhead")
@@ -187,10 +192,11 @@ def _pick_dtype(chip: Chip, dtype) -> str:
 
 
 def roofline_for_chip(chip: str | Chip, dtype: str | torch.dtype | Sequence[str] = "bf16", *,
-                      levels: str | Sequence[str] = "main") -> Roofline:
+                      levels: str | Sequence[str] = "main", extra_dtypes: Sequence[str] = ()) -> Roofline:
     """The datasheet roofline: peak from ``chip.compute_peak(dtype)`` (estimates are labelled) and one bandwidth
     ceiling per memory level: ``levels`` = "main" (main memory), "all" (every level whose bandwidth is published;
-    the others are listed in the note) or level names."""
+    the others are listed in the note) or level names. ``extra_dtypes`` ("fp32") add their peaks as compute
+    ceilings (a T4: fp16 tensor-core roof, fp32 CUDA-core ceiling); ones the chip lacks are named in the note."""
     chip = get_chip(chip)
     d = _pick_dtype(chip, dtype)
     peak, estimated = chip.compute_peak(d)
@@ -216,6 +222,15 @@ def roofline_for_chip(chip: str | Chip, dtype: str | torch.dtype | Sequence[str]
             unpublished.append(lv.name)
     if unpublished:
         notes.append(f"no ceiling for {', '.join(unpublished)}: bandwidth not published")
+    for extra in (canonical_dtype(str(x)) for x in extra_dtypes):
+        if extra == d:
+            continue
+        if not chip.supports(extra):
+            notes.append(f"no {extra} ceiling: {chip.name} has no {extra} datapath")
+            continue
+        value, est = chip.compute_peak(extra)
+        ceilings.append(Ceiling(f"{extra} peak {eng(value, 'FLOP/s')}" + (" (estimate)" if est else ""), "compute",
+                                value))
     return Roofline(chip.name, peak, tuple(ceilings), "catalog", d, "; ".join(notes), estimated)
 
 
@@ -231,9 +246,43 @@ def roofline_from_measured(peaks: bench.MeasuredPeaks, *, name: str | None = Non
     return Roofline(name or peaks.device_name, peaks.flops_per_s, (bw,), "measured", d, note)
 
 
-def measure_roofline(device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, **kw) -> Roofline:
-    """Measure this machine's roofline (large GEMM + large copy, ``bench.measure_peaks(device, dtype, **kw)``)."""
-    return roofline_from_measured(bench.measure_peaks(device, dtype, **kw))
+def measure_roofline(device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32, *,
+                     extra_dtypes: Sequence[torch.dtype] = (), **kw) -> Roofline:
+    """Measure this machine's roofline (large GEMM + large copy, ``bench.measure_peaks(device, dtype, **kw)``).
+
+    ``extra_dtypes`` (e.g. ``(torch.float16,)`` next to fp32) time one more GEMM each
+    (``bench.measure_gemm_peaks``): the fastest dtype is the roof, the others compute ceilings below it (a GPU:
+    the 16-bit tensor-core roof over the fp32 CUDA-core ceiling). A dtype this device cannot multiply in is
+    skipped, with a warning and a note that say so."""
+    rl = roofline_from_measured(bench.measure_peaks(device, dtype, **kw))
+    if not extra_dtypes:
+        return rl
+    gemm_kw = {k: v for k, v in kw.items() if k in ("gemm_n", "min_run_time", "warmup")}
+    return _with_gemms(rl, bench.measure_gemm_peaks(device, extra_dtypes, **gemm_kw))
+
+
+def _with_gemms(rl: Roofline, gemms: Mapping[str, bench.BenchResult | str]) -> Roofline:
+    """The roofline with one compute ceiling per measured GEMM; the fastest of all is the roof."""
+    computes = {rl.dtype: (rl.peak_flops, "GEMM")}
+    notes = [rl.note]
+    for tag, res in gemms.items():
+        try:
+            d = canonical_dtype(tag)
+        except DFAError:
+            d = tag
+        if isinstance(res, str):
+            warnings.warn(f"{d}: {res}", UserWarning, stacklevel=3)
+            notes.append(f"{d} {res}")
+        elif d not in computes:
+            computes[d] = (res.flops_per_s, "GEMM")
+            notes.append(f"{d}: {res.sub_label}")
+    top = max(computes, key=lambda k: computes[k][0])
+    if top != rl.dtype:
+        notes.append(f"roof = the fastest measured dtype, {top}")
+    extra = tuple(Ceiling(f"{d} {what} {eng(v, 'FLOP/s')}", "compute", v) for d, (v, what) in computes.items()
+                  if d != top)
+    return replace(rl, peak_flops=computes[top][0], dtype=top, ceilings=rl.ceilings + extra,
+                   note="; ".join(notes))
 
 
 def roofline_for_this_machine(device: str | torch.device | None = None, dtype: torch.dtype = torch.float32, *,
@@ -248,8 +297,12 @@ def roofline_for_this_machine(device: str | torch.device | None = None, dtype: t
     gpu = torch.cuda.get_device_name(dev)
     chip, out = chip_for_device_name(gpu), []
     if chip is None:
+        from common.devices import match_chip  # devices imports bench and chips only: no cycle
+
         known = ", ".join(c.name for c in chips_of_kind("gpu"))
-        msg = f"GPU {gpu!r} is not in the catalog (known: {known}); no datasheet roofline, using measured peaks"
+        near, _, _ = match_chip(gpu)
+        msg = f"GPU {gpu!r} is not in the catalog (known: {known}); no datasheet roofline, using measured peaks" + \
+            (f" (nearest catalog part, for the simulator only: {near.name!r})" if near else "")
     else:
         try:
             out.append(roofline_for_chip(chip, dtype))
@@ -337,6 +390,73 @@ def points_from_node_table(df, roofline: Roofline | None = None, *, kind: str | 
     return out
 
 
+def _as_points(points, rl: Roofline) -> pd.DataFrame:
+    """A points table from a node table / points table, or from measurement records (``bench.BenchResult`` or
+    anything with ``flops``, ``bytes``, ``median_s`` and optionally ``label``), which count as measured."""
+    if isinstance(points, pd.DataFrame):
+        if "source" in points or {"op_id", "flops_per_s", "level"} <= set(points):
+            return points_from_node_table(points, rl)
+        return points_from_node_table(points, rl, kind="measured")
+    rows = [{"label": getattr(r, "label", f"op {i}"), "flops": r.flops, "bytes": r.bytes, "time_s": r.median_s}
+            for i, r in enumerate(points)]
+    if not rows:
+        return pd.DataFrame(columns=["op_id", "label", "flops", "intensity", "flops_per_s", "source", "level"])
+    return points_from_node_table(pd.DataFrame(rows), rl, kind="measured")
+
+
+def points_over_roof(points, roofline: Roofline) -> pd.DataFrame:
+    """The measured or simulated points above ``roofline`` at their intensity (and level): each is a finding -
+    counted work too low, data served from a faster level than the roof's, or a roof that is not the best."""
+    pts = _as_points(points, roofline)
+    if pts.empty:
+        return pts
+    lv = pts["level"].where(pts["level"].str.lower().isin([n.lower() for n in roofline.levels]),
+                            roofline.main_level)
+    roof = np.minimum(roofline.peak_flops, pts["intensity"] * lv.map(roofline.bandwidth))
+    over = (pts["source"] != "analytical") & (pts["flops_per_s"] > roof * (1 + 1e-9))
+    return pts[over].assign(roof_flops_per_s=roof[over])
+
+
+def best_measured_roof(roofline: Roofline, points) -> Roofline:
+    """A measured roofline raised to the best of what was measured: peak = max(GEMM probe, every measured op's
+    FLOP/s), bandwidth = max(copy probe, every measured op's bytes/s at its compulsory bytes). The note and the
+    ceiling names say which op raised which roof; the probe's peak stays as a compute ceiling below. ``points``:
+    a points or node table with times, or ``bench.BenchResult``s. Nothing above the roof: returned unchanged."""
+    if roofline.source != "measured":
+        raise DFAError(f"best_measured_roof raises a measured roofline; {roofline.name!r} is {roofline.source} "
+                       "(a point above a datasheet roof is a finding: see points_over_roof)")
+    pts = _as_points(points, roofline)
+    pts = pts[pts["source"] == "measured"]
+    if pts.empty:
+        return roofline
+    main, notes, ceilings = roofline.main_level, [roofline.note] if roofline.note else [], list(roofline.ceilings)
+    peak = roofline.peak_flops
+    best = pts.loc[pts["flops_per_s"].idxmax()]
+    if best["flops_per_s"] > peak:
+        ceilings.append(Ceiling(f"GEMM probe {eng(peak, 'FLOP/s')}", "compute", peak,
+                                note="the peak probe, beaten by a measured op"))
+        notes.append(f"compute roof = best measured op {best['label']!r} {eng(best['flops_per_s'], 'FLOP/s')}, "
+                     f"above the GEMM probe's {eng(peak, 'FLOP/s')}")
+        peak = float(best["flops_per_s"])
+    level = pts["level"].str.lower()
+    at_main = pts[(level == main.lower()) | ~level.isin([n.lower() for n in roofline.levels])]
+    if not at_main.empty:
+        bytes_per_s = at_main["flops_per_s"] / at_main["intensity"]
+        k = bytes_per_s.idxmax()
+        bw = roofline.bandwidth(main)
+        if bytes_per_s[k] > bw:
+            label, value = at_main.loc[k, "label"], float(bytes_per_s[k])
+            ceilings = [Ceiling(f"best measured {eng(value, 'B/s')} ({label})", "bandwidth", value, level=main,
+                                note=f"{label!r} moved its compulsory bytes faster than the copy probe's "
+                                     f"{eng(bw, 'B/s')}: the probe is not this level's best")
+                        if c.kind == "bandwidth" and c.level == main else c for c in ceilings]
+            notes.append(f"{main} roof = best measured op {label!r} {eng(value, 'B/s')}, above the copy probe's "
+                         f"{eng(bw, 'B/s')}")
+    if peak == roofline.peak_flops and ceilings == list(roofline.ceilings):
+        return roofline
+    return replace(roofline, peak_flops=peak, ceilings=tuple(ceilings), note="; ".join(notes))
+
+
 def _bounds(points: pd.DataFrame, rl: Roofline) -> np.ndarray:
     """Per op: 'overhead' if t0 exceeds its roofline time, else 'compute' or 'memory (level)' by its lowest roof."""
     lv = points["level"].where(points["level"].str.lower().isin([n.lower() for n in rl.levels]), rl.main_level)
@@ -357,14 +477,23 @@ def plot_roofline(rooflines: Roofline | Sequence[Roofline], points=None, *, ax=N
 
     ``points``: a node table, a timeline or ``points_from_node_table`` output, or a list of them (a table's
     ``attrs['label']`` names it in the legend); see ``points_from_node_table`` for the columns and ``kind``.
-    Analytical points sit on the first roofline's roof. ``label_points``: True, False or how many of the
+    Analytical points sit on the first roofline's roof. Points belong to the first roofline: when it is
+    measured, it is raised to the best measured op (``best_measured_roof``, the legend says which); points
+    above any other roof are ringed in red and counted in the legend. ``label_points``: True, False or how many of the
     largest ops to name (names that fit nowhere are left out). Ceilings are named on the chart for one roofline
     (``annotate_ceilings``), in the legend for several. Returns the Axes."""
     rls = [rooflines] if isinstance(rooflines, Roofline) else list(rooflines)
     if not rls or not all(isinstance(r, Roofline) for r in rls):
         raise DFAError("plot_roofline needs a Roofline or a list of them (roofline_for_chip, measure_roofline)")
-    sets = [] if points is None else [points] if isinstance(points, (pd.DataFrame, Mapping)) else list(points)
-    sets = [points_from_node_table(p, rls[0], kind=kind, label_col=point_label_col) for p in sets]
+    raw = [] if points is None else [points] if isinstance(points, (pd.DataFrame, Mapping)) else list(points)
+    sets = [points_from_node_table(p, rls[0], kind=kind, label_col=point_label_col) for p in raw]
+    if rls[0].source == "measured" and sets:  # a measured op never sits above its own measured roof
+        best = best_measured_roof(rls[0], pd.concat(sets, ignore_index=True))
+        if best is not rls[0]:
+            rls[0] = best
+            sets = [points_from_node_table(p, best, kind=kind, label_col=point_label_col) for p in raw]
+    for pts in sets:  # above a datasheet or simulated roof: ringed and named in the legend, never silently
+        pts["over_roof"] = pts.index.isin(points_over_roof(pts, rls[0]).index) if len(pts) else []
     if ax is None:
         _, ax = plt.subplots(figsize=(8.5, 5.6), layout="constrained")
     ax.set_xscale("log")
@@ -491,6 +620,12 @@ def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | Non
             label += f"; {pts.attrs['dropped']} without FLOPs not shown"
         ax.scatter(grp["intensity"], grp["flops_per_s"], marker=marker, s=34, zorder=8, label=label,
                    facecolors=color if filled else "white", edgecolors=color, linewidths=1.2)
+    over = pts[pts["over_roof"]] if "over_roof" in pts else pts.iloc[:0]
+    if len(over):
+        ax.scatter(over["intensity"], over["flops_per_s"], marker="o", s=150, zorder=9, facecolors="none",
+                   edgecolors="#d62728", linewidths=1.4,
+                   label=f"{name + ': ' if name else ''}{len(over)} above the roof (counted work too low, "
+                         "or served from a faster level)")
     marks.extend(zip(pts["intensity"], pts["flops_per_s"], strict=True))
     if hierarchical:  # one op, one row of points (same performance, one intensity per level)
         for _, grp in pts.groupby("op_id"):

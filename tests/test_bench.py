@@ -163,6 +163,23 @@ def test_measure_peaks_tiny_sizes_count_work_exactly():
     assert "measured peaks" in str(bench.compare([p.gemm, p.copy]))
 
 
+def test_measure_gemm_peaks_per_dtype_and_skips_what_cannot_run(monkeypatch):
+    mm = torch.mm
+
+    def no_bf16(a, b, **kw):  # a torch build whose CPU has no bf16 matmul
+        if a.dtype == torch.bfloat16:
+            raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'BFloat16'")
+        return mm(a, b, **kw)
+
+    monkeypatch.setattr(torch, "mm", no_bf16)
+    out = bench.measure_gemm_peaks("cpu", (torch.float32, torch.bfloat16), gemm_n=16, min_run_time=0.01, warmup=0)
+    assert list(out) == ["float32", "bfloat16"]
+    assert out["float32"].flops == 2 * 16**3 and out["float32"].flops_per_s > 0
+    assert out["bfloat16"].startswith("skipped: bfloat16 matmul does not run on cpu") and "BFloat16" in out["bfloat16"]
+    with pytest.raises(DFAError, match="torch.dtypes"):
+        bench.measure_gemm_peaks("cpu", ("fp16",), gemm_n=8)
+
+
 def test_machine_info_and_device_name():
     info = bench.machine_info()
     assert {"cpu", "cores", "torch", "python", "cuda", "num_threads"} <= set(info)

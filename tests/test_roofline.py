@@ -6,6 +6,7 @@ import importlib.util
 import math
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -24,9 +25,11 @@ from common.roofline import (  # noqa: E402
     Ceiling,
     Roofline,
     add_overhead_ceiling,
+    best_measured_roof,
     eng,
     plot_roofline,
     points_from_node_table,
+    points_over_roof,
     roofline_for_chip,
     roofline_for_this_machine,
     roofline_from_measured,
@@ -205,6 +208,7 @@ def test_unknown_gpu_says_so_and_uses_measured_peaks(monkeypatch):
     assert len(rls) == 1 and rls[0].source == "measured" and calls and calls[0][0] == "cuda"
     assert "not in the catalog" in rls[0].note and "t4" not in rls[0].name.lower()
     assert rls[0].peak_flops == 80e12  # the measured number, not any catalog record's
+    assert "nearest catalog part, for the simulator only: 'l4'" in rls[0].note  # Ada, by its name
 
 
 def test_tesla_t4_maps_to_the_t4_record(monkeypatch):
@@ -228,6 +232,89 @@ def test_cpu_machine_is_measured(monkeypatch):
     assert len(rls) == 1 and rls[0].source == "measured" and rls[0].name == "AMD EPYC"
     with pytest.raises(DFAError, match="no CUDA device"):
         roofline_for_this_machine("cuda")
+
+
+def test_catalog_roofline_with_an_fp32_ceiling_under_the_tensor_core_roof():
+    rl = roofline_for_chip("t4", "fp16", extra_dtypes=("fp32", "bf16", "fp16"))
+    assert rl.peak_flops == pytest.approx(65e12)
+    (fp32,) = [c for c in rl.ceilings if c.kind == "compute"]
+    assert fp32.value == pytest.approx(8.1e12) and fp32.name.startswith("fp32 peak")
+    assert "no bf16 ceiling" in rl.note  # Turing has no bf16 datapath: said, not drawn
+    assert rl.attainable(1e4, compute=fp32.name) == pytest.approx(8.1e12)
+
+
+def _measured_rl(peak=22.7e9, bw=10e9) -> Roofline:
+    return roofline_from_measured(fake_peaks("Busy CPU", "cpu", flops=peak, bw=bw))
+
+
+def _cpu_ops() -> pd.DataFrame:
+    """A 2048 GEMM that beat the 1024 probe (the issue's 33.3 vs 22.7 GFLOP/s) and a softmax that beat the copy."""
+    n = 2048
+    return pd.DataFrame({"label": ["GEMM 2048", "softmax"], "flops": [2.0 * n**3, 5.0 * 4096 * 1024],
+                         "bytes": [3.0 * n * n * 4, 2.0 * 4096 * 1024 * 4],
+                         "time_s": [2.0 * n**3 / 33.3e9, 2.0 * 4096 * 1024 * 4 / 14e9]})
+
+
+def test_a_measured_op_above_the_probe_raises_the_measured_roof():
+    rl, ops = _measured_rl(), _cpu_ops()
+    assert len(points_over_roof(ops, rl)) == 2  # both above the probes: the finding of issue 30
+    best = best_measured_roof(rl, ops)
+    assert best.peak_flops == pytest.approx(33.3e9) and best.bandwidth() == pytest.approx(14e9)
+    assert points_over_roof(ops, best).empty  # nothing above the roof any more
+    assert "'GEMM 2048'" in best.note and "'softmax'" in best.note and "probe" in best.note
+    (probe,) = [c for c in best.ceilings if c.kind == "compute"]
+    assert probe.value == pytest.approx(22.7e9)  # the probe stays visible as a ceiling below the roof
+    assert best.source == "measured" and best.ridge_point() == pytest.approx(33.3e9 / 14e9)
+    # records of a harness (bench.BenchResult or alike) work the same way
+    recs = [SimpleNamespace(label=r.label, flops=r.flops, bytes=r.bytes, median_s=r.time_s)
+            for r in ops.itertuples()]
+    assert best_measured_roof(rl, recs).peak_flops == pytest.approx(33.3e9)
+    # nothing above the roof: the same roofline back
+    slow = ops.assign(time_s=ops["time_s"] * 10)
+    assert best_measured_roof(rl, slow) is rl and best_measured_roof(rl, []) is rl
+
+
+def test_a_datasheet_roof_is_not_raised_by_measurements():
+    with pytest.raises(DFAError, match="measured roofline.*catalog"):
+        best_measured_roof(roofline_for_chip("t4", "fp16"), _cpu_ops())
+
+
+def test_plot_draws_a_measured_roof_at_or_above_every_measured_point():
+    ax = plot_roofline(_measured_rl(), _cpu_ops(), kind="measured")
+    (roof,) = [ln for ln in ax.get_lines() if ln.get_label() == "Busy CPU · fp32 · measured"]
+    assert max(roof.get_ydata()) == pytest.approx(33.3e9)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("GEMM probe" in t for t in legend) and not any("above the roof" in t for t in legend)
+
+
+def test_plot_rings_points_above_a_datasheet_roof():
+    ops = _cpu_ops().assign(time_s=lambda d: d["time_s"] / 1e4)  # impossible on a T4: 333 TFLOP/s
+    ax = plot_roofline(roofline_for_chip("t4", "fp16"), ops, kind="measured")
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("2 above the roof") for t in legend)
+
+
+def test_measure_roofline_with_a_16_bit_roof(monkeypatch):
+    monkeypatch.setattr(bench, "measure_peaks", lambda device, dtype, **kw: fake_peaks("T4", "cuda", 7e12, 250e9))
+    fp16 = SimpleNamespace(flops_per_s=40e12, sub_label="gemm N=8192")
+    monkeypatch.setattr(bench, "measure_gemm_peaks",
+                        lambda device, dtypes, **kw: {"float16": fp16, "bfloat16": "skipped: no bf16 here"})
+    with pytest.warns(UserWarning, match="bf16: skipped"):
+        rl = roofline.measure_roofline("cuda", torch.float32, extra_dtypes=(torch.float16, torch.bfloat16))
+    assert rl.dtype == "fp16" and rl.peak_flops == 40e12  # the fastest measured dtype is the roof
+    (fp32,) = [c for c in rl.ceilings if c.kind == "compute"]
+    assert fp32.value == 7e12 and fp32.name.startswith("fp32 GEMM")
+    assert "bf16 skipped: no bf16 here" in rl.note and "roof = the fastest measured dtype, fp16" in rl.note
+
+
+def test_measure_roofline_16_bit_on_this_cpu():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a CPU build without bf16 matmul skips it, with a warning
+        rl = roofline.measure_roofline("cpu", torch.float32, extra_dtypes=(torch.bfloat16,), gemm_n=32,
+                                       copy_bytes=1 << 16, min_run_time=0.01, warmup=0)
+    names = [c.name for c in rl.ceilings if c.kind == "compute"]
+    assert ("bf16 skipped" in rl.note) != (len(names) == 1)  # measured as a ceiling or roof, or said skipped
+    assert rl.peak_flops > 0 and all(c.value <= rl.peak_flops for c in rl.ceilings if c.kind == "compute")
 
 
 # ------------------------------------------------------------------------------------------------- points
