@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from common.catalog.links import hop_latency
+from common.catalog.links import hop_latency, host_link_latency
 from common.sim import simulate_llm
 from common.sim.run import make_policy
 
@@ -34,6 +34,9 @@ def _links(policy) -> dict[str, tuple[float, float]]:
     out = {}
     if chip.link_bandwidth:
         out["link"] = out["PCIe"] = (hop_latency(chip).value, chip.link_bandwidth / 2)
+    if chip.link_bandwidth or "host_link_bandwidth" in chip.facts:  # a CPU fallback's round trip to the host
+        fastest = max(chip.link_bandwidth or 0.0, chip.facts.get("host_link_bandwidth", 0.0))
+        out["host link"] = (host_link_latency(chip).value, fastest / 2)
     if policy.name == "wse":  # the widest edge of the mesh: one wafer side of PE-to-PE links
         clock = chip.estimate("clock_hz")
         side = math.isqrt(chip.compute_units) * chip.estimate("fabric_bytes_per_cycle_per_link") * clock

@@ -38,3 +38,12 @@ def hop_latency(chip: Chip) -> Estimate:
             return est
     raise DFAError(f"{chip.name}: no hop latency for its link {chip.link_name!r}; known link kinds: "
                    f"{', '.join(t for t, _ in LINK_LATENCY)}")
+
+
+def host_link_latency(chip: Chip) -> Estimate:
+    """The latency of one transfer between ``chip`` and its host: a PCIe hop where the card has a PCIe host
+    interface of its own (a ``host_link_bandwidth`` fact, or a PCIe ``link_name``); else its link's hop (a wafer
+    reaches its host over the system I/O)."""
+    if "host_link_bandwidth" in chip.facts or "PCIe" in (chip.link_name or ""):
+        return dict(LINK_LATENCY)["PCIe"]
+    return hop_latency(chip)

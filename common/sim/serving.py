@@ -14,8 +14,18 @@
   1 + acceptance x draft_tokens tokens per user, so
       tokens/s per user = (1 + a k) / (k t_draft + t_verify + t_host).
 
-``stack=None`` is the hardware alone. The report's notes and ``report.stack`` say which stack was assumed and
-which of its costs nobody publishes.
+``stack=None`` is the hardware alone. What a stack assumes is said, never silently applied:
+
+* speculative decoding runs only for the targets the vendor says it speculates for (``Speculative.models``),
+  and the notes name the draft and the acceptance; any other model gets the hardware figure, and the
+  speculative one as a what-if (``report.what_if``; ``speculative=True`` makes it the result, labelled so);
+* a stack with first-order costs nobody publishes (``Stack.not_published``) marks its result a bound
+  (``report.bound``: "upper", with the reason);
+* a stack whose per-model deployments are unpublished (``Stack.deployment``) gives a band (``report.band``): the
+  speed on the fewest chips that hold the model (the result) down to the speed on the largest published
+  deployment.
+
+``report.stack`` names the stack and ``report.assumptions`` lists all of the above as data.
 """
 from __future__ import annotations
 
@@ -46,16 +56,71 @@ def get_stack(name: str, backend: str | None = None) -> Stack:
 
 def simulate_served(model: str, backend: str, *, stack: str | None = None, phase: str = "decode", batch: int = 1,
                     seq: int = 1024, chip=None, chips: int | None = None, dtype: str | None = None,
-                    **options) -> Report:
-    """``simulate_llm`` plus the per-step costs of ``stack`` (see the module docstring)."""
+                    speculative: bool | None = None, **options) -> Report:
+    """``simulate_llm`` plus the per-step costs of ``stack`` (see the module docstring). ``speculative``: None =
+    as the vendor publishes (``Speculative.models``), True = apply the stack's speculation anyway (a what-if),
+    False = never."""
+    if speculative not in (None, True, False):
+        raise DFAError(f"speculative must be None, True or False, got {speculative!r}")
     kw = dict(chip=chip, chips=chips, dtype=dtype, **options)
     if stack is None:
+        if speculative:
+            raise DFAError("speculative=True needs a stack with speculative decoding; valid: "
+                           f"{', '.join(s.name for s in STACKS if s.speculative)}")
         report = simulate_llm(model, backend, phase=phase, batch=batch, seq=seq, **kw)
-        report.stack = None
+        report.stack, report.bound, report.band, report.what_if, report.assumptions = None, None, None, {}, {}
         report.notes.append("stack: none (hardware only; no serving-stack costs)")
         return report
     st = get_stack(stack, backend)
     spec = st.speculative if phase == "decode" else None
+    published = spec is not None and _canonical(model) in spec.models
+    use = spec is not None and (published if speculative is None else speculative)
+    report, notes = _served(model, backend, st, phase, batch, seq, kw, spec if use else None)
+    report.what_if = {}
+    if spec is not None and not use:
+        alt, _ = _served(model, backend, st, phase, batch, seq, kw, spec)
+        report.what_if["speculative_tokens_per_s_per_user"] = alt.tokens_per_s_per_user
+        why = ("speculative=False" if published else
+               f"{st.name} publishes speculative decoding for {', '.join(spec.models) or 'no model'} only")
+        notes.append(f"speculative decoding NOT applied ({why}): the figure is the hardware one, "
+                     f"{report.tokens_per_s_per_user:,.0f} tok/s per user; what-if (speculative=True, draft "
+                     f"{spec.draft_model}, acceptance {spec.acceptance:g}): {alt.tokens_per_s_per_user:,.0f}")
+    elif use and not published:
+        notes.append(f"WHAT-IF: speculative decoding applied to {model}, for which {st.name} publishes none "
+                     f"(published for: {', '.join(spec.models) or 'no model'})")
+    report.bound = {"kind": st.bound, "reason": st.bound_reason} if st.bound else None
+    if report.bound:
+        notes.append(f"{st.name}: an {st.bound} bound, not an estimate: {st.bound_reason}")
+    report.band = _band(report, model, backend, st, phase, batch, seq, kw, spec if use else None) \
+        if st.deployment and chips is None else None
+    if report.band:
+        lo, hi = report.band["tokens_per_s_per_user"]
+        c_lo, c_hi = report.band["chips"]
+        notes.append(f"{st.name}: deployment not published: {lo:,.1f}-{hi:,.1f} tok/s per user over {c_hi} "
+                     f"(largest published deployment) to {c_lo} chips (the fewest that hold it); the result is "
+                     f"the {c_lo}-chip end")
+    notes += [f"{st.name}: not published, not modelled: {what}" for what in st.not_published]
+    notes += [f"{st.name}: not published, second order: {what}" for what in st.second_order]
+    report.notes.extend(notes)
+    report.stack = st.name
+    report.assumptions = {
+        "stack": st.name, "not_published": list(st.not_published), "second_order": list(st.second_order),
+        "speculative": None if spec is None else {
+            "applied": use, "published_for": list(spec.models), "draft_model": spec.draft_model,
+            "draft_tokens": spec.draft_tokens, "acceptance": spec.acceptance, "source": spec.source}}
+    return report
+
+
+def _canonical(model: str) -> str:
+    from common.models import resolve_config
+    try:
+        return resolve_config(model).name
+    except DFAError:
+        return model
+
+
+def _served(model, backend, st: Stack, phase, batch, seq, kw, spec) -> tuple[Report, list[str]]:
+    """The step on the hardware plus ``st``'s costs, speculating with ``spec`` (None: one token per step)."""
     report = simulate_llm(model, backend, phase=phase, batch=batch, seq=seq, **kw)
     notes = [f"stack: {st.name} ({st.released}): {st.description}"]
     if spec is not None:
@@ -71,10 +136,20 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
         report.events.append(Event(f"host step ({st.name})", "host", report.critical_engine, device, host,
                                    bound="scheduling", floor=0.0, detail={"stack": st.name, "source": how}))
         notes.append(f"per-step host time {host * 1e3:.3f} ms: {how}")
-    notes += [f"{st.name}: not published, not modelled: {what}" for what in st.not_published]
-    report.notes.extend(notes)
-    report.stack = st.name
-    return report
+    return report, notes
+
+
+def _band(report: Report, model, backend, st: Stack, phase, batch, seq, kw, spec) -> dict | None:
+    """Speed on the fewest chips (``report``) and on the stack's largest published deployment."""
+    most, source = st.deployment
+    if report.chips >= most:
+        report.notes.append(f"{st.name}: the fewest chips that hold {model} ({report.chips}) are not below the "
+                            f"largest published deployment ({most}): no band")
+        return None
+    far, _ = _served(model, backend, st, phase, batch, seq, {**kw, "chips": most}, spec)
+    return {"chips": (report.chips, most), "source": source,
+            "tokens_per_s_per_user": (far.tokens_per_s_per_user, report.tokens_per_s_per_user),
+            "tokens_per_s": (far.tokens_per_s, report.tokens_per_s)}
 
 
 def _kv_reread(report: Report, model: str, st: Stack) -> str:
