@@ -185,7 +185,8 @@ def resolve_config(name_or_path: str | os.PathLike | ModelConfig) -> ModelConfig
 
 # The mixture-of-experts configurations are read from their config.json dicts by the loader, which needs
 # ModelConfig: imported last (common.models.hf imports this module).
-from common.models.hf import MOE_CONFIGS, config_from_hf, config_to_hf  # noqa: E402
+from common.models.hf import LLM_CONFIGS, MOE_CONFIGS, config_from_hf, config_to_hf  # noqa: E402
 
 CONFIGS.update(MOE_CONFIGS)
+CONFIGS.update(LLM_CONFIGS)  # the labs' LLM (common.models.load_llm), by the same name
 __all__ = ["CONFIGS", "ModelConfig", "config_from_hf", "config_to_hf", "get_config", "resolve_config"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 from common.errors import DFAError
 from common.models.config import ModelConfig
-from common.models.hf_configs import MOE_HF
+from common.models.hf_configs import LLM_HF, MOE_HF
 
 # HF key -> (ModelConfig field, default or _REQUIRED)
 _REQUIRED = object()
@@ -55,6 +56,8 @@ _CHECKED = {
     "moe_layer_freq": "must be 1: every layer is a mixture of experts",
     "layer_types": "full_attention / sliding_attention per layer (see sliding_window)",
 }
+# transformers 5 writes rope_theta (and any rope_scaling remap) inside rope_parameters: read from there.
+_ROPE_PARAMETERS = "rope_parameters"
 # Understood, changes cost, not modelled: each adds a sentence to ModelConfig.unmodelled.
 _NOTED = ("sliding_window", "use_sliding_window", "max_window_layers", "quantization_config")
 _IRRELEVANT = frozenset(
@@ -140,7 +143,8 @@ _IRRELEVANT = frozenset(
     }
 )
 KNOWN_FIELDS = frozenset(
-    {*_HF_KEYS, *(k for ks in _MOE_KEYS.values() for k in ks), *_SHARED_KEYS, *_CHECKED, *_NOTED, *_IRRELEVANT}
+    {*_HF_KEYS, *(k for ks in _MOE_KEYS.values() for k in ks), *_SHARED_KEYS, *_CHECKED, *_NOTED, *_IRRELEVANT,
+     _ROPE_PARAMETERS}
 )
 
 
@@ -243,6 +247,9 @@ def config_from_hf(
         if value is _REQUIRED:
             raise DFAError(f"{where}: missing required field {key!r}")
         fields[field] = value
+    rope = raw.get(_ROPE_PARAMETERS)
+    if "rope_theta" not in raw and isinstance(rope, Mapping) and "rope_theta" in rope:
+        fields["rope_theta"] = rope["rope_theta"]
     model_type = raw.get("model_type")
     fields["qkv_bias"] = bool(raw.get("attention_bias", model_type in _QKV_BIAS_TYPES))
     fields["qk_norm"] = model_type in _QK_NORM_TYPES
@@ -268,9 +275,13 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         model_type = "gpt_oss"
     elif config.qk_norm:
         model_type = "qwen3_moe" if config.is_moe else "qwen3"
+    elif config.qkv_bias and not config.is_moe:  # Llama's attention_bias would bias o_proj too; Qwen2's does not
+        model_type = "qwen2"
     else:
         model_type = "mixtral" if config.is_moe else "llama"
-    out.update(model_type=model_type, hidden_act="silu", attention_bias=config.qkv_bias, _name_or_path=config.name)
+    out.update(model_type=model_type, hidden_act="silu", _name_or_path=config.name)
+    if model_type != "qwen2":  # qwen2 has no such key: its q/k/v always carry biases
+        out["attention_bias"] = config.qkv_bias
     if config.is_moe:
         out.update(num_local_experts=config.n_experts, num_experts_per_tok=config.top_k)
         if config.expert_ffn_dim:
@@ -282,4 +293,19 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
 
 MOE_CONFIGS: dict[str, ModelConfig] = {
     name: config_from_hf(raw, name=name, source=url) for name, (url, raw) in MOE_HF.items()
+}
+
+
+def bundled_config(name: str) -> dict[str, Any]:
+    """The published config.json of a model ``common.models.load_llm`` knows (``LLM_HF``), as shipped."""
+    if name not in LLM_HF:
+        raise DFAError(f"unknown LLM {name!r}; valid: {', '.join(LLM_HF)}")
+    text = resources.files("common.models").joinpath("configs", LLM_HF[name][2]).read_text("utf-8")
+    return json.loads(text)
+
+
+LLM_CONFIGS: dict[str, ModelConfig] = {
+    name: config_from_hf(bundled_config(name), name=name,
+                         source=f"https://huggingface.co/{hf_id}/blob/main/config.json")
+    for name, (hf_id, _display, _file) in LLM_HF.items()
 }

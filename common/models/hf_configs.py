@@ -143,3 +143,13 @@ MOE_HF: dict[str, tuple[str, dict]] = {
         },
     ),
 }
+
+
+# The models ``common.models.load_llm`` knows by name: (Hugging Face id, display name, the published config.json
+# shipped in common/models/configs/, byte for byte, so that an offline machine builds the same architecture).
+# qwen2.5-0.5b-instruct: checked 2026-12-05 against two independent verbatim copies found with the search tool
+# (a fork's README quoting the file before editing it, and a checker pinning every key of the checkpoint);
+# 494,032,768 parameters (tied head), the model card's 0.49B.
+LLM_HF: dict[str, tuple[str, str, str]] = {
+    "qwen2.5-0.5b-instruct": ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen2.5-0.5B-Instruct", "qwen2.5-0.5b-instruct.json"),
+}
