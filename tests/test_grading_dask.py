@@ -90,7 +90,7 @@ def test_files_cross_to_the_worker_and_nothing_outside(tmp_path):
     [
         (["--cluster", "local:0"], "needs at least one worker, got 'local:0'"),
         (["--cluster", "foo"], "--cluster takes local:N"),
-        (["--scheduler", "localhost"], "--scheduler takes a Dask scheduler address tcp://HOST:PORT"),
+        (["--scheduler", "localhost"], "--scheduler takes a Dask scheduler address tls://HOST:PORT"),
         (["--cluster", "local:2", "--scheduler", "tcp://h:8786"], "not both"),
         (["--cluster", "local:2", "--workers", "2"], "--workers sizes the local pool"),
     ],
@@ -129,6 +129,8 @@ def test_local_cluster_grades_like_the_local_pool_and_survives_a_killed_worker(r
     assert sorted(clustered) == ["alice", "bob", "dave", "frank", "lost"]  # nobody dropped
     graded = {s: (g.score, g.status) for s, g in clustered.items() if s != "lost"}
     assert graded == {s: (g.score, g.status) for s, g in pooled.items()}
+    assert "resent once: its first Dask worker was lost" in clustered["dave"].message  # the resend is noted
+    assert "resent" not in clustered["alice"].message
     assert {s: g.score for s, g in pooled.items()} == {"alice": 5.0, "bob": 0.0, "dave": 3.0, "frank": 5.0}
     assert gradebook(dask) == {**gradebook(local), "lost": 0.0}  # the parent alone wrote both gradebooks
     lost = clustered["lost"]

@@ -79,7 +79,7 @@ def test_release_collect_autograde_feedback_grades(tmp_path, capsys):
     assert main(["grades", root, "--csv", str(csv_path)]) == 0
     with open(csv_path, newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == NBGRADER_CSV_COLUMNS
+    assert list(rows[0]) == [*NBGRADER_CSV_COLUMNS, "seconds_late", "status"]  # nbgrader's, then ours
     assert {r["student_id"]: float(r["score"]) for r in rows} == {"alice": 5.0, "bob": 0.0, "carol": 3.0}
     png = tmp_path / "export" / f"{LAB}_scores.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000

@@ -33,7 +33,7 @@ import nbformat
 from traitlets.config import Config
 
 from common.errors import DFAError
-from common.grading import answerkeys, tamper
+from common.grading import answerkeys, inputs, stale, tamper
 from common.grading.course import Course, locked, quiet_nbgrader
 from common.grading.executors import WorkerLost, check_target, open_executions
 from common.grading.limits import RETRY_TIME_SCALE, Limits
@@ -41,13 +41,14 @@ from common.grading.sandbox import Execution, Sandbox, SandboxUnavailable, matpl
 
 # How each run ended, worst last: a submission shows the worst of its notebooks.
 STATUS_ORDER = ("completed", "time_limit", "kernel_died", "error")
+NOT_SCORED = ("grading_error", "worker_lost", "refused")  # the gradebook keeps its earlier scores: marked stale
 
 
 @dataclass
 class Graded:
     student: str
-    # an execution status (STATUS_ORDER); not scored: "grading_error" (nbgrader or the worker's task failed)
-    # or "worker_lost" (its Dask worker died twice)
+    # an execution status (STATUS_ORDER); not scored (NOT_SCORED): "grading_error" (nbgrader or the worker's task
+    # failed), "worker_lost" (its Dask worker died twice) or "refused" (an entry that is not a regular file)
     status: str
     score: float = 0.0
     max_score: float = 0.0
@@ -107,8 +108,11 @@ def _pipelines(course: Course, results_dir: str) -> tuple[Config, Config]:
     return prepare, score
 
 
-def _nbgrader_error(result: dict) -> str:
-    lines = [ln.strip() for ln in (result.get("log", "") + "\n" + result.get("error", "")).splitlines()]
+def _nbgrader_error(result: dict, where: Path) -> str:
+    text = result.get("log", "") + "\n" + result.get("error", "")
+    if inputs.text_disk_full(text):
+        return inputs.disk_full_message(OSError(28, "No space left on device", str(where)))
+    lines = [ln.strip() for ln in text.splitlines()]
     useful = [ln for ln in lines if ln and not ln.startswith(("Traceback", "File ", "^", "~"))]
     errors = [ln for ln in useful if "ERROR" in ln or "Error" in ln or "Exception" in ln]
     return (errors or useful or ["unknown nbgrader error"])[0][:300]
@@ -117,10 +121,16 @@ def _nbgrader_error(result: dict) -> str:
 def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str]) -> Prepared | Graded:
     from common.grading.preprocessors import cells_digest
 
+    folder = course.autograded_dir / student / lab
+    try:  # nbgrader copies the folder following links, as root: a link to the lab's source would be graded
+        if (course.submitted_dir / student).is_symlink():
+            raise inputs.RefusedEntry(inputs.refusal(course.submitted_dir / student, "a symbolic link"))
+        inputs.check_tree(course.submitted_dir / student / lab)
+    except inputs.RefusedEntry as exc:
+        return Graded(student, "refused", message=str(exc))
     result = api.autograde(lab, student, force=True, create=True)
     if not result["success"]:
-        return Graded(student, "grading_error", message=_nbgrader_error(result))
-    folder = course.autograded_dir / student / lab
+        return Graded(student, "grading_error", message=_nbgrader_error(result, folder))
     digests, review = {}, []
     for name in notebooks:
         path = folder / f"{name}.ipynb"
@@ -138,6 +148,10 @@ def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str]) 
 def _run_once(sandbox: Sandbox, folder: Path, notebook: str, time_scale: float) -> Execution:
     try:
         return sandbox.run(folder, notebook, time_scale=time_scale)
+    except OSError as exc:
+        if inputs.is_disk_full(exc):  # the grader's disk, not the learner's doing: not scored (grading_error)
+            raise
+        return Execution(status="error", message=f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # a sandbox failure is this submission's error, not the whole run's
         return Execution(status="error", message=f"{type(exc).__name__}: {exc}")
 
@@ -178,7 +192,8 @@ def _score(
     seconds = sum(e.seconds for e in executions.values())
     result = api.autograde(lab, prepared.student, force=True, create=True)
     if not result["success"]:
-        return Graded(prepared.student, "grading_error", message=_nbgrader_error(result), seconds=seconds)
+        return Graded(prepared.student, "grading_error", message=_nbgrader_error(result, prepared.folder),
+                      seconds=seconds)
     with course.gradebook() as gb:
         submission = gb.find_submission(lab, prepared.student)
         graded = Graded(
@@ -208,6 +223,34 @@ def assignment_notebooks(course: Course, lab: str) -> list[str]:
             ) from None
 
 
+def due_dates(course: Course) -> dict[str, str]:
+    """``c.Offering.due`` of the course config, ``{lab or a unique prefix: "YYYY-MM-DD HH:MM[:SS] [zone]"}``,
+    by lab id."""
+    due = course.config.get("Offering", {}).get("due", {}) or {}
+    if not isinstance(due, dict):
+        raise DFAError(f"c.Offering.due of {course.name} must be a dict {{lab: 'YYYY-MM-DD HH:MM UTC'}}, "
+                       f"got {due!r}")
+    return {course.require_lab(lab): str(when) for lab, when in due.items()}
+
+
+def apply_due_date(course: Course, lab: str) -> None:
+    """Record the lab's due date (if the course config sets one) in the gradebook, where nbgrader's autograde
+    compares each submission's ``timestamp.txt`` with it (late submissions, and a penalty if
+    ``c.LateSubmissionPlugin.penalty_method`` asks for one)."""
+    from nbgrader.utils import parse_utc
+
+    when = due_dates(course).get(lab)
+    if when is None:
+        return
+    try:
+        duedate = parse_utc(when)
+    except (ValueError, OverflowError):
+        raise DFAError(f"c.Offering.due[{lab!r}] of {course.name}: {when!r} is not a date; "
+                       "write e.g. '2026-03-01 23:59:00 UTC'") from None
+    with course.gradebook() as gb:
+        gb.update_or_create_assignment(lab, duedate=duedate)
+
+
 @locked("autograde")  # one command at a time per course (Course.lock)
 def autograde(
     course: Course,
@@ -222,16 +265,20 @@ def autograde(
     cluster: str | None = None,
     dask_task=None,
     announce=None,
+    tls: dict[str, str] | None = None,
 ) -> list[Graded]:
     """Grade the submissions of ``lab`` (all, or ``students``); ``report`` is called with each result, and
     ``announce`` (if given) once with the sandbox's one-line description, so a fallback is never silent.
 
     ``scheduler`` (a Dask address) or ``cluster`` (``local:N``) sends the executions to Dask workers instead
-    of ``workers`` local threads; ``dask_task`` replaces the function the workers run (tests wrap it).
+    of ``workers`` local threads; ``dask_task`` replaces the function the workers run (tests wrap it); ``tls``
+    ({"ca", "cert", "key"} file paths; default Dask's configuration) is the client's certificate for a tls://
+    scheduler. A tcp:// scheduler that is not on loopback is refused (executors.check_target).
     """
-    check_target(scheduler, cluster)
+    check_target(scheduler, cluster, tls)
     lab = course.require_lab(lab)  # a unique prefix names the lab
     notebooks = assignment_notebooks(course, lab)
+    apply_due_date(course, lab)
     available = submitted_students(course, lab)
     missing = sorted(set(students or []) - set(available))
     if missing:
@@ -251,14 +298,18 @@ def autograde(
     graded: list[Graded] = []
 
     def done(result: Graded) -> None:
+        if result.status in NOT_SCORED:  # the gradebook still holds an earlier notebook's scores, if any
+            stale.mark(course, lab, result.student, f"{result.status}: {result.message}"[:300])
+        else:
+            stale.clear(course, lab, result.student)
         graded.append(result)
         report(result)
 
     try:
         with quiet_nbgrader():
-            pool = open_executions(sandbox, workers, scheduler, cluster, dask_task)
+            pool = open_executions(sandbox, workers, scheduler, cluster, dask_task, tls)
             try:
-                running: dict = {}  # future -> (Prepared, attempt)
+                running: dict = {}  # future -> (Prepared, attempt, why the first attempt was lost)
                 while queue or running:
                     # one ahead of the workers: it starts as soon as one is free (see the module docstring)
                     while queue and len(running) < pool.slots() + 1:
@@ -266,17 +317,18 @@ def autograde(
                         if isinstance(prepared, Graded):
                             done(prepared)
                         else:
-                            running[pool.submit(prepared.folder, list(prepared.digests))] = (prepared, 1)
+                            running[pool.submit(prepared.folder, list(prepared.digests))] = (prepared, 1, "")
                     if not running:
                         continue
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        prepared, attempt = running.pop(future)
+                        prepared, attempt, lost_first = running.pop(future)
                         try:
                             executions = pool.outcome(future)
                         except WorkerLost as lost:
                             if attempt == 1:
-                                running[pool.submit(prepared.folder, list(prepared.digests))] = (prepared, 2)
+                                running[pool.submit(prepared.folder, list(prepared.digests))] = (prepared, 2,
+                                                                                                 str(lost))
                             else:
                                 done(Graded(prepared.student, "worker_lost", review=prepared.review,
                                             message=f"its Dask worker was lost twice ({lost}); not graded: "
@@ -285,10 +337,21 @@ def autograde(
                         except SandboxUnavailable:  # a worker that cannot isolate would fail the whole queue fast
                             raise
                         except Exception as exc:  # the worker's task failed: say so, grade nothing
-                            done(Graded(prepared.student, "grading_error", review=prepared.review,
-                                        message=f"{type(exc).__name__}: {exc}"[:300]))  # fmt: skip
+                            why = inputs.disk_full_message(exc) if inputs.is_disk_full(exc) else \
+                                f"{type(exc).__name__}: {exc}"[:300]
+                            done(Graded(prepared.student, "grading_error", review=prepared.review, message=why))
                             continue
-                        done(_score(score_api, course, lab, prepared, executions, results_dir))
+                        try:
+                            result = _score(score_api, course, lab, prepared, executions, results_dir)
+                        except OSError as exc:
+                            if not inputs.is_disk_full(exc):
+                                raise
+                            result = Graded(prepared.student, "grading_error", review=prepared.review,
+                                            message=inputs.disk_full_message(exc))
+                        if lost_first:  # graded by the resend: say so, the first worker's loss may recur
+                            note = f"resent once: its first Dask worker was lost ({lost_first})"
+                            result.message = f"{result.message}; {note}" if result.message else note
+                        done(result)
             finally:
                 pool.close()
     finally:

@@ -10,6 +10,7 @@ A LAB argument may be a unique prefix (``lab1``); ``Course.require_lab`` resolve
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -18,6 +19,30 @@ from pathlib import Path
 from common.errors import DFAError
 
 LAB_HELP = "a lab of COURSE, or a unique prefix of its name (lab1 = lab1_landscape)"
+
+
+def _names_a_full_disk(command):
+    """A full disk (ENOSPC, EDQUOT; SQLite's 'database or disk is full') anywhere under ``command`` becomes one
+    line saying so, where, how much is free and what to do, and exit code 1, instead of a traceback."""
+
+    @functools.wraps(command)
+    def run(args) -> int:
+        from common.grading import inputs
+
+        try:
+            return command(args)
+        except Exception as exc:
+            cause = exc if inputs.is_disk_full(exc) else exc.__cause__ or exc.__context__
+            if inputs.is_disk_full(cause):
+                print(inputs.disk_full_message(cause), file=sys.stderr)
+                return 1
+            if "database or disk is full" in str(exc):
+                db = getattr(args, "course", None) or "."
+                print(inputs.disk_full_message(OSError(28, "disk full", f"{db} (its gradebook)")), file=sys.stderr)
+                return 1
+            raise
+
+    return run
 
 
 def _release(args) -> int:
@@ -29,6 +54,7 @@ def _release(args) -> int:
         released = release(courses, force=args.force)
     for item in released:
         note = " (source notebook rewritten from its .py)" if item.source_written else ""
+        note += f" (the hand-edited release notebook it replaced is kept in {item.backup})" if item.backup else ""
         print(f"released {item.course}/{item.lab} -> {item.path}{note}")
     for readme in readme_updates(courses, write=True):
         print(f"updated the lab table in {readme}")
@@ -81,12 +107,13 @@ def _collect(args) -> int:
 
 
 def _autograde(args) -> int:
-    from common.grading.autograde import autograde
+    from common.grading.autograde import NOT_SCORED, autograde
     from common.grading.course import find_course, quiet_nbgrader
-    from common.grading.executors import check_target, describe
+    from common.grading.executors import check_target, describe, tls_files
     from common.grading.limits import GB, Limits
 
-    check_target(args.scheduler, args.cluster)
+    tls = tls_files(args.tls_ca_file, args.tls_cert, args.tls_key)
+    check_target(args.scheduler, args.cluster, tls)
     if args.workers is not None and (args.scheduler or args.cluster):
         raise DFAError("--workers sizes the local pool: with --scheduler or --cluster the Dask workers run it")
     workers = min(4, os.cpu_count() or 1) if args.workers is None else args.workers
@@ -119,9 +146,10 @@ def _autograde(args) -> int:
             announce=lambda line: print(f"sandbox: {line}", flush=True),
             scheduler=args.scheduler,
             cluster=args.cluster,
+            tls=tls,
         )
     elapsed = time.monotonic() - started
-    failed = [g for g in graded if g.status in ("grading_error", "worker_lost")]
+    failed = [g for g in graded if g.status in NOT_SCORED]
     rate = len(graded) / elapsed * 60 if elapsed else 0.0
     print(
         f"graded {len(graded) - len(failed)} of {len(graded)} submission(s) in {elapsed:.0f} s "
@@ -143,15 +171,22 @@ def _feedback(args) -> int:
 
 
 def _grades(args) -> int:
+    from common.grading import stale
     from common.grading.course import find_course, quiet_nbgrader
     from common.grading.grades import export
 
+    course = find_course(args.course)
     with quiet_nbgrader():
-        csv, pngs = export(find_course(args.course), Path(args.csv) if args.csv else None)
+        csv, pngs = export(course, Path(args.csv) if args.csv else None)
     print(f"wrote {csv}")
     for png in pngs:
         print(f"wrote {png}")
-    return 0
+    warnings = stale.lines(course)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    if warnings:
+        print(f"{len(warnings)} submission(s) stale: their rows read 'stale' in {csv}", file=sys.stderr)
+    return 1 if warnings else 0
 
 
 def _grade_one(args) -> int:
@@ -163,7 +198,7 @@ def _grade_one(args) -> int:
     result = grade_one(args.lab, Path(args.submission), Path(args.out), unsafe_no_sandbox=args.unsafe_no_sandbox)
     print(f"{result['course']}/{result['lab']}: {result['score']:.1f} / {result['max_score']:.1f} "
           f"{result['status']} {result['message']}".rstrip() + f"; wrote {Path(args.out) / 'result.json'}")
-    return 1 if result["status"] == "grading_error" else 0
+    return 1 if result["status"] in ("grading_error", "refused", "worker_lost") else 0
 
 
 def _export(args) -> int:
@@ -193,8 +228,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("course", nargs="*", help="course folders (default: every courseN_* folder)")
     p.add_argument("--force", action="store_true",
-                   help="overwrite a source notebook that was edited after its .py (its edits are lost)")
-    p.set_defaults(func=_release)
+                   help="overwrite a source notebook edited after its .py, or a release notebook edited by hand "
+                        "since the last release (a backup of the latter is kept)")
+    p.set_defaults(func=_names_a_full_disk(_release))
 
     p = sub.add_parser(
         "check", help="validate labs: nbgrader metadata, standard sections, release current, no leaks"
@@ -225,7 +261,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-notebook-mb", type=float, metavar="MB",
                    help="skip a notebook larger than this (default 20: collect.MAX_NOTEBOOK_MB)")
-    p.set_defaults(func=_collect)
+    p.set_defaults(func=_names_a_full_disk(_collect))
 
     p = sub.add_parser("autograde", help="grade every submission of a lab, each in a sandbox")
     p.add_argument("course")
@@ -235,8 +271,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=int,
         help="submissions graded at the same time on this machine (default: CPU cores, at most 4)",
     )
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="run the sandboxes on this Dask scheduler's workers (pip install -e '.[cluster]')")
+    p.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                   help="run the sandboxes on this Dask scheduler's workers (pip install -e '.[cluster]'); another "
+                        "machine's only over TLS with a client certificate (tcp:// only on loopback)")
+    p.add_argument("--tls-ca-file", metavar="PEM", help="with a tls:// --scheduler: the CA that signed its certificate")
+    p.add_argument("--tls-cert", metavar="PEM", help="with a tls:// --scheduler: this client's certificate")
+    p.add_argument("--tls-key", metavar="PEM", help="with a tls:// --scheduler: this client's private key")
     p.add_argument("--cluster", metavar="local:N",
                    help="run the sandboxes on a Dask LocalCluster of N worker processes started here")
     p.add_argument("--timeout", type=int, help="seconds one cell may run (default: the course config, 120)")
@@ -249,17 +289,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run student code without isolation (trusted notebooks only, e.g. without bubblewrap)",
     )
-    p.set_defaults(func=_autograde)
+    p.set_defaults(func=_names_a_full_disk(_autograde))
 
     p = sub.add_parser("feedback", help="HTML feedback per submission, without hidden tests")
     p.add_argument("course")
     p.add_argument("lab", help=LAB_HELP)
-    p.set_defaults(func=_feedback)
+    p.set_defaults(func=_names_a_full_disk(_feedback))
 
     p = sub.add_parser("grades", help="export the gradebook: nbgrader CSV + a score histogram per lab")
     p.add_argument("course")
     p.add_argument("--csv", help="CSV path (default COURSE/grades/grades.csv; PNGs go next to it)")
-    p.set_defaults(func=_grades)
+    p.set_defaults(func=_names_a_full_disk(_grades))
 
     p = sub.add_parser("grade-one", help="grade one submission in a sandbox; write OUT/result.json + feedback.html")
     p.add_argument("--lab", required=True, help="lab id (e.g. lab1_landscape) or COURSE/LAB")
@@ -267,7 +307,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for result.json and feedback.html")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run student code without isolation (trusted notebooks only)")
-    p.set_defaults(func=_grade_one)
+    p.set_defaults(func=_names_a_full_disk(_grade_one))
 
     p = sub.add_parser("export", help="a platform's grader for a course: Coursera (Docker context), Gradescope (zip)")
     platforms = p.add_subparsers(dest="platform", metavar="PLATFORM", required=True)
@@ -285,4 +325,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="seconds the platform gives one submission (default 1200; set the platform to this)")
         q.add_argument("--memory", type=float, default=4.0, help="GB of memory the platform gives (default 4)")
         q.add_argument("--force", action="store_true", help="replace what a non-empty OUT holds")
-        q.set_defaults(func=_export)
+        q.set_defaults(func=_names_a_full_disk(_export))

@@ -53,26 +53,46 @@ def setup_cell_source() -> str:
 
     ``%pip`` rather than ``subprocess``: it installs into the running kernel, and Colab's own pip magic then
     offers to restart the session when the install replaced a package already imported. Its output is left
-    visible: a minute of silence looks like a hang. On a torch older than the floor, ``import common`` raises
-    ``TorchVersionError``, which IPython shows as its one line (``_render_traceback_``), and the cell stops.
+    visible: a minute of silence looks like a hang. When the install fails (offline, a tag or fork that does
+    not exist) or a local kernel lacks the package, the cell stops with one ``SetupError`` line saying what
+    happened and what to do, instead of pip's error followed by a bare ``ModuleNotFoundError``. On a torch older
+    than the floor, ``import common`` raises ``TorchVersionError``, also one line (``_render_traceback_``).
     """
     return f'''# Setup. In Google Colab this installs the course package, release {RELEASE_REF} (about a
 # minute; if Colab then offers to restart the session, restart and run this cell again); on
 # your own machine, where you installed it already, it changes nothing. Then it picks the GPU
 # if there is one, else the CPU.
+import importlib
 import os
 import sys
 
-if "google.colab" in sys.modules:
-    import importlib
 
+class SetupError(RuntimeError):
+    def _render_traceback_(self):  # Jupyter and Colab show this one line, not a traceback
+        return [f"SetupError: {{self}}"]
+
+
+IN_COLAB = "google.colab" in sys.modules
+if IN_COLAB:
     source = os.environ.get("{INSTALL_SOURCE_ENV}", "{install_source()}")
+    _exit_code = 0
     %pip install {{source}}
     importlib.invalidate_caches()
+    if _exit_code:
+        raise SetupError(f"pip could not install the course package from {{source}} (its error is above): "
+                         "check that this runtime is online and that the release exists, then run this cell again")
 
 # The checks load before any of your code runs. On a torch older than {torch_compat.floor()} this
 # line stops the cell with one line saying which torch it found and how to upgrade.
-import common.checks  # noqa: F401
+try:
+    import common.checks  # noqa: F401
+except ModuleNotFoundError as exc:
+    if exc.name not in ("common", "common.checks"):
+        raise
+    where = (f"pip installed nothing from {{source}}: run this cell again" if IN_COLAB else
+             f"this kernel runs {{sys.executable}}: from the repository run  pip install -e '.[lab]'  with that "
+             "Python (or pick the kernel where you installed it), then restart the kernel")
+    raise SetupError(f"the course package is not installed in this kernel; {{where}}") from None
 import torch
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")

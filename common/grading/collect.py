@@ -12,7 +12,8 @@ No student is dropped without a message, and the exit code says so (cli.py):
 - an entry that cannot be read, is over the size cap or is not a notebook is skipped with its reason, and
   the rest is collected;
 - entries are copied in chunks of ``CHUNK`` bytes, never held in memory, and never extracted by their own
-  name (``../../gradebook.db`` is only a name); symlinks and files other than ``.ipynb`` are ignored;
+  name (``../../gradebook.db`` is only a name); files other than ``.ipynb`` are ignored, and a symlink, a
+  hard link, a device or a FIFO is refused with one line (inputs.py), never followed;
 - a re-collected submission that differs moves to ``submitted/.archive/<student>/<lab>/<UTC time>/``, which
   nbgrader never reads (its ``*`` glob skips dot names), and each submission gets nbgrader's
   ``timestamp.txt``.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import filecmp
 import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -39,6 +41,7 @@ from pathlib import Path, PurePosixPath
 import nbformat
 
 from common.errors import DFAError
+from common.grading import inputs, stale
 from common.grading.course import Course
 
 MB = 1024**2
@@ -48,7 +51,8 @@ CHUNK = MB
 ARCHIVE = ".archive"
 # nbgrader's default ``Exchange.timestamp_format`` with its default timezone, UTC; nbgrader's parse_utc reads it
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"
-READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
+READ_ERRORS = (inputs.RefusedEntry, zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+               RuntimeError)
 # Tried in order; the first that matches a file names its student. ``lms_id`` tells same-named students apart.
 DEFAULT_PATTERNS = (
     r"^(?P<student_id>[^/]+)/(?:.*/)?(?P<file_id>[^/]+)\.ipynb$",  # alice/lab1.ipynb
@@ -112,31 +116,39 @@ def _zip_time(info: zipfile.ZipInfo) -> datetime:
     return datetime(*info.date_time, tzinfo=UTC)
 
 
-def _entries(source: Path, stack: ExitStack) -> tuple[list[_Entry], list[str]]:
-    """The .ipynb entries of a zip or folder (a lone top folder dropped from their names), and the names of
-    the other files, which are ignored."""
-    entries, ignored = [], []
+def _entries(source: Path, stack: ExitStack) -> tuple[list[_Entry], list[str], list[str]]:
+    """The .ipynb entries of a zip or folder (a lone top folder dropped from their names), the names of the
+    other files, which are ignored, and one line per refused entry (a link, a hard link, a device: inputs.py)."""
+    entries, ignored, refused = [], [], []
     if source.is_file() and zipfile.is_zipfile(source):
         archive = stack.enter_context(zipfile.ZipFile(source))
         for info in archive.infolist():
             name = PurePosixPath(_zip_name(info))
             if info.is_dir() or "__MACOSX" in name.parts or ".ipynb_checkpoints" in name.parts:
                 continue
-            if name.suffix != ".ipynb" or (info.external_attr >> 16) & 0o170000 == 0o120000:  # or a symlink
+            if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symlink entry: its text is a path
+                refused.append(inputs.refusal(name, "a symbolic link"))
+                continue
+            if name.suffix != ".ipynb":
                 ignored.append(str(name))
                 continue
             entries.append(_Entry(str(name), info.file_size, _zip_time(info), lambda i=info: archive.open(i)))
     elif source.is_dir():
-        for path in sorted(source.rglob("*")):
-            if not path.is_file() or path.is_symlink() or ".ipynb_checkpoints" in path.parts:
-                continue
-            name = path.relative_to(source).as_posix()
-            if path.suffix != ".ipynb":
-                ignored.append(name)
-                continue
-            stat = path.stat()
-            when = datetime.fromtimestamp(stat.st_mtime, UTC)
-            entries.append(_Entry(name, stat.st_size, when, lambda p=path: p.open("rb")))
+        for root, dirs, names in os.walk(source):  # links to folders are not followed: they land in dirs
+            dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+            for entry in sorted(names) + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+                path = Path(root, entry)
+                name = path.relative_to(source).as_posix()
+                info = os.lstat(path)
+                why = inputs.entry_problem(info)
+                if why:  # a link, a hard link, a device, a FIFO: one line each, never read
+                    refused.append(inputs.refusal(name, why))
+                    continue
+                if path.suffix != ".ipynb":
+                    ignored.append(name)
+                    continue
+                when = datetime.fromtimestamp(info.st_mtime, UTC)
+                entries.append(_Entry(name, info.st_size, when, lambda p=path: inputs.open_regular(p)))
     elif source.is_file():
         raise DFAError(f"{source} is not a readable zip file (its directory is missing or damaged)")
     else:
@@ -145,7 +157,7 @@ def _entries(source: Path, stack: ExitStack) -> tuple[list[_Entry], list[str]]:
     if len({p[0] for p in parts}) == 1 and all(len(p) > 2 for p in parts):
         for entry, p in zip(entries, parts, strict=True):
             entry.name = str(PurePosixPath(*p[1:]))
-    return entries, ignored
+    return entries, ignored, refused
 
 
 def _match(name: str, patterns: list[str]) -> dict | None:
@@ -251,7 +263,8 @@ def collect(
     report = Collected()
     changed = False
     with course.lock(f"dfa collect {lab}"), ExitStack() as stack:
-        entries, ignored = _entries(source, stack)
+        entries, ignored, refused = _entries(source, stack)
+        report.skipped += refused
         if ignored:
             more = f" and {len(ignored) - 5} more" if len(ignored) > 5 else ""
             report.notes.append(f"ignored {len(ignored)} file(s) that are not notebooks: "
@@ -286,6 +299,8 @@ def collect(
                                     f"{kept.relative_to(course.root)}")  # fmt: skip
             target.parent.mkdir(parents=True, exist_ok=True)
             incoming.rename(target)
+            # until it is graded, the gradebook's scores (if any) are the earlier notebook's (stale.py)
+            stale.mark(course, lab, student, f"collected {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, not graded since")
             report.students.append(student)
             changed = True
     grades = course.root / "grades" / "grades.csv"

@@ -7,16 +7,22 @@ parent, the only gradebook writer.
 
 * ``LocalExecutions`` (no flag): a thread pool; each thread runs the sandbox on the prepared folder in place.
   Nothing to set up, and Dask is not imported.
-* ``DaskExecutions`` (``--scheduler tcp://HOST:PORT`` or ``--cluster local:N``): the task gets the prepared
+* ``DaskExecutions`` (``--scheduler tls://HOST:PORT`` or ``--cluster local:N``): the task gets the prepared
   folder's files as bytes and the Limits, since a remote worker does not share this filesystem; it stages them
   in its own scratch folder, runs the sandbox there and returns the Executions as JSON (``execute_files``).
   A worker lost mid-task (``KilledWorker``, a cancelled future, a closed connection) raises ``WorkerLost``;
   autograde.py retries that submission once, then marks it ``worker_lost``.
+
+A Dask worker runs whatever function a client of its scheduler sends (``Client.run``), with the worker's rights,
+often root. So a scheduler on another machine is used only over TLS with certificates (Dask's ``Security``:
+mutual TLS, the scheduler refusing clients without a certificate its CA signed); a plain ``tcp://`` address
+that is not loopback is refused (``check_target``), and ``--cluster local:N`` listens on loopback only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import re
@@ -31,7 +37,14 @@ from common.grading.limits import Limits
 from common.grading.sandbox import Execution, Sandbox, SandboxUnavailable
 
 CLUSTER_HELP = "local:N (a LocalCluster of N single-threaded worker processes on this machine)"
-SCHEDULER_PATTERN = re.compile(r"^(tcp|tls)://[^\s/:]+:\d{1,5}$")
+SCHEDULER_PATTERN = re.compile(r"^(?P<scheme>tcp|tls)://(?P<host>[^\s/:]+|\[[0-9a-fA-F:.]+\]):\d{1,5}$")
+TLS_OPTIONS = {"ca": ("--tls-ca-file", "distributed.comm.tls.ca-file"),
+               "cert": ("--tls-cert", "distributed.comm.tls.client.cert"),
+               "key": ("--tls-key", "distributed.comm.tls.client.key")}
+TLS_HOWTO = ("serve the scheduler and its workers over TLS with certificates of your own CA (`dask scheduler "
+             "--tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler.key`, the same flags for each `dask "
+             "worker`: docs/instructors.md, 'Grading on a cluster') and pass tls://HOST:PORT with --tls-ca-file, "
+             "--tls-cert and --tls-key")
 INSTALL_HINT = 'install Dask distributed: pip install -e ".[cluster]"'
 
 
@@ -49,14 +62,61 @@ def parse_cluster(value: str) -> int:
     return int(count)
 
 
-def check_target(scheduler: str | None, cluster: str | None) -> None:
-    """Reject both flags together, a malformed scheduler address, or a bad ``--cluster`` (one line each)."""
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) can only mean this machine: every address it resolves to is
+    loopback. A name that does not resolve is not."""
+    host = host.strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)
+
+
+def tls_files(ca: str | None = None, cert: str | None = None, key: str | None = None) -> dict[str, str]:
+    """The client's TLS files: the flags given, else Dask's configuration (``distributed.comm.tls.*``)."""
+    given = {"ca": ca, "cert": cert, "key": key}
+    if not all(given.values()):
+        try:
+            import dask
+
+            for name, (_, config_key) in TLS_OPTIONS.items():
+                given[name] = given[name] or dask.config.get(config_key, None)
+        except ImportError:
+            pass
+    return {name: str(value) for name, value in given.items() if value}
+
+
+def check_target(scheduler: str | None, cluster: str | None, tls: dict[str, str] | None = None) -> None:
+    """Reject both flags together, a malformed scheduler address, a bad ``--cluster``, or a scheduler on another
+    machine without TLS and a client certificate (one line each: whoever reaches an unauthenticated scheduler
+    runs code as root on its workers)."""
     if scheduler is not None and cluster is not None:
         raise DFAError(f"give --scheduler or --cluster, not both (got {scheduler!r} and {cluster!r})")
     if cluster is not None:
         parse_cluster(cluster)
-    if scheduler is not None and not SCHEDULER_PATTERN.match(scheduler):
-        raise DFAError(f"--scheduler takes a Dask scheduler address tcp://HOST:PORT (or tls://), got {scheduler!r}")
+    if scheduler is None:
+        return
+    match = SCHEDULER_PATTERN.match(scheduler)
+    if not match:
+        raise DFAError(f"--scheduler takes a Dask scheduler address tls://HOST:PORT (tcp:// on loopback), "
+                       f"got {scheduler!r}")
+    tls = tls_files() if tls is None else tls
+    if match["scheme"] == "tcp" and not is_loopback(match["host"]):
+        raise DFAError(f"--scheduler {scheduler}: refused, plain tcp:// to another machine lets anyone who reaches "
+                       f"that port run code as root on the workers; {TLS_HOWTO}")
+    if match["scheme"] == "tls":
+        missing = [TLS_OPTIONS[name][0] for name in TLS_OPTIONS if not tls.get(name)]
+        if missing:
+            raise DFAError(f"--scheduler {scheduler}: TLS needs this client's certificate: give {', '.join(missing)} "
+                           f"(or Dask's distributed.comm.tls settings); {TLS_HOWTO}")
+        for name, path in tls.items():
+            if not Path(path).is_file():
+                raise DFAError(f"{TLS_OPTIONS[name][0]} {path}: no such file")
 
 
 def describe(workers: int, scheduler: str | None, cluster: str | None) -> str:
@@ -185,7 +245,8 @@ class DaskExecutions:
     """
 
     def __init__(self, limits: Limits, isolated: bool, protect: list[Path], mode: str = "auto", *,
-                 address: str | None = None, local: int | None = None, task=None):  # fmt: skip
+                 address: str | None = None, local: int | None = None, task=None,
+                 tls: dict[str, str] | None = None):  # fmt: skip
         try:
             import dask
             from distributed import Client, LocalCluster
@@ -212,12 +273,19 @@ class DaskExecutions:
                 # only one. Memory is capped per sandbox (cgroup, RLIMIT_DATA); Dask's cap would see only the
                 # worker process.
                 self.cluster = LocalCluster(
-                    n_workers=local, threads_per_worker=1, processes=True, dashboard_address=None,
+                    n_workers=local, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
                     memory_limit=0, silence_logs=logging.ERROR, scheduler_kwargs={"allowed_failures": 0},
                 )  # fmt: skip
                 address = self.cluster.scheduler_address
+            security = None
+            if address.startswith("tls://"):  # mutual TLS: check_target made sure all three files are there
+                from distributed.security import Security
+
+                tls = tls or tls_files()
+                security = Security(tls_ca_file=tls["ca"], tls_client_cert=tls["cert"], tls_client_key=tls["key"],
+                                    require_encryption=True)
             try:
-                self.client = Client(address, timeout="20s")
+                self.client = Client(address, timeout="20s", security=security)
             except (OSError, TimeoutError) as exc:
                 if self.cluster is not None:
                     self.cluster.close()
@@ -249,10 +317,10 @@ class DaskExecutions:
 
 
 def open_executions(sandbox: Sandbox, workers: int, scheduler: str | None = None, cluster: str | None = None,
-                    task=None) -> LocalExecutions | DaskExecutions:  # fmt: skip
-    check_target(scheduler, cluster)
+                    task=None, tls: dict[str, str] | None = None) -> LocalExecutions | DaskExecutions:  # fmt: skip
+    check_target(scheduler, cluster, tls)
     if scheduler is None and cluster is None:
         return LocalExecutions(sandbox, workers)
     local = parse_cluster(cluster) if cluster else None
     return DaskExecutions(sandbox.limits, sandbox.isolated, list(sandbox.protect), sandbox.requested,
-                          address=scheduler, local=local, task=task)  # fmt: skip
+                          address=scheduler, local=local, task=task, tls=tls)  # fmt: skip

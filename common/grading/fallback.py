@@ -39,6 +39,7 @@ from pathlib import Path
 UIDS = range(65000, 65534)
 LOCK_DIRS = (Path("/run/dfa-sandbox-uids"), Path(tempfile.gettempdir()) / "dfa-sandbox-uids")
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", tempfile.gettempdir())
+NESTED_DEPTH = 8  # how deep Slot.remove_files looks for world-writable folders inside those
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -191,24 +192,30 @@ class Slot:
         kill_until_gone(lambda: processes_of({self.uid}).get(self.uid, []), rounds=100, pause_s=0.01)
 
     def remove_files(self) -> None:
-        """Remove what this uid left in the world-writable folders (and in sticky folders inside them)."""
-        folders = {Path(d) for d in WORLD_WRITABLE if os.path.isdir(d)}
-        for folder in list(folders):
+        """Remove what this uid left in the world-writable folders, and in every world-writable folder nested in
+        them (another user's ``/tmp/a/b/c``, each of mode 777 or 1777), down to ``NESTED_DEPTH`` levels."""
+        pending = [(Path(d), 0) for d in sorted(set(WORLD_WRITABLE)) if os.path.isdir(d)]
+        seen: set[tuple[int, int]] = set()
+        while pending:
+            folder, depth = pending.pop()
+            try:
+                info = os.lstat(folder)
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) in seen:  # /tmp is also tempfile.gettempdir()
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            writable = bool(info.st_mode & stat.S_IWOTH)  # (the top folders are; a nested one is by choice)
             for entry in _scan(folder):
-                info = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and info.st_uid != self.uid:
-                    folders.add(Path(entry.path))
-        for folder in folders:
-            for entry in _scan(folder):
-                if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                try:
+                    entry_info = entry.stat(follow_symlinks=False)
+                except OSError:
                     continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(entry.path)
-                    except OSError:
-                        pass
+                if entry_info.st_uid == self.uid and writable:
+                    _remove(entry)
+                elif (stat.S_ISDIR(entry_info.st_mode) and entry_info.st_mode & stat.S_IWOTH
+                      and entry_info.st_uid != self.uid and depth < NESTED_DEPTH):
+                    pending.append((Path(entry.path), depth + 1))
 
     def clean(self) -> None:
         self.kill_all()
@@ -218,6 +225,16 @@ class Slot:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _remove(entry: os.DirEntry) -> None:
+    if entry.is_dir(follow_symlinks=False):
+        shutil.rmtree(entry.path, ignore_errors=True)
+        return
+    try:
+        os.unlink(entry.path)
+    except OSError:
+        pass
 
 
 def _scan(folder: Path) -> list[os.DirEntry]:

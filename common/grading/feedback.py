@@ -4,6 +4,13 @@ nbgrader's ``generate_feedback`` renders the autograded notebook, whose test cel
 gradebook *with* their hidden tests (nbgrader issue #917). Here its pipeline gets ``HideHiddenTests`` between
 reading the grades and rendering, and every page written is then searched for hidden-test lines: a page that
 still contains one is deleted and reported, never left for students to read.
+
+The page is also inert: a learner's markdown and outputs may hold ``<script>``, ``<iframe>``, event handlers or
+``javascript:`` links (``display(HTML(...))``, a markdown cell), and whoever opens the page (the learner on
+Coursera, an instructor) would run them. nbconvert's ``SanitizeHTML`` cleans the outputs (HTML and markdown
+through bleach, JavaScript and SVG dropped) and markdown sources before rendering, and the markdown filter
+cleans what the markdown renders to (a ``[link](javascript:...)`` is markdown, not a tag), keeping only the tags
+and attributes in ``SAFE_TAGS`` / ``SAFE_ATTRIBUTES`` and the protocols http, https and mailto.
 """
 
 from __future__ import annotations
@@ -17,16 +24,42 @@ from common.errors import DFAError
 from common.grading import regions
 from common.grading.course import Course, locked
 
+SAFE_TAGS = ["a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h1",
+             "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong",
+             "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr", "u", "ul"]
+SAFE_ATTRIBUTES = {"*": ["class", "id", "title"], "a": ["href", "title", "class"], "img": ["src", "alt", "width",
+                   "height"], "td": ["colspan", "rowspan", "align"], "th": ["colspan", "rowspan", "align"]}
+
+
+def clean_html(text: str) -> str:
+    """``text`` with only SAFE_TAGS and SAFE_ATTRIBUTES left (others removed, their text kept), and links only to
+    http, https, mailto and anchors."""
+    import bleach
+
+    return bleach.clean(text, tags=SAFE_TAGS, attributes=SAFE_ATTRIBUTES, strip=True, strip_comments=True)
+
+
+def safe_markdown2html(source: str) -> str:
+    """nbconvert's markdown rendering, then ``clean_html`` on the result (the template's ``markdown2html``)."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    return clean_html(markdown2html_mistune(source))
+
 
 def _feedback_config() -> Config:
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
     from nbgrader.preprocessors import GetGrades
 
     from common.grading.preprocessors import HideHiddenTests
 
     config = Config()
-    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, SanitizeHTML, CSSHTMLHeaderPreprocessor]
     config.HideHiddenTests.enforce_metadata = False
+    config.SanitizeHTML.tags = SAFE_TAGS
+    config.SanitizeHTML.attributes = SAFE_ATTRIBUTES
+    config.SanitizeHTML.strip = True
+    config.HTMLExporter.filters = {"markdown2html": safe_markdown2html}  # links in markdown syntax (docstring)
     return config
 
 

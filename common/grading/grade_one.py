@@ -12,11 +12,13 @@ gradebook), the submission is collected there, and the same prepare → sandboxe
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from common.errors import DFAError
+from common.grading import inputs
 from common.grading.course import CONFIG_FILE, Course, all_courses, quiet_nbgrader
 
 STUDENT = "submission"  # the one student of the throw-away course
@@ -60,8 +62,9 @@ def grade_one(lab: str, submission: Path, out: Path, *, limits=None, unsafe_no_s
     from common.grading.feedback import generate_feedback
     from common.grading.release import release_lab
 
-    if not submission.is_file():
+    if not os.path.lexists(submission):
         raise DFAError(f"no submission file {submission}")
+    inputs.check_file(submission)  # a link or a hard link would be read with the grader's rights: refused
     course, lab = find_lab(lab, courses)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dfa-grade-one-") as tmp:
@@ -75,7 +78,7 @@ def grade_one(lab: str, submission: Path, out: Path, *, limits=None, unsafe_no_s
             release_lab(copy, lab, render=False)
             target = copy.submitted_dir / STUDENT / lab / f"{lab}.ipynb"
             target.parent.mkdir(parents=True)
-            shutil.copyfile(submission, target)
+            inputs.copy_regular(submission, target)  # O_NOFOLLOW, checked on the open file: no swap in between
             graded = autograde(copy, lab, limits=limits, unsafe_no_sandbox=unsafe_no_sandbox,
                                students=[STUDENT], report=lambda g: None, announce=modes.append)[0]
             cells = _cells(copy, lab) if graded.status != "grading_error" else []

@@ -1,32 +1,80 @@
-"""``dfa grades``: nbgrader's CSV export of the gradebook, plus one score histogram per lab.
+"""``dfa grades``: the gradebook as a CSV, plus one score histogram per lab.
 
 The CSV has nbgrader's columns (``assignment, duedate, timestamp, student_id, last_name, first_name, email,
-raw_score, late_submission_penalty, score, max_score``), written by nbgrader's own ``CsvExportPlugin``.
+raw_score, late_submission_penalty, score, max_score``, as its ``CsvExportPlugin`` writes them) and two more:
+``seconds_late`` (after the lab's due date, ``c.Offering.due``; empty without one) and ``status``:
+
+- ``graded``;
+- ``not submitted``: the student never handed the lab in (nbgrader's plugin writes a score of 0 there); the
+  score columns read ``not submitted``;
+- ``stale: why``: the gradebook's scores belong to an earlier notebook (a re-collect not graded since, or a
+  failed regrade: stale.py); the score columns read ``stale``, and ``dfa grades`` exits 1 while any remain.
+
 Both land in ``COURSE/grades/`` by default — student data: that folder must never be committed.
 """
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
+from common.grading import inputs, stale
 from common.grading.course import Course
+
+COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
+           "late_submission_penalty", "score", "max_score", "seconds_late", "status")
+NOT_SUBMITTED = "not submitted"
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
 
 
 def export_csv(course: Course, path: Path) -> Path:
-    from nbgrader.plugins import CsvExportPlugin
+    from nbgrader.api import MissingEntry
 
+    marks = stale.read(course)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with course.gradebook() as gb:
-        CsvExportPlugin(to=str(path)).export(gb)
+    with inputs.writing(path), course.gradebook() as gb, open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, COLUMNS)
+        writer.writeheader()
+        students = {s.id: s for s in gb.students}
+        for assignment in gb.assignments:
+            lab_marks = marks.get(assignment.name, {})
+            for student_id in sorted(set(students) | set(lab_marks)):
+                student = students.get(student_id)
+                row = {"assignment": assignment.name, "duedate": _text(assignment.duedate), "student_id": student_id,
+                       "last_name": _text(student and student.last_name),
+                       "first_name": _text(student and student.first_name),
+                       "email": _text(student and student.email), "max_score": _text(assignment.max_score)}
+                try:
+                    submission = gb.find_submission(assignment.name, student_id)
+                except MissingEntry:
+                    submission = None
+                if student_id in lab_marks:
+                    row.update(raw_score="stale", score="stale", status=f"stale: {lab_marks[student_id]}")
+                elif submission is None:
+                    row.update(raw_score=NOT_SUBMITTED, score=NOT_SUBMITTED, status=NOT_SUBMITTED)
+                else:
+                    penalty = submission.late_submission_penalty or 0.0
+                    row.update(raw_score=_text(submission.score), late_submission_penalty=_text(penalty),
+                               score=_text(max(0.0, submission.score - penalty)), status="graded")
+                if submission is not None:
+                    row["timestamp"] = _text(submission.timestamp)
+                    if assignment.duedate is not None and submission.timestamp is not None:
+                        row["seconds_late"] = f"{submission.total_seconds_late:g}"
+                writer.writerow(row)
     return path
 
 
 def lab_scores(course: Course) -> dict[str, tuple[list[float], float]]:
-    """{lab: (scores of the students who submitted it, its maximum score)} from the gradebook."""
-    out = {}
+    """{lab: (scores of the students who submitted it, its maximum score)} from the gradebook (stale ones left
+    out: stale.py)."""
+    out, marks = {}, stale.read(course)
     with course.gradebook() as gb:
         for assignment in gb.assignments:
-            scores = [float(max(0.0, s.score - s.late_submission_penalty)) for s in assignment.submissions]
+            scores = [float(max(0.0, s.score - (s.late_submission_penalty or 0.0))) for s in assignment.submissions
+                      if s.student.id not in marks.get(assignment.name, {})]
             out[assignment.name] = (scores, float(assignment.max_score))
     return out
 
@@ -57,12 +105,13 @@ def histogram(lab: str, scores: list[float], max_score: float, path: Path) -> Pa
     ax.yaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    with inputs.writing(path):
+        fig.savefig(path, dpi=100)
     return path
 
 
 def export(course: Course, csv_path: Path | None = None) -> tuple[Path, list[Path]]:
-    """Write the CSV and the histograms; returns their paths."""
+    """Write the CSV and the histograms; returns their paths (``stale.lines(course)`` says what is stale)."""
     out_dir = csv_path.parent if csv_path else course.root / "grades"
     csv = export_csv(course, csv_path or out_dir / "grades.csv")
     pngs = [

@@ -17,6 +17,7 @@ cell ids ``cell-000``, ``cell-001``, ... so nbgrader's gradebook and re-matching
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 
@@ -26,6 +27,12 @@ from common.errors import DFAError, unknown
 from common.grading import colab, standard
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# What ipykernel reports as its language_info, but the Python version (each learner's own): JupyterLab writes the
+# running kernel's language_info and kernelspec into the notebook when the kernel starts, and marks the notebook
+# modified when they differ from the file's. Releasing them as the kernel reports them leaves only `version`.
+LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                 "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                 "pygments_lexer": "ipython3"}
 TEXT_FORMAT = "py:percent"
 # What the .py's YAML header keeps: the kernel, and no jupytext version (it would churn on every upgrade).
 HEADER = {"notebook_metadata_filter": "kernelspec,-jupytext.text_representation.jupytext_version",
@@ -109,7 +116,7 @@ def render(text: str, course: str, lab: str) -> nbformat.NotebookNode:
             cell.outputs, cell.execution_count = [], None
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata = {"dfa": {"course": course, "lab": lab}, "kernelspec": dict(KERNELSPEC),
-                    "language_info": {"name": "python"}}
+                    "language_info": copy.deepcopy(LANGUAGE_INFO)}
     nbformat.validate(out)
     return out
 
@@ -117,6 +124,36 @@ def render(text: str, course: str, lab: str) -> nbformat.NotebookNode:
 def notebook_text(nb) -> str:
     """nbformat's canonical JSON, as it is committed."""
     return nbformat.writes(nb) + "\n"
+
+
+def normalised(nb) -> nbformat.NotebookNode:
+    """``nb`` as Jupyter would save it unedited, so that JupyterLab opens it clean.
+
+    jupyter_server reads and writes notebooks with nbformat (the current minor version, cell ids, keys sorted,
+    one-space indent, a final newline: ``notebook_text``); JupyterLab's notebook model then sets the kernelspec
+    and language_info of the kernel it starts, and keeps a code cell's ``execution_count`` and ``outputs``.
+    Here: nbformat 4.5 with an id on every cell, code cells with no outputs and no count, the kernelspec and
+    language_info ipykernel reports (``KERNELSPEC``, ``LANGUAGE_INFO``), other metadata kept."""
+    nb = nbformat.from_dict(copy.deepcopy(dict(nb)))
+    nb.nbformat, nb.nbformat_minor = nbformat.v4.nbformat, nbformat.v4.nbformat_minor
+    for i, cell in enumerate(nb.cells):
+        cell.setdefault("id", f"cell-{i:03d}")
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = copy.deepcopy(LANGUAGE_INFO)
+    nbformat.validate(nb)
+    return nb
+
+
+def normalise_file(path: Path) -> bool:
+    """Rewrite the notebook at ``path`` in its ``normalised`` form; returns whether its bytes changed."""
+    text = path.read_text(encoding="utf-8")
+    new = notebook_text(normalised(nbformat.reads(text, as_version=4)))
+    if new == text:
+        return False
+    path.write_text(new, encoding="utf-8")
+    return True
 
 
 def to_text(nb) -> str:

@@ -9,6 +9,7 @@ grader-only references); course staff keep it private. The student edition holds
 - the package learners install (``published_package``: ``pyproject.toml`` and ``common/`` without
   ``common/grading`` and without the grader-only references nothing published uses);
 - a learner README (``published_readme``) and each course's README (its syllabus);
+- the licence, ``LICENSE`` (Apache-2.0), as the instructor edition has it;
 - a manifest, ``.dfa-publish.json``, naming the files this command wrote.
 
 Badges and setup cells point at the published repository, from one setting: ``[tool.dfa] published_repo =
@@ -185,6 +186,10 @@ def publish(
             result.written,
         )
         _write(stage, "README.md", published_readme.readme(slug, rows), result.written)
+        licence = package_parent / published_package.LICENSE_FILE
+        if not licence.is_file():
+            raise DFAError(f"{licence} is missing: the student edition is published with its licence")
+        _write(stage, published_package.LICENSE_FILE, licence.read_text(encoding="utf-8"), result.written)
         for rel in previous:
             if rel not in result.written:
                 (out / rel).unlink(missing_ok=True)

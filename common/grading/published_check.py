@@ -15,7 +15,8 @@ Compared with the instructor edition's courses (the lab sources in this reposito
 - no salt: no string literal assigned to a name or keyword containing ``salt``, and none of the salt values
   the instructor sources hold;
 - no reference of a graded stub: ``common`` defines none of ``grader_only.GRADER_ONLY``'s references;
-- Colab badges and install sources that point at the published repository only.
+- Colab badges and install sources that point at the published repository only;
+- the licence: ``LICENSE``, the same text as the instructor edition's.
 
 ``.git`` is not looked at. ``--execute`` also runs every release notebook in a fresh virtual environment
 holding only ``OUT`` (``published_run``).
@@ -177,7 +178,18 @@ def check_published(out: Path, courses: list[Course], package_parent: Path, repo
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         problems += _text_problems(rel, path, text, labs, all_secrets, salts, repo)
-    return problems + _references(out)
+    return problems + _references(out) + _licence_problems(out, package_parent)
+
+
+def _licence_problems(out: Path, package_parent: Path) -> list[str]:
+    from common.grading.published_package import LICENSE_FILE
+
+    theirs, ours = out / LICENSE_FILE, package_parent / LICENSE_FILE
+    if not theirs.is_file():
+        return [f"{LICENSE_FILE}: missing (the README and pyproject say Apache-2.0; dfa publish copies the licence)"]
+    if ours.is_file() and theirs.read_text(encoding="utf-8") != ours.read_text(encoding="utf-8"):
+        return [f"{LICENSE_FILE}: differs from the instructor edition's licence text (publish again)"]
+    return []
 
 
 def _text_problems(rel, path, text, labs, all_secrets, salts, repo) -> list[str]:

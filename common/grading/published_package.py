@@ -7,7 +7,8 @@ visible tests call live in ``common/checks.py`` and stay), caches, and each refe
 notebook and no other published module mentions its name (a whole word); otherwise it stays, and
 ``dfa publish`` says which notebook or module holds it, so that ``dfa check --published`` is expected to fail
 until that use is gone. The pyproject keeps the project's name, version, dependencies, the ``dfa`` command and
-the torch.compile backends, and drops the instructor, cluster and dev extras.
+the torch.compile backends and the learners' ``lab`` extra (JupyterLab), and drops the instructor, cluster and
+dev extras. The licence file (``LICENSE``) is published beside it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ LEARNER_DESCRIPTION = (
     "Dataflow Architectures for AI - the labs' package: simulated GPU/TPU/WSE/LPU/Spyre backends, "
     "FX cost tools, roofline and the labs' checks (student edition)"
 )
+LEARNER_EXTRAS = ("lab",)  # `pip install ".[lab]"`: JupyterLab and ipywidgets to open the labs locally
+LICENSE_FILE = "LICENSE"
 PROJECT_KEYS = (
     "name",
     "version",
@@ -164,6 +167,9 @@ def learner_pyproject(instructor_pyproject: Path, published_repo: str) -> str:
     lines = ["# The student edition of the course package, written by `dfa publish` (do not edit: publish again).", ""]
     lines += _table("build-system", data["build-system"])
     lines += _table("project", project)
+    learner_extras = {k: v for k, v in data["project"].get("optional-dependencies", {}).items() if k in LEARNER_EXTRAS}
+    if learner_extras:
+        lines += _table("project.optional-dependencies", learner_extras)
     if "scripts" in tables:
         lines += _table("project.scripts", tables["scripts"])
     for group, entries in tables.get("entry-points", {}).items():

@@ -56,13 +56,18 @@ work is kept in your copy). Run the cells from the top, in order.
 ```bash
 python3 -m venv .venv && . .venv/bin/activate
 pip install torch --index-url https://download.pytorch.org/whl/cpu   # or your platform's torch build
-pip install "git+{url}.git@{colab.RELEASE_REF}" jupyterlab
+pip install "dataflow-labs[lab] @ git+{url}.git@{colab.RELEASE_REF}"   # the package, JupyterLab, ipywidgets
 jupyter lab
 ```
 
 Or clone the repository and install it from there: `git clone {url}.git && cd {slug.split("/")[1]} &&
-pip install -e . jupyterlab`. Then open `courseN_*/release/<lab>/<lab>.ipynb` in Jupyter. The `dfa` command
-comes with the package: `dfa tour --quick` shows the simulated machines in a minute.
+pip install -e ".[lab]"`. Then open `courseN_*/release/<lab>/<lab>.ipynb` in Jupyter. The `dfa` command
+comes with the package: `dfa tour --quick` shows the simulated machines in a minute. The licence is Apache-2.0
+(`LICENSE`).
+
+Your landscape map (every course adds rows to it) is one file,
+`~/.local/share/dataflow-labs/landscape_map.json`. On Colab it is gone when the session ends unless you keep it:
+set `KEEP_ON_DRIVE = True` in a lab's map cell (Google Drive), or download it with `download_map()`.
 
 ## Handing in
 

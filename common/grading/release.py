@@ -3,14 +3,19 @@
 For each lab: render its jupytext source ``source/<lab>/<lab>.py`` into the source notebook ``<lab>.ipynb``
 (shared cells included, stable cell ids: ``labsource``), then let nbgrader's ``generate_assignment`` write
 ``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs removed, the lab recorded in the
-course gradebook). Last, the lab tables between ``<!-- labs:start -->`` and
-``<!-- labs:end -->`` in the README files are rewritten; a README without the markers is left alone.
+course gradebook), rewritten in the form Jupyter saves (``labsource.normalised``) so it opens unmodified.
+Last, the lab tables between ``<!-- labs:start -->`` and ``<!-- labs:end -->`` in the README files are
+rewritten; a README without the markers is left alone.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -26,6 +31,47 @@ class Released:
     lab: str
     path: Path
     source_written: bool  # the source notebook was (re)written from the lab's .py
+    backup: Path | None = None  # a hand-edited release notebook replaced with --force was kept here
+
+
+# What each release notebook was when ``dfa release`` last wrote it ({lab: sha256}), committed with them: a
+# release notebook that differs was edited by hand since, and is not overwritten without --force.
+RELEASE_RECORD = ".dfa-release.json"
+BACKUPS = ".dfa-backups"  # in the course folder: hand-edited release notebooks replaced with --force
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _records(course: Course) -> dict[str, str]:
+    try:
+        data = json.loads((course.release_dir / RELEASE_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _record(course: Course, digests: dict[str, str]) -> None:
+    path = course.release_dir / RELEASE_RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**_records(course), **digests}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def guard_hand_edits(course: Course, lab: str, force: bool) -> Path | None:
+    """Refuse (DFAError) to overwrite ``lab``'s release notebook if it differs from what the last ``dfa release``
+    wrote; with ``force``, copy it to ``BACKUPS`` first and return the copy's path. No record: nothing to compare."""
+    path, recorded = course.release_notebook(lab), _records(course).get(lab)
+    if not path.is_file() or recorded is None or _digest(path) == recorded:
+        return None
+    backup = course.root / BACKUPS / f"{lab}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.ipynb"
+    if not force:
+        raise DFAError(f"{path} was edited by hand since the last dfa release (it differs from what that release "
+                       f"wrote): move the edits into source/{lab}/{lab}.py, or pass --force to replace it (a copy "
+                       f"is kept in {backup.parent})")
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(path, backup)
+    return backup
 
 
 repo_path = labsource.repo_path
@@ -47,6 +93,7 @@ def release_lab(course: Course, lab: str, api=None, *, render: bool = True, forc
             f"nbgrader could not release {course.name}/{lab}: "
             f"{_last_error(result.get('log', '') + result.get('error', ''))}"
         )
+    labsource.normalise_file(course.release_notebook(lab))  # as Jupyter saves it: JupyterLab opens it clean
     return Released(course.name, lab, course.release_notebook(lab), written)
 
 
@@ -63,7 +110,12 @@ def release(courses: list[Course], *, force: bool = False) -> list[Released]:
             continue
         with course.lock("dfa release"):  # not while another dfa command writes this course
             api = course.api()
-            released.extend([release_lab(course, lab, api, force=force) for lab in course.labs()])
+            backups = {lab: guard_hand_edits(course, lab, force) for lab in course.labs()}  # before any write
+            for lab in course.labs():
+                item = release_lab(course, lab, api, force=force)
+                item.backup = backups[lab]
+                released.append(item)
+            _record(course, {item.lab: _digest(item.path) for item in released if item.course == course.name})
     return released
 
 

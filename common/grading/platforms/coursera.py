@@ -172,7 +172,8 @@ def run(root: Path, grader_dir: Path, part_id: str | None, budget: shared.Budget
         fraction, summary = _summary(result, shared.lab_cells(Course(course_dir), lab))
         page = _page(summary, result["feedback_html"])
         print(f"dfa grader: {result['course']}/{lab} {result['score']:g} / {result['max_score']:g} "
-              f"{result['status']} in {result['seconds']} s, sandbox {result.get('sandbox_mode')}", file=sys.stderr)
+              f"{result['status']} in {result['seconds']} s, sandbox {result.get('sandbox_mode')}"
+              f"{shared.review_note(result)}", file=sys.stderr)
     except Exception as exc:  # whatever failed, the learner gets feedback: score 0 and what to do
         if not isinstance(exc, shared.GradingFailed):
             traceback.print_exc()  # a bug of the grader's: the log gets it all

@@ -113,6 +113,9 @@ def _results(result: dict, cells: dict) -> dict:
                       "visibility": "after_published" if info and info.hidden else "visible", "output": output})
     score = sum(t["score"] for t in tests)
     top = sum(t["max_score"] for t in tests)
+    if result.get("review"):  # for the staff only: Gradescope never shows a hidden test to the learner
+        tests.append({"name": "Review flags (staff only)", "score": 0.0, "max_score": 0.0, "visibility": "hidden",
+                      "output": shared.review_note(result).strip()})
     output = " ".join(filter(None, [f"{result['lab']}: {score:g} / {top:g} automatic points.",
                                     shared.status_note(result)]))
     return {"score": score, "execution_time": round(result["seconds"]), "output": output,
@@ -140,7 +143,8 @@ def run(root: Path) -> dict:
                               started)
         results = _results(result, shared.lab_cells(Course(course_dir), lab))
         print(f"dfa grader: {config['course']}/{lab} {result['score']:g} / {result['max_score']:g} "
-              f"{result['status']} in {result['seconds']} s, sandbox {result.get('sandbox_mode')}")
+              f"{result['status']} in {result['seconds']} s, sandbox {result.get('sandbox_mode')}"
+              f"{shared.review_note(result)}")
     except Exception as exc:  # whatever failed, results.json says so: score 0 and what to do
         if not isinstance(exc, shared.GradingFailed):
             traceback.print_exc()  # a bug of the grader's: the log gets it all

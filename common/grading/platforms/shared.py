@@ -95,13 +95,33 @@ class Budget:
                       max_load_factor=PLATFORM_MAX_LOAD)
 
 
+def _notebooks(folder: Path) -> list[Path]:
+    """The ``.ipynb`` entries under ``folder``, walked without following links (hidden folders skipped); a link
+    or any other entry that is not a regular, singly linked file is GradingFailed (inputs.py)."""
+    from common.grading import inputs
+
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names) + [d for d in dirs if d.endswith(".ipynb")]:
+            path = Path(root, name)
+            if not name.endswith(".ipynb") or name.startswith("."):
+                continue
+            why = inputs.entry_problem(os.lstat(path))
+            if why:
+                raise GradingFailed(f"{path.relative_to(folder)} is {why.split(' (')[0]}, not a notebook file: submit "
+                                    "the lab's .ipynb file itself (download it from Jupyter or Colab).",
+                                    inputs.refusal(path, why))
+            found.append(path)
+    return sorted(found)
+
+
 def find_notebook(folder: Path) -> Path:
     """The one notebook in ``folder`` (hidden folders such as .ipynb_checkpoints aside), or GradingFailed."""
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():
         raise GradingFailed("No submission arrived at the grader: submit the lab's notebook (.ipynb) again.",
-                            f"no folder {folder}")
-    found = sorted(p for p in folder.rglob("*.ipynb")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+                            f"no folder {folder} (or a link)")
+    found = _notebooks(folder)
     if not found:
         raise GradingFailed("Your submission holds no notebook: submit the lab's .ipynb file.")
     names = ", ".join(str(p.relative_to(folder)) for p in found)
@@ -180,6 +200,13 @@ def status_note(result: dict) -> str:
     return notes[status].format(m=message or "no detail") if status in notes else ""
 
 
+def review_note(result: dict) -> str:
+    """`` [review: ...]`` for the staff when the learner's code used machinery honest lab code never needs
+    (tamper.py), else empty: the flag takes no points, it asks a person to read the notebook."""
+    flags = result.get("review") or []
+    return f"  [review: {', '.join(flags)}: read this notebook]" if flags else ""
+
+
 def grade(course_dir: Path, lab: str, submission: Path, budget: Budget, started: float) -> dict:
     """``grade_one``'s result for ``submission`` (plus ``feedback_html`` and ``sandbox_mode``), graded in a child
     process that is killed at ``budget``'s deadline (counted from ``started``, a ``time.monotonic`` reading)."""
@@ -216,7 +243,7 @@ def grade(course_dir: Path, lab: str, submission: Path, budget: Budget, started:
         result = json.loads((out / "result.json").read_text(encoding="utf-8"))
         page = out / "feedback.html"
         result["feedback_html"] = page.read_text(encoding="utf-8") if page.is_file() else ""
-    if result["status"] == "grading_error":
+    if result["status"] in ("grading_error", "refused"):
         raise GradingFailed(f"Your notebook could not be graded ({result['message']}): submit the lab's .ipynb as "
                             "Jupyter or Colab saved it.", f"grading_error: {result['message']}")
     return result
