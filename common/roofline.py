@@ -47,7 +47,7 @@ from common.errors import DFAError, unknown
 
 __all__ = ["Ceiling", "Roofline", "add_overhead_ceiling", "best_measured_roof", "eng", "measure_roofline",
            "plot_roofline", "points_from_node_table", "points_over_roof", "roofline_for_chip",
-           "roofline_for_this_machine", "roofline_from_measured"]
+           "roofline_for_this_machine", "roofline_from_measured", "with_measured_gemms"]
 
 SOURCES = ("catalog", "measured", "simulated")
 CEILING_KINDS = ("compute", "bandwidth", "overhead")
@@ -258,11 +258,12 @@ def measure_roofline(device: str | torch.device = "cpu", dtype: torch.dtype = to
     if not extra_dtypes:
         return rl
     gemm_kw = {k: v for k, v in kw.items() if k in ("gemm_n", "min_run_time", "warmup")}
-    return _with_gemms(rl, bench.measure_gemm_peaks(device, extra_dtypes, **gemm_kw))
+    return with_measured_gemms(rl, bench.measure_gemm_peaks(device, extra_dtypes, **gemm_kw))
 
 
-def _with_gemms(rl: Roofline, gemms: Mapping[str, bench.BenchResult | str]) -> Roofline:
-    """The roofline with one compute ceiling per measured GEMM; the fastest of all is the roof."""
+def with_measured_gemms(rl: Roofline, gemms: Mapping[str, bench.BenchResult | str]) -> Roofline:
+    """A measured roofline with one compute ceiling per further measured GEMM ({dtype: result with
+    ``flops_per_s`` and ``sub_label``, or 'skipped: why'}); the fastest of all is the roof."""
     computes = {rl.dtype: (rl.peak_flops, "GEMM")}
     notes = [rl.note]
     for tag, res in gemms.items():
