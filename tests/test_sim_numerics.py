@@ -6,6 +6,8 @@ covers is refused with a clear error instead of being timed as free."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from fixtures.unseen_models import unseen_models
@@ -79,3 +81,66 @@ def test_cpu_attention_kernel_is_charged_its_flops():
     attention = [n for n in gm.graph.nodes if "scaled_dot_product" in str(n.target)]
     assert attention, "the CPU attention op was not captured"
     assert sum(n.meta["cost"].flops for n in attention) == 4 * 2 * 4 * 8 * 8 * 8  # QK^T and PV, 2 FLOPs a MAC
+
+
+# ---- numerics events (issue #29 part 3): a precision rule that changes a value's kind is never silent ----------
+def _compile(fn, backend):
+    torch._dynamo.reset()
+    clear_reports()
+    return torch.compile(fn, backend=f"dfa_{backend}")
+
+
+def test_fp16_storage_overflow_warns_once_names_the_op_and_rule_and_counts_every_run():
+    x = torch.ones(70_000)  # the fp32 sum, 70000, is above fp16's largest finite value (65504)
+    f = _compile(lambda t: t.sum(-1), "spyre")
+    with pytest.warns(sim.NumericsWarning, match=r"overflow in aten\.sum .*storage_dtype=fp16 \(fp16 holds at most"):
+        out = f(x)
+    assert torch.isinf(out)  # the value is what fp16 storage gives; the warning labels it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sim.NumericsWarning)  # once per compiled graph: the second run is quiet
+        f(x)
+    report = sim.last_report("spyre")
+    assert report.counters["overflow"] == 2 and report.counters["underflow"] == report.counters["nan"] == 0
+    (event,) = report.numerics
+    assert (event.op, event.kind, event.rule, event.elements, event.runs) == ("aten.sum", "overflow",
+                                                                             "storage_dtype=fp16", 1, 2)
+    assert event.exact == 70_000
+    assert "2 overflow, 0 underflow, 0 NaN; overflow in aten.sum" in report.numerics_line()
+
+
+def test_without_a_storage_rule_the_same_sum_is_exact_and_no_event():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sim.NumericsWarning)
+        out = _compile(lambda t: t.sum(-1), "gpu")(torch.ones(70_000))
+    assert out.item() == 70_000 and sim.last_report("gpu").counters["overflow"] == 0
+
+
+def test_underflow_to_zero_is_counted_with_the_exact_value():
+    x = torch.full((16,), 1e-4)
+    with pytest.warns(sim.NumericsWarning, match=r"underflow in aten\.mul .*smallest subnormal"):
+        out = _compile(lambda t: t * t, "lpu")(x)  # 1e-8 is below fp16's smallest subnormal (~6e-8)
+    assert torch.all(out == 0)
+    report = sim.last_report("lpu")
+    assert report.counters["underflow"] == 1
+    event = report.numerics[0]
+    assert event.elements == 16 and event.exact == pytest.approx(1e-8, rel=1e-3)  # the square of fp16's 1e-4
+
+
+def test_nan_made_from_an_overflowed_input_is_traced_to_it():
+    x = torch.tensor([1e5, 1.0])  # 1e5 does not fit fp16: the input itself overflows when the chip stores it
+    with pytest.warns(sim.NumericsWarning, match=r"overflow in input read by"):
+        out = _compile(lambda t: t * 0 + 1, "spyre")(x)
+    assert torch.isnan(out[0]) and out[1] == 1
+    report = sim.last_report("spyre")
+    assert report.counters["overflow"] == 1 and report.counters["nan"] == 1
+    nan = next(e for e in report.numerics if e.kind == "nan")
+    assert nan.op == "aten.mul" and nan.rule.startswith("follows overflow at")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_precision_rule_cites_a_source_or_says_estimate(backend):
+    policy = sim.get_backend(backend)
+    for rule in ("matmul_operand_dtype", "storage_dtype", "accumulation_dtype"):
+        text = policy.precision_sources.get(rule, "")
+        assert len(text) > 30, f"{backend}.{rule} has no source"
+        assert text.startswith("estimate") or any(w in text for w in ("docs", "blog", "brief", "PyTorch", "eager"))

@@ -24,7 +24,9 @@ from torch.utils import _pytree as pytree
 from common.capture import capture_aten
 from common.costs import annotate
 from common.errors import DFAError
+from common.sim import coverage as C
 from common.sim import faults as F
+from common.sim import numerics as N
 from common.sim.pipeline import decompose, op_kind
 from common.sim.run import make_policy, simulate
 from common.sim.workload import Segment, Workload
@@ -78,6 +80,9 @@ class CompiledGraph:
         self.report.notes.extend(f"fault planted: {f.kind} at {n}" for f, n in self.planted)
         self.program = self.report.programs[0]
         _REPORTS.append(self.report)
+        self.name = f"graph #{len(_REPORTS)}"  # its place in reports(): how the coverage line names it
+        self.report.coverage = C.graph_coverage(self, self.name)  # replaced by a measured run's (run_compiled)
+        self.numerics = N.NumericsMonitor(self.report, self.policy, self.name)
 
     def plant(self, faults) -> list[tuple[F.Fault, str]]:
         """Replace the planted faults of this compiled graph (a debugging exercise re-plants without
@@ -103,7 +108,11 @@ class CompiledGraph:
         state.update(self.gm.named_buffers(remove_duplicate=False))
         flat = pytree.tree_leaves((state, tuple(args), {}))
         self.raise_runtime_faults()
-        out = TargetInterpreter(self).run(*flat)
+        C.graph_ran(lambda: C.region_of(self, self.name), self)
+        self.numerics.start_run()
+        with C.inside_graph():
+            out = TargetInterpreter(self).run(*flat)
+        self.numerics.finish_run()
         return out
 
     def raise_runtime_faults(self) -> None:
@@ -153,14 +162,35 @@ class TargetInterpreter(fx.Interpreter):
         p = compiled.policy
         self.operand = _TORCH.get(p.matmul_operand_dtype) if p.matmul_operand_dtype else None
         self.storage = _TORCH.get(p.storage_dtype) if p.storage_dtype else None
+        self.accumulate = _TORCH[getattr(p, "accumulation_dtype", "fp32")]
         self.faults = {node: f for f, node in compiled.planted}
         stick = p.chip.facts.get("stick_bytes", F.STICK_BYTES_DEFAULT)
         self.stick_bytes = int(stick)
+        self.monitor = compiled.numerics  # overflow / underflow / NaN the rounding rules cause (numerics.py)
+        self._inputs_checked: set[str] = set()
 
     def _round(self, t):
         if self.storage is not None and isinstance(t, torch.Tensor) and t.is_floating_point():
             return t.to(self.storage).to(t.dtype)
         return t
+
+    def _store(self, node: str, op: str, t):
+        """Round an op's output to the storage dtype, noting values that became inf or 0 on the way."""
+        if self.storage is None or not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return t
+        stored = t.to(self.storage).to(t.dtype)
+        self.monitor.rounded(node, op, "storage_dtype", t, stored)
+        return stored
+
+    def _check_inputs(self, consumer: str) -> None:
+        """The graph's inputs are rounded where read (below); check each one's rounding once per run."""
+        for n in self._current.all_input_nodes:
+            if n.op in ("placeholder", "get_attr") and n.name not in self._inputs_checked:
+                self._inputs_checked.add(n.name)
+                value = self.env[n]
+                if isinstance(value, torch.Tensor) and value.is_floating_point():
+                    self.monitor.rounded(n.name, f"input read by {consumer}", "storage_dtype", value,
+                                         self._round(value))
 
     def placeholder(self, target, args, kwargs):
         value = super().placeholder(target, args, kwargs)
@@ -173,13 +203,16 @@ class TargetInterpreter(fx.Interpreter):
         fault = self.faults.get(node)
         aliases = _returns_alias(target)  # views and in-place ops: rounding would copy and break the aliasing
         if self.storage is not None and not aliases:
+            self._check_inputs(node)
             args = pytree.tree_map(self._round, args)
         if fault is not None and fault.kind == "fp16_overflow":
             return softmax_fault(args)
         if fault is not None and fault.kind == "layout_mismatch":
             args = _misread_transposed(args)
         if self.operand is not None and op_kind(name) == "matmul":
-            out = _matmul_in(target, args, kwargs, self.operand)
+            def check(exact, stored):
+                self.monitor.rounded(node, name, "matmul_operand_dtype", exact, stored)
+            out = _matmul_in(target, args, kwargs, self.operand, self.accumulate, check)
         else:
             out = target(*args, **kwargs)
         if fault is not None and fault.kind == "stick_copy" and isinstance(out, torch.Tensor):
@@ -189,7 +222,13 @@ class TargetInterpreter(fx.Interpreter):
                 out.copy_(bad)
                 return out
             return bad
-        return out if aliases else self._round(out)
+        if aliases:
+            return out
+        out = self._store(node, name, out)
+        if fault is None:
+            inputs = self._current.all_input_nodes
+            self.monitor.produced(node, name, out, [n.name for n in inputs], [self.env.get(n) for n in inputs])
+        return out
 
     def run_node(self, n):
         self._current = n
@@ -227,12 +266,19 @@ def _misread_transposed(args):
     return tuple(out)
 
 
-def _matmul_in(target, args, kwargs, operand_dtype):
-    """Round float operands to the target's matmul input dtype, multiply-accumulate in fp32, cast back."""
+def _matmul_in(target, args, kwargs, operand_dtype, accumulate=torch.float32, check=None):
+    """Round float operands to the target's matmul input dtype (``check(exact, rounded)`` sees each one),
+    multiply-accumulate in ``accumulate`` (fp32 on every target here), cast back."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     out_dtype = tensors[0].dtype if tensors else torch.float32
-    cast = [a.to(operand_dtype).to(torch.float32) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-            for a in args]
+    cast = []
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            rounded = a.to(operand_dtype).to(accumulate)
+            if check is not None:
+                check(a, rounded)
+            a = rounded
+        cast.append(a)
     # attention kernels return a tuple (output, log-sum-exp, ...): cast each float tensor, keep the rest
     return pytree.tree_map(lambda t: t.to(out_dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
                            else t, target(*cast, **kwargs))
@@ -240,7 +286,8 @@ def _matmul_in(target, args, kwargs, operand_dtype):
 
 def make_backend(name: str):
     def backend(gm: fx.GraphModule, example_inputs, options: dict | None = None):
-        return CompiledGraph(name, gm, example_inputs, options)
+        with C.inside_graph():  # compiling runs ops too (on fakes, mostly): none of them is the program's
+            return CompiledGraph(name, gm, example_inputs, options)
     backend.__name__ = f"dfa_{name}"
     backend.__doc__ = f"torch.compile backend: the simulated {name} (see common.sim.compile)."
     return backend

@@ -33,6 +33,16 @@ class GPUPolicy(Policy):
     default_chip = "h100-sxm"
     critical_engine = "stream"
     max_chips = 8  # one NVLink node
+    # Numerics as eager CUDA PyTorch: no operand or storage rounding (matmul_operand_dtype = storage_dtype = None).
+    precision_sources = {
+        "matmul_operand_dtype": "PyTorch docs, CUDA semantics, 'TensorFloat-32 (TF32) on Ampere (and later) "
+                                "devices': float32 matmuls run in full fp32 unless allow_tf32 / "
+                                "set_float32_matmul_precision('high') is set (off by default)",
+        "storage_dtype": "eager semantics: every tensor is stored in its own dtype (no rounding)",
+        "accumulation_dtype": "fp32: PyTorch calls cuBLAS with an fp32 compute type for fp16 / bf16 GEMMs "
+                              "(aten CUDABlas.cpp, quoted in pytorch/pytorch#123157); the reduced-precision split-K "
+                              "reductions allow_fp16_reduced_precision_reduction permits are not modelled",
+    }
 
     def native_dtype(self) -> str:
         return "bf16" if self.chip.supports("bf16") else "fp16"

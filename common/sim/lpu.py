@@ -52,6 +52,14 @@ class LPUPolicy(Policy):
     matmul_operand_dtype = "fp16"
     storage_dtype = "fp16"
     rtol_vs_eager = 3e-3
+    precision_sources = {
+        "matmul_operand_dtype": "Groq GroqChip product brief (the MXM multiplies fp16 or int8; catalog groq.py)",
+        "storage_dtype": "estimate: fp16 everywhere; Groq's blog 'Inside the LPU: Deconstructing Groq's Speed' "
+                         "(2025-08-01, TruePoint numerics) says the compiler picks storage per layer (FP32 attention "
+                         "logits, FP8 activations in error-tolerant layers), which this simulator does not model",
+        "accumulation_dtype": "fp32 here, a lower bound: Groq's blog 'Inside the LPU' (2025-08-01) says "
+                              "TruePoint keeps 100 bits of intermediate accumulation (lossless for the inputs' width)",
+    }
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
         super().__init__(chip, n_chips, dtype, **options)

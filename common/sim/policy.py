@@ -28,6 +28,9 @@ class Policy:
     # None = the model's own dtype (eager semantics). Values are catalog dtype names ("bf16", "fp16").
     matmul_operand_dtype: str | None = None
     storage_dtype: str | None = None
+    accumulation_dtype = "fp32"  # what matmuls accumulate in; other ops compute in the model's dtype, then store
+    # Where each rule above comes from, per backend: a published source, or "estimate: <reasoning>".
+    precision_sources: dict[str, str] = {}
     # Documented tolerance of the compiled model vs eager fp32 (max |diff| / max |eager|) on the reference models.
     rtol_vs_eager = 1e-5
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pandas is loaded by frame() only
 COLORS = {"compute": "#f28e2b", "memory": "#4e79a7", "scheduling": "#bab0ac", "communication": "#59a14f"}
 
 
-@dataclass
+@dataclass(repr=False)  # __repr__ below: a summary, not thousands of events
 class Report:
     backend: str
     chip: str
@@ -37,6 +37,10 @@ class Report:
     peak_flops: float = 0.0
     counters: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # a compiled graph's (common.sim.compile): where the program's work ran (common.sim.coverage.Coverage), and
+    # the overflow / underflow / NaN events its precision rules caused (common.sim.numerics.NumericsEvent)
+    coverage: object = None
+    numerics: list = field(default_factory=list)
 
     # ---- totals ---------------------------------------------------------------------------------------
     @property
@@ -97,6 +101,27 @@ class Report:
                 "attribution_s": self.attribution, "achieved_flops_per_s": self.achieved_flops,
                 "peak_flops_per_s": self.peak_flops * self.chips, "counters": self.counters,
                 "workload": self.workload, "notes": self.notes}
+
+    def coverage_line(self) -> str:
+        """What share of the program's FLOPs and bytes the simulated machine ran, and what ran outside it."""
+        if self.coverage is None:
+            return (f"dfa_{self.backend}: a cost-only simulation of {self.workload or 'the workload'} "
+                    "(every op on the machine; no program was run)")
+        return self.coverage.line()
+
+    def numerics_line(self) -> str:
+        from common.sim.numerics import numerics_line
+        return numerics_line(self)
+
+    def summary(self) -> str:
+        scale, unit = _time_unit(self.time_s)
+        lines = [f"SIMULATED dfa_{self.backend} on {self.chips}x {self.chip} ({self.dtype}): {self.workload} "
+                 f"{self.phase}, {self.time_s * scale:.3g} {unit}, {self.flops:.3g} FLOPs, {self.bottleneck}-bound",
+                 self.coverage_line(), self.numerics_line()]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Report {self.summary()}>"
 
     # ---- views ----------------------------------------------------------------------------------------
     def frame(self) -> pd.DataFrame:

@@ -132,6 +132,13 @@ class SpyrePolicy(SpyreTiming, Policy):
     storage_dtype = "fp16"
     matmul_operand_dtype = "fp16"
     rtol_vs_eager = 5e-3
+    precision_sources = {
+        "matmul_operand_dtype": "torch-spyre docs, getting_started/key_concepts.md section 8: Spyre's default "
+                                "compute dtype is torch.float16 (a 128-byte stick holds 64 fp16 elements)",
+        "storage_dtype": "torch-spyre docs, key_concepts.md section 8: other dtypes have narrower coverage on the "
+                         "compiled path, where explicit fp32<->fp16 casts convert them; so every stored tensor is fp16",
+        "accumulation_dtype": "estimate: fp32; IBM publishes no accumulator width for the PE arrays",
+    }
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
         super().__init__(chip, n_chips, dtype, **options)

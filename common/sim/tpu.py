@@ -63,6 +63,14 @@ class TPUPolicy(Policy):
     # the TinyTransformerBlock: <= 4.9e-3, about 2.5 bf16 unit roundoffs (2^-9); 1e-2 leaves a 2x margin.
     matmul_operand_dtype = "bf16"
     rtol_vs_eager = 1e-2
+    precision_sources = {
+        "matmul_operand_dtype": "Cloud TPU docs, 'Improve your model's performance with bfloat16' "
+                                "(cloud.google.com/tpu/docs/bfloat16): by default TPUs multiply matrices with "
+                                "bfloat16 values and accumulate in IEEE float32",
+        "storage_dtype": "Cloud TPU docs, bfloat16 page: f32 arrays stay f32 unless the model casts them (storing "
+                         "bf16 is the user's explicit choice); so no storage rounding",
+        "accumulation_dtype": "Cloud TPU docs, bfloat16 page: accumulations in IEEE float32",
+    }
 
     def native_dtype(self) -> str:
         return "bf16"

@@ -53,6 +53,14 @@ class WSEPolicy(Policy):
     matmul_operand_dtype = "fp16"
     storage_dtype = "fp16"
     rtol_vs_eager = 1.5e-2
+    precision_sources = {
+        "matmul_operand_dtype": "estimate: the PE datapath is a 16-bit FMAC (catalog matrix_unit; the Cerebras SDK's "
+                                "CSL float types are f16 and f32), so operands are rounded to the run's 16-bit dtype",
+        "storage_dtype": "estimate: activations held in 48 KB of PE SRAM in the run's 16-bit dtype, as the wafer's "
+                         "16-bit datapath implies; Cerebras publishes no per-tensor storage rule",
+        "accumulation_dtype": "estimate: fp32, as in mixed-precision training generally; Cerebras publishes no "
+                              "accumulator width",
+    }
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
         super().__init__(chip, n_chips, dtype, **options)
