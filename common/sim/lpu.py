@@ -170,6 +170,7 @@ class LPUPolicy(Policy):
         chips = [spatial.Stage(f"chip {c}", c, ENGINE + " (pipelined)") for c in range(self.n_chips)]
         links = [spatial.Stage(f"c2c {c}->{c + 1}", c, "C2C (pipelined)") for c in range(self.n_chips)]
         chip = pieces[0][0][0] if pieces else 0
+        made: dict = {}  # (kernel, share) -> its first event: every repeat of a layer costs the same
         for step, parts in zip(steps, pieces, strict=True):
             for i, (c, f) in enumerate(parts):
                 if c != chip:  # the next chip needs this kernel's input activations before it can start
@@ -177,5 +178,10 @@ class LPUPolicy(Policy):
                     links[chip].events.append(self._hop(chip, q * step.needs, under))
                     chip = c
                 name = step.name if len(parts) == 1 else f"{step.name}[{i + 1}/{len(parts)}]"
-                chips[c].events.append(self._event(step.kernel, name, c, f, q))
+                e = made.get((id(step.kernel), f))
+                if e is None:
+                    e = made[id(step.kernel), f] = self._event(step.kernel, name, c, f, q)
+                else:  # the same costs under this instance's name and chip
+                    e = e.copy(name=name, chip=c, bytes=dict(e.bytes), detail=dict(e.detail))
+                chips[c].events.append(e)
         return [s for pair in zip(chips, links, strict=True) for s in pair]

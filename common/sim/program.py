@@ -75,6 +75,18 @@ class Event:
     def end(self) -> float:
         return self.start + self.duration
 
+    def copy(self, **changes) -> Event:
+        """``dataclasses.replace(self, **changes)`` at a sixth of its cost: the schedulers copy every event of a
+        step, thousands of them. (Event has no ``__post_init__``, so copying its fields is the same.)"""
+        if not changes.keys() <= _EVENT_FIELDS:
+            raise TypeError(f"Event has no field(s) {sorted(changes.keys() - _EVENT_FIELDS)}")
+        e = object.__new__(Event)
+        e.__dict__.update(self.__dict__, **changes)
+        return e
+
+
+_EVENT_FIELDS = frozenset(Event.__dataclass_fields__)
+
 
 @dataclass
 class Program:

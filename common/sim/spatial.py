@@ -20,7 +20,7 @@ through *stages* (LPU: chips; WSE: rectangular PE regions) that each own part of
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from common.sim.program import Event, Kernel
 
@@ -190,8 +190,8 @@ class Stage:
 def _scaled(e: Event, start: float, engine: str, n: int) -> Event:
     k = 1 if e.detail.get("latency") else n
     detail = dict(e.detail, microbatches=n) if n > 1 else e.detail
-    return replace(e, start=start, engine=engine, duration=e.duration * k, flops=e.flops * k,
-                   bytes={lv: b * k for lv, b in e.bytes.items()}, floor=e.floor * k, detail=detail)
+    return e.copy(start=start, engine=engine, duration=e.duration * k, flops=e.flops * k,
+                  bytes={lv: b * k for lv, b in e.bytes.items()}, floor=e.floor * k, detail=detail)
 
 
 def lay_out(stages: list[Stage], n: int, critical: str) -> list[Event]:

@@ -195,6 +195,7 @@ class WSEPolicy(Policy):
     def _stages(self, steps, shape, wafer, label, q: float) -> list[spatial.Stage]:
         stages: list[spatial.Stage] = []
         current, width = -1, len(str(len(shape) - 1))  # zero-padded region numbers sort in pipeline order
+        costs: dict = {}  # (kernel, region shape) -> its cost, computed once for all repeats of a layer
         for s in steps:
             if s.stage != current:
                 if stages:
@@ -202,13 +203,17 @@ class WSEPolicy(Policy):
                 stages.append(spatial.Stage(label[s.stage], wafer[s.stage], f"region {s.stage:0{width}d}"))
                 current = s.stage
             r, c = shape[s.stage]
-            cost = self.region_cost(s.kernel, r, c, q)
-            detail = dict(cost["terms"], ops=s.kernel.op_names, **cost["tiling"])
-            duration, floor = self.at_least_one_cycle(cost["duration"], cost["floor"], detail)
+            known = costs.get((id(s.kernel), r, c))
+            if known is None:
+                cost = self.region_cost(s.kernel, r, c, q)
+                detail = dict(cost["terms"], ops=s.kernel.op_names, **cost["tiling"])
+                duration, floor = self.at_least_one_cycle(cost["duration"], cost["floor"], detail)
+                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q)
+            cost, detail, duration, floor, flops = known
             st = stages[-1]
-            st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, s.kernel.flops * q,
+            st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, flops,
                                    {"SRAM": s.kernel.bytes["SRAM"] * q}, cost["bound"], s.kernel.name,
-                                   floor, detail))
+                                   floor, dict(detail)))
             if cost["latency"] > 0:
                 st.events.append(Event(f"{s.name} wavelets", "sync", ENGINE, 0.0, cost["latency"], st.chip,
                                        bound="communication", kernel=s.kernel.name, floor=cost["latency"],
