@@ -111,6 +111,14 @@ def test_a_cost_only_simulation_says_it_ran_no_program():
     assert "cost-only" in report.coverage_line() and "not checked" in report.numerics_line()
 
 
+def test_a_program_with_no_compiled_graph_says_it_ran_nothing_on_the_machine():
+    sim.run_compiled(torch.compiler.disable(lambda x: x * 2), torch.ones(3), backend="dfa_tpu")
+    cov = sim.last_coverage()
+    assert cov.machine_flops == 0 and cov.flop_share == 0 and cov.eager["aten.mul"].runs == 1
+    with pytest.raises(DFAError, match=r"no graph has been compiled for tpu.*dfa_tpu ran nothing.*aten\.mul x1"):
+        sim.last_report("tpu")
+
+
 def test_run_compiled_rejects_an_unknown_backend():
     with pytest.raises(DFAError, match=r"unknown backend 'dfa_h100'.*dfa_gpu"):
         sim.run_compiled(torch.relu, torch.randn(2), backend="dfa_h100")

@@ -41,9 +41,15 @@ def reports(backend: str | None = None) -> list:
 
 
 def last_report(backend: str | None = None):
+    """The report of the graph compiled last (``report.coverage_line()``: what ran on the machine and outside)."""
     found = reports(backend)
     if not found:
-        raise DFAError(f"no graph has been compiled for {backend or 'any backend'} yet")
+        try:
+            measured = C.last_coverage().line()
+        except DFAError:
+            measured = ""
+        raise DFAError(f"no graph has been compiled for {backend or 'any backend'} yet"
+                       + (f"; the last measured run: {measured}" if measured else ""))
     return found[-1]
 
 
