@@ -26,7 +26,8 @@ from common.models.config import (
 # name -> the module that defines it (imported, with torch, on first access)
 _LAZY = {
     "TinyTransformerBlock": "block",
-    "PHASES": "build", "build_block": "build", "build_model": "build", "fake_mode_of": "build",
+    "PHASES": "build", "build_block": "build", "build_model": "build", "decoder_from_hf": "build",
+    "fake_mode_of": "build",
     "step_inputs": "build",
     "Attention": "decoder", "DecoderLayer": "decoder", "DecoderLM": "decoder", "KVCache": "decoder",
     "RMSNorm": "decoder", "SwiGLU": "decoder", "apply_rope": "decoder", "rope_tables": "decoder",
@@ -51,6 +52,6 @@ def __dir__() -> list[str]:
 __all__ = [
     "CONFIGS", "LLM", "LLMS", "PHASES", "Attention", "DecoderLM", "DecoderLayer", "ExpectedLoad", "Experts",
     "KVCache", "MoE", "ModelConfig", "RMSNorm", "SwiGLU", "TinyTransformerBlock", "TokenIdsOnly", "apply_rope",
-    "build_block", "build_model", "config_from_hf", "config_to_hf", "expected_experts", "fake_mode_of",
-    "get_config", "load_llm", "resolve_config", "rope_tables", "step_inputs",
+    "build_block", "build_model", "config_from_hf", "config_to_hf", "decoder_from_hf", "expected_experts",
+    "fake_mode_of", "get_config", "load_llm", "resolve_config", "rope_tables", "step_inputs"
 ]

@@ -8,6 +8,7 @@ cost a 70B model on a laptop. ``device="meta"`` is the storage-free variant with
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 import torch
@@ -15,8 +16,8 @@ from torch import nn
 
 from common.errors import DFAError
 from common.models.block import TinyTransformerBlock
-from common.models.config import ModelConfig, resolve_config
-from common.models.decoder import DecoderLM, KVCache
+from common.models.config import ModelConfig, config_from_hf, resolve_config
+from common.models.decoder import DecoderLM, KVCache, rope_tables
 
 PHASES = ("prefill", "decode")
 
@@ -56,6 +57,45 @@ def build_model(name_or_config: str | ModelConfig, *, seed: int = 0, dtype: torc
         torch.manual_seed(seed)
         model = DecoderLM(config)
     return model.to(device=device, dtype=dtype)
+
+
+def decoder_from_hf(hf_model: nn.Module, *, max_seq_len: int | None = None) -> DecoderLM:
+    """A ``DecoderLM`` holding the weights of a transformers Llama / Qwen2 / Qwen3 / Mistral-style causal LM
+    (``load_llm(...).model``): the readable model, with the same logits (tests/test_decoder_vs_hf.py).
+
+    Same module names once HF's ``model.`` prefix is dropped; dtype and device follow the HF model.
+    ``max_seq_len`` (default: the config's) bounds the RoPE tables and the causal mask's positions.
+    """
+    hf_config = getattr(hf_model, "config", None)
+    if hf_config is None or not hasattr(hf_config, "to_dict"):
+        raise DFAError(f"decoder_from_hf needs a transformers model with a .config, got {type(hf_model).__name__}")
+    raw = hf_config.to_dict()
+    # a frequency remap (Llama 3.1's llama3, YaRN) changes the rotary angles DecoderLM computes: logits differ
+    rope = raw.get("rope_parameters") or raw.get("rope_scaling") or {}
+    rope_type = rope.get("rope_type", rope.get("type", "default")) if isinstance(rope, dict) else "default"
+    if rope_type != "default":
+        raise DFAError(f"{type(hf_model).__name__} uses rope_type {rope_type!r}, which DecoderLM does not "
+                       f"implement; valid: default")
+    config = config_from_hf(raw, name=raw.get("_name_or_path") or type(hf_model).__name__)
+    if config.is_moe:
+        raise DFAError(f"decoder_from_hf loads dense models only; {config.name!r} has {config.n_experts} experts")
+    if max_seq_len is not None:
+        config = dataclasses.replace(config, max_seq_len=max_seq_len)
+    param = next(hf_model.parameters())
+    with torch.device("meta"):
+        model = DecoderLM(config, dtype=param.dtype)
+    state = {k.removeprefix("model."): v for k, v in hf_model.state_dict().items()}
+    if config.tie_embeddings:
+        state.setdefault("lm_head.weight", state["embed_tokens.weight"])
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if missing or unexpected:
+        raise DFAError(f"{config.name!r}: weights DecoderLM lacks {unexpected[:3]} / needs {missing[:3]}")
+    if config.tie_embeddings:
+        model.lm_head.weight = model.embed_tokens.weight
+    cos, sin = rope_tables(config.head_dim, config.max_seq_len, config.rope_theta)  # the meta buffers, rebuilt
+    model.rope_cos, model.rope_sin = cos.to(param.dtype), sin.to(param.dtype)
+    model.positions = torch.arange(config.max_seq_len)
+    return model.to(param.device).eval()
 
 
 def build_block(name_or_config: str | ModelConfig = "tiny-block", *, causal: bool = True, seed: int = 0,
