@@ -40,7 +40,7 @@ class NumericsEvent:
 
     def __str__(self) -> str:
         value = "" if self.exact != self.exact else \
-            f", |exact| {'up to' if self.kind == 'overflow' else 'down to'} {self.exact:.3g}"
+            f", |exact| {'up to' if self.kind == 'overflow' else 'down to'} {self.exact:g}"
         runs = f", in {self.runs} runs" if self.runs > 1 else ""
         return f"{self.kind} in {self.op} (node {self.node}, {self.elements} element(s){value}{runs}) under {self.rule}"
 
