@@ -3,7 +3,8 @@
 Rows are (system, attribute) cells, each with the course that added it and where its value came from::
 
     from common.landscape import LandscapeMap, SYSTEMS
-    lm = LandscapeMap.load()            # ./landscape_map.json in the learner's workspace, or $DFA_LANDSCAPE
+    lm = LandscapeMap.load()            # the one map of all six courses (default_path(): $DFA_LANDSCAPE, else
+                                        # $XDG_DATA_HOME/dataflow-labs/landscape_map.json)
     lm.add("GPU", "execution model", "SIMT kernels launched by a host", course=1, source="learner")
     lm.add("GPU", "decode latency (tiny-block)", 1.9e-4, course=1, source="simulated")
     lm.save()
@@ -13,7 +14,12 @@ Rows are (system, attribute) cells, each with the course that added it and where
 Nothing a learner has is lost without asking: adding a *different* value for an existing (system, attribute)
 raises a ``DFAError`` unless ``overwrite=True``; adding the same value again changes nothing. ``save`` writes
 a temporary file next to the map and renames it over the old one, so an interrupted save never leaves half a
-file. A lab that re-measures its own rows passes ``overwrite=True`` on purpose.
+file. A lab that re-measures its own rows passes ``overwrite=True`` on purpose; ``merge`` copies another map's
+rows in and never replaces a row of the learner's.
+
+Every lab opens the same file (``common.landscape_store.open_map``), rebuilding the catalog and simulator rows
+of earlier courses that it lacks (``common.landscape_courses``); ``keep_on_drive``, ``upload_map`` and
+``download_map`` keep it across Colab sessions (they are importable from here too).
 
 Also here, for Course 1: ``tensor_core_terms`` reads the tensor-core count and FMA rate per clock of a GPU
 from its catalog record, so a learner can rebuild the datasheet peak (SMs x tensor cores x clock).
@@ -35,8 +41,7 @@ import pandas as pd
 from common.errors import DFAError, unknown
 
 __all__ = ["COURSES", "DEFAULT_FILE", "ENV_VAR", "SOURCES", "SYSTEMS", "SYSTEM_OF_BACKEND", "LandscapeMap",
-           "dominant_operator",
-           "format_value", "system_name", "tensor_core_terms"]
+           "data_dir", "dominant_operator", "format_value", "system_name", "tensor_core_terms"]
 
 SYSTEMS = ("GPU", "TPU", "WSE", "LPU", "Spyre")
 SOURCES = ("measured", "simulated", "catalog", "learner")
@@ -45,7 +50,25 @@ COURSES = {1: "Accelerator landscape", 2: "Dataflow execution models", 3: "Dataf
            4: "Memory systems", 5: "Debugging across dataflow stacks", 6: "Performance modelling"}
 ENV_VAR = "DFA_LANDSCAPE"
 DEFAULT_FILE = "landscape_map.json"
+APP_DIR = "dataflow-labs"
 FORMAT_VERSION = 1
+_STORE_NAMES = ("open_map", "keep_on_drive", "upload_map", "download_map")  # live in common.landscape_store
+__all__ += list(_STORE_NAMES)
+
+
+def __getattr__(name: str):  # the store imports this module, so its helpers are re-exported lazily
+    if name in _STORE_NAMES:
+        from common import landscape_store
+
+        return getattr(landscape_store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def data_dir() -> Path:
+    """Where the project keeps a learner's data: ``$XDG_DATA_HOME/dataflow-labs``, else
+    ``~/.local/share/dataflow-labs`` (the XDG layout; the capture cache sits beside it under ~/.cache)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / APP_DIR
 
 # How a cell is tagged in the figure: a short mark after the value and a background colour.
 SOURCE_STYLE = {"measured": ("[M]", "#d9f0d3"), "simulated": ("[S]", "#d6e6f5"), "catalog": ("[C]", "#eeeeee"),
@@ -114,8 +137,9 @@ class LandscapeMap:
     # ---- files ------------------------------------------------------------------------------------------
     @staticmethod
     def default_path() -> Path:
-        """``$DFA_LANDSCAPE`` if set, else ``./landscape_map.json`` (the learner's workspace)."""
-        return Path(os.environ.get(ENV_VAR) or DEFAULT_FILE)
+        """``$DFA_LANDSCAPE`` if set, else ``data_dir() / landscape_map.json``: one file that every lab of every
+        course reads and extends, wherever the notebook lives."""
+        return Path(os.environ.get(ENV_VAR) or data_dir() / DEFAULT_FILE)
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> LandscapeMap:
@@ -213,6 +237,30 @@ class LandscapeMap:
         del self._rows[i]
         return True
 
+    def merge(self, other: LandscapeMap) -> tuple[int, list[str]]:
+        """Copy ``other``'s rows into this map; returns (cells added or replaced, conflicts kept as they are).
+
+        A cell only ``other`` has is added. Where both have a cell with different values, this map's is kept,
+        except that a learner's row replaces a rebuilt one (catalog or simulated): nothing the learner wrote
+        is ever replaced, and each such conflict is named in the list."""
+        changed, conflicts = 0, []
+        for row in other.rows:
+            i = self._find(row["system"], row["attribute"])
+            if i is None:
+                self._rows.append(row)
+                changed += 1
+                continue
+            mine = self._rows[i]
+            if mine["value"] == row["value"] and type(mine["value"]) is type(row["value"]):
+                continue
+            if row["source"] == "learner" and mine["source"] in ("catalog", "simulated"):
+                self._rows[i] = row
+                changed += 1
+            else:
+                conflicts.append(f"{row['system']} / {row['attribute']!r}: kept {mine['value']!r}, not "
+                                 f"{row['value']!r}")
+        return changed, conflicts
+
     @property
     def rows(self) -> list[dict]:
         """Copies of the rows, in the order they were added."""
@@ -307,6 +355,26 @@ class LandscapeMap:
         ax.set_title(title or f"Accelerator landscape map — {len(self._rows)} cells ({', '.join(used)})",
                      fontsize=12)
         return ax
+
+    def export(self, folder: str | os.PathLike, name: str = "landscape_map", *, title: str | None = None
+               ) -> tuple[Path, Path]:
+        """Write the whole map as ``<name>.png`` (the figure of ``render``) and ``<name>.csv`` (one line per
+        cell: course, attribute, system, value, source) into ``folder``; returns both paths."""
+        import matplotlib.pyplot as plt
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        png, csv = folder / f"{name}.png", folder / f"{name}.csv"
+        rank = {"attribute": {a: n for n, (_, a) in enumerate(self.attributes())},
+                "system": {s: n for n, s in enumerate(SYSTEMS)}}  # the figure's order, not the alphabet's
+        table = pd.DataFrame(self.rows, columns=["course", "attribute", "system", "value", "source"])
+        table = table.sort_values(["course", "attribute", "system"], kind="stable",
+                                  key=lambda col: col.map(rank[col.name]) if col.name in rank else col)
+        table.to_csv(csv, index=False)
+        ax = self.render(title=title)
+        ax.figure.savefig(png, dpi=150, bbox_inches="tight")
+        plt.close(ax.figure)
+        return png, csv
 
     def __repr__(self) -> str:
         return f"LandscapeMap({str(self.path)!r}, {len(self._rows)} cells)"

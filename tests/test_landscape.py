@@ -73,8 +73,13 @@ def test_save_load_round_trip_and_default_path(tmp_path, monkeypatch):
     monkeypatch.setenv("DFA_LANDSCAPE", str(path))
     assert LandscapeMap.load().rows == lm.rows
     monkeypatch.delenv("DFA_LANDSCAPE")
-    monkeypatch.chdir(tmp_path)
-    assert LandscapeMap.load().path.resolve() == (tmp_path / "landscape_map.json").resolve()
+    monkeypatch.chdir(tmp_path)  # one map for every lab, wherever the notebook runs: not ./landscape_map.json
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert LandscapeMap.load().path == tmp_path / "data" / "dataflow-labs" / "landscape_map.json"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home_data = tmp_path / "home" / ".local" / "share" / "dataflow-labs"
+    assert LandscapeMap.default_path() == home_data / "landscape_map.json"
 
 
 def test_a_file_that_is_not_a_map_is_an_error_not_an_empty_map(tmp_path):
