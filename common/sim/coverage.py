@@ -43,7 +43,7 @@ class Region:
     """One compiled graph: its work per run, on the machine and in CPU fallbacks, and why it ended."""
 
     name: str
-    report: object
+    report: object = field(repr=False)
     flops: float
     bytes: float
     fallback_flops: float
@@ -181,8 +181,9 @@ class Coverage:
 
 
 def _pct(share: float) -> str:
-    """Rounded down to 0.1 %: work that ran outside never shows as '100%'."""
-    return f"{math.floor(share * 1000) / 10:g}%"
+    """To 0.1 %, rounded down: work that ran outside never shows as '100%'."""
+    tenths = math.floor(share * 1000 + 1e-6)  # 0.6 * 1000 may come out as 599.99...
+    return f"{(min(tenths, 999) if share < 1 else tenths) / 10:g}%"
 
 
 def _note(e: EagerOp) -> str:
