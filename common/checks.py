@@ -46,6 +46,7 @@ __all__ = [
     "check_equal",
     "check_in_range",
     "check_type",
+    "check_no_problems",
     "grader",
     "reference_literal",
 ]
@@ -282,6 +283,8 @@ def _shape_of_difference(yours, expected) -> str:
     if ty is not te and not (_one_of(ty, _SCALAR_TYPES) and _one_of(te, _SCALAR_TYPES)):
         return f"yours is of type {_type_name(ty)}; {_type_name(te)} is expected"
     if ty is _tuple or ty is _list:
+        if _len(expected) == 0:  # nothing expected: naming what is there reveals nothing and says what to fix
+            return f"none are expected; yours has {_len(yours)}: {_listed(yours)}"
         if _len(yours) != _len(expected):
             return f"yours has {_len(yours)} items; {_len(expected)} are expected"
         for i in _range(_len(yours)):
@@ -295,6 +298,22 @@ def _shape_of_difference(yours, expected) -> str:
         wrong = [k for k in expected if not _plain_equal(yours[k], expected[k])]
         return f"{_len(wrong)} of {_len(expected)} entries differ, among them {wrong[0]!r} (yours {yours[wrong[0]]!r})"
     return f"yours {yours!r} is not it"
+
+
+def _listed(items, limit: int = 10) -> str:
+    shown = "; ".join(_str(item) for item in items[:limit])
+    return shown + (f"; ... ({_len(items) - limit} more)" if _len(items) > limit else "")
+
+
+def _compare_no_problems(problems, limit: int) -> _Mismatch | None:
+    if _type(problems) is not _list and _type(problems) is not _tuple:
+        return _Mismatch(f"expected a list of problems, got {_type_name(_type(problems))}")
+    if _len(problems) == 0:
+        return None
+    lines = [f"- {_str(p)}" for p in problems[:limit]]
+    if _len(problems) > limit:
+        lines.append(f"- ... and {_len(problems) - limit} more")
+    return _Mismatch(f"{_len(problems)} problem{'' if _len(problems) == 1 else 's'} to fix", "\n    ".join(lines))
 
 
 def _compare_in_range(yours, low: float, high: float) -> _Mismatch | None:
@@ -318,9 +337,9 @@ def _compare_type(yours, allowed: tuple) -> _Mismatch | None:
 # ---- Learner-facing checks ---
 
 
-def _report(name: str, mismatch: _Mismatch | None, hint: str | None) -> None:
+def _report(name: str, mismatch: _Mismatch | None, hint: str | None, passed: str = "correct") -> None:
     if mismatch is None:
-        _print(f"✔ {name}: correct")
+        _print(f"✔ {name}: {passed}")
         return
     lines = [f"✘ {name}: {mismatch.what}"]
     if mismatch.detail:
@@ -360,8 +379,15 @@ def check_in_range(name: str, yours, low: float, high: float, *, hint: str | Non
 
 
 def check_type(name: str, yours, *allowed: type, hint: str | None = None) -> None:
-    """Is ``type(yours)`` exactly one of ``allowed`` (subclasses do not count)?"""
-    _report(name, _compare_type(yours, allowed), hint)
+    """Is ``type(yours)`` exactly one of ``allowed`` (subclasses do not count)? A pass says only that the type
+    is right (never "correct": an empty dict has the right type too)."""
+    _report(name, _compare_type(yours, allowed), hint, passed=f"a {_type_name(_type(yours))} (the type is right)")
+
+
+def check_no_problems(name: str, problems, *, hint: str | None = None, limit: int = 10) -> None:
+    """Pass when ``problems`` (a list of strings a checker built, e.g. ``landscape_rows.row_problems``) is
+    empty; otherwise print each problem (the first ``limit``), so the learner sees what to fix."""
+    _report(name, _compare_no_problems(problems, limit), hint, passed="no problems found")
 
 
 # ---- Grader-side assertions for hidden tests ---

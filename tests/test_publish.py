@@ -36,6 +36,7 @@ def _package(parent: Path) -> Path:
     """A stand-in for this checkout: pyproject, a tiny ``common`` with a grader-only reference, and grading."""
     (parent / "common" / "grading").mkdir(parents=True)
     shutil.copy2(repo_root() / "pyproject.toml", parent / "pyproject.toml")
+    shutil.copy2(repo_root() / "LICENSE", parent / "LICENSE")
     (parent / "common" / "__init__.py").write_text('"""stand-in package"""\n')
     (parent / "common" / "checks.py").write_text("def check_tensor(*args, **kwargs):\n    return None\n")
     (parent / "common" / "grading" / "__init__.py").write_text("INSTRUCTOR_ONLY = True\n")
@@ -91,7 +92,12 @@ def test_publish_writes_the_student_edition(edition):
     assert f"colab.research.google.com/github/{REPO}/blob/main/{NOTEBOOK}" in readme and "pip install" in readme
     project = tomllib.loads((out / "pyproject.toml").read_text())
     assert project["tool"]["dfa"]["published_repo"] == REPO
-    assert "optional-dependencies" not in project["project"]  # no instructor, cluster or dev extras
+    extras = project["project"]["optional-dependencies"]
+    assert list(extras) == ["lab"] and "jupyterlab>=4" in extras["lab"]  # no instructor, cluster or dev extras
+    assert (out / "LICENSE").read_text() == (repo_root() / "LICENSE").read_text()
+    assert "Apache License" in (out / "LICENSE").read_text()
+    assert "LICENSE" in json.loads((out / MANIFEST).read_text())["files"]
+    assert '.[lab]' in readme and "dataflow-labs[lab] @ git+" in readme  # one install that opens the labs
     assert project["project"]["scripts"]["dfa"] == "common.cli:main"
     assert (out / "common" / "checks.py").is_file() and not (out / "common" / "grading").exists()
     assert not list((out / "course0_fixture").rglob("*.py"))  # no lab source, no nbgrader_config.py
@@ -175,6 +181,11 @@ PLANTS = {
         lambda out, course: _plant_file("common/grading/release.py", "\n")(out, course),
         "instructor tooling",
     ),
+    "no licence": (lambda out, course: (out / "LICENSE").unlink(), "LICENSE: missing"),
+    "licence edited": (
+        lambda out, course: _plant_file("LICENSE", "All rights reserved.\n")(out, course),
+        "LICENSE: differs from the instructor edition's licence",
+    ),
     "foreign badge": (
         lambda out, course: _plant_file(
             "README2.md", "(https://colab.research.google.com/github/staff/private-labs/blob/main/x.ipynb)"
@@ -212,18 +223,20 @@ def test_publish_refuses_a_non_empty_folder_and_force_keeps_what_it_did_not_writ
     out = tmp_path / "out"
     (out / ".git").mkdir(parents=True)  # a fresh clone of the published repository counts as empty
     publish([course], out, repo=REPO, package_parent=package)
-    (out / "LICENSE").write_text("the learners' licence\n")
+    (out / "CONTRIBUTING.md").write_text("the learners' own notes\n")
     (out / MANIFEST).unlink()  # as in a clone whose manifest was not committed: every file is someone else's
     with pytest.raises(DFAError, match="not empty"):
         publish([course], out, repo=REPO, package_parent=package)
     result = publish([course], out, repo=REPO, package_parent=package, force=True)
-    assert "README.md" in result.replaced and "LICENSE" in result.foreign  # overwritten only with --force
+    assert {"README.md", "LICENSE"} <= set(result.replaced)  # overwritten only with --force
+    assert "CONTRIBUTING.md" in result.foreign
     stale = json.loads((out / MANIFEST).read_text())
     stale["files"].append("common/old_module.py")
     (out / MANIFEST).write_text(json.dumps(stale))
     (out / "common" / "old_module.py").write_text("\n")
     result = publish([course], out, repo=REPO, package_parent=package, force=True)
-    assert (out / "LICENSE").read_text() == "the learners' licence\n" and "LICENSE" in result.foreign
+    assert (out / "CONTRIBUTING.md").read_text() == "the learners' own notes\n"
+    assert "CONTRIBUTING.md" in result.foreign
     assert not (out / "common" / "old_module.py").exists() and result.removed == ["common/old_module.py"]
     assert (out / ".git").is_dir()
 
