@@ -66,7 +66,7 @@ import os
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # the autograder and CI set this
 MODEL = "tiny-block"  # the decoder of Lab 1
 BATCH, SEQ = 4, 64  # one prefill forward pass
-LANDSCAPE_PATH = None  # None: ./landscape_map.json next to this notebook (the Lab 1 map), or $DFA_LANDSCAPE
+LANDSCAPE_PATH = None  # None: the map all six courses share ($DFA_LANDSCAPE, else ~/.local/share/dataflow-labs)
 
 # %%
 import tempfile
@@ -458,9 +458,9 @@ plt.show()
 # **simulated**; the stick size is **catalog**.
 
 # %%
-from common.landscape import LandscapeMap
+from common.landscape import open_map
 
-LM = LandscapeMap.load(LANDSCAPE_PATH)
+LM = open_map(1, LANDSCAPE_PATH)
 LM.add("Spyre", "stick size (bytes)", int(SPYRE.fact("stick_bytes")), course=1, source="catalog", overwrite=True)
 bundles = [k for k in PROGRAM.kernels if k.kind != "fallback"]
 LM.add("Spyre", f"device programs for {MODEL} prefill", len(bundles), course=1, source="simulated", overwrite=True)

@@ -69,7 +69,7 @@ import os
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # the autograder and CI set this
 CONFIG = "tiny-block"  # d_model 64, 4 heads of 16 (common.models)
 BATCH, SEQ = 2, 40     # 80 query rows: not a multiple of the 32 cores, on purpose
-LANDSCAPE_PATH = None  # None: ./landscape_map.json (the map of your other labs), or $DFA_LANDSCAPE
+LANDSCAPE_PATH = None  # None: the map all six courses share ($DFA_LANDSCAPE, else ~/.local/share/dataflow-labs)
 
 # %%
 import tempfile
@@ -708,9 +708,9 @@ print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX" if ON_CHIP is not N
 # **simulated**; the ones your own code computed are **learner**.
 
 # %%
-from common.landscape import LandscapeMap
+from common.landscape import open_map
 
-LM = LandscapeMap.load(LANDSCAPE_PATH)
+LM = open_map(2, LANDSCAPE_PATH)
 system = {"gpu": "GPU", "tpu": "TPU", "wse": "WSE", "lpu": "LPU", "spyre": "Spyre"}
 for backend, n in COMPARE["device programs"].items():
     LM.add(system[backend], "device programs for the attention half", int(n), course=2, source="simulated",

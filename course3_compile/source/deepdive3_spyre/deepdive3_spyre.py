@@ -54,7 +54,7 @@ FFN = 2048  # and MLP width
 BATCH = 4  # one forward pass over BATCH sequences
 SEQ = 256  # of SEQ tokens
 OPTION = {"cores": 8}  # Part 6: the compiler option you change, e.g. {"cores": 8} or {"lx_budget_bytes": 131072}
-LANDSCAPE_PATH = None  # None: ./landscape_map.json next to this notebook (your map so far), or $DFA_LANDSCAPE
+LANDSCAPE_PATH = None  # None: the map all six courses share ($DFA_LANDSCAPE, else ~/.local/share/dataflow-labs)
 
 # %%
 import tempfile
@@ -738,9 +738,9 @@ print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}
 # copies comes from your own `needs_restickify` when it is written (**learner**).
 
 # %%
-from common.landscape import LandscapeMap
+from common.landscape import open_map
 
-LM = LandscapeMap.load(LANDSCAPE_PATH)
+LM = open_map(3, LANDSCAPE_PATH)
 try:
     n_rs = len({e.producer for e in EDGES.itertuples()
                 if needs_restickify(tuple(e.shape), tuple(e.strides), bool(e.is_weight)) is True})

@@ -1013,9 +1013,12 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 # %%
 import tempfile
 
-from common.landscape import SYSTEMS, LandscapeMap
+from common.landscape import SYSTEMS, keep_on_drive, open_map
 from common.landscape_rows import add_rows, row_problems
 
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
+if KEEP_ON_DRIVE and not FAST:
+    keep_on_drive()
 ATTRIBUTES = ("IR stages", "fusion strategy", "tiling decision")
 
 # %% nbgrader={"grade": false, "grade_id": "landscape_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1044,11 +1047,10 @@ MY_ROWS = {
 ### END SOLUTION
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "landscape_rows_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-from common.checks import check_equal
+from common.checks import check_no_problems
 
-problems = row_problems(MY_ROWS, ATTRIBUTES)
-print("\n".join(f"- {p}" for p in problems[:10]) or "rows complete: 3 attributes x 5 systems")
-check_equal("landscape rows", problems, [], hint="fix the problems listed above")
+check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
+                  hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
 from answers import LANDSCAPE_VOCAB, number_misses
 from common.checks import grader
@@ -1061,11 +1063,10 @@ grader.assert_equal(number_misses(MY_ROWS), [], name="tile and stick numbers agr
 ### END HIDDEN TESTS
 
 # %%
-# Your map lives in landscape_map.json next to this notebook (or $DFA_LANDSCAPE); CI and the autograder
-# (FAST) write a scratch copy instead, so grading never touches a learner's map.
-lm = LandscapeMap.load(os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+# CI and the autograder (FAST) write a scratch map: grading never touches yours.
+lm = open_map(3, os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
 if row_problems(MY_ROWS, ATTRIBUTES):
-    print("landscape rows not written yet: the map below has only the simulated rows of Course 3")
+    print("landscape rows not written yet: the map below has your earlier courses and Course 3's simulated rows")
 else:
     add_rows(lm, MY_ROWS, course=3)
 for system in SYSTEMS:

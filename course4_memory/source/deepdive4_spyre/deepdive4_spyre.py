@@ -54,7 +54,7 @@ MODEL = "tiny-block"        # the small reference decoder (d_model 64, 4 heads o
 SEQ = 64                    # tokens already in the KV cache: the decode step reads SEQ + 1 positions
 BIG_MODEL = "qwen2.5-0.5b"  # the smallest real decoder config in common.models (24 layers), fake tensors only
 BIG_BATCH, BIG_SEQ = 64, 512
-LANDSCAPE_PATH = None       # None: ./landscape_map.json next to this notebook, or $DFA_LANDSCAPE
+LANDSCAPE_PATH = None       # None: the map all six courses share ($DFA_LANDSCAPE, else ~/.local/share/dataflow-labs)
 
 # %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
@@ -677,14 +677,14 @@ print(ALIGN.round(3).to_string())
 # (simulated). `overwrite=True` refreshes the rows when you re-run.
 
 # %%
-from common.landscape import LandscapeMap
+from common.landscape import open_map
 
 try:
     budget = lx_tile_budget(LX.capacity, SPYRE.fact("lx_reserved_bytes"), SPYRE.fact("lx_backend_reserved_fraction"),
                             STICK)
 except NotImplementedError:
     budget = default_lx_budget()
-LM = LandscapeMap.load(LANDSCAPE_PATH)
+LM = open_map(4, LANDSCAPE_PATH)
 LM.add("Spyre", "scratchpad alignment granule", f"{STICK}-byte stick ({STICK // 2} fp16)", course=4, source="catalog",
        overwrite=True)
 LM.add("Spyre", "LX budget per core for tiles (bytes)", int(budget), course=4, source="learner", overwrite=True)

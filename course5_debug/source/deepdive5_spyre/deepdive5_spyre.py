@@ -49,7 +49,7 @@ import os
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
 CASES = (63, 64, 65, 128)   # clone lengths (fp16) compared throughout; 65 is the failing one
 N_FAIL = 65
-LANDSCAPE_PATH = None       # None: ./landscape_map.json next to this notebook, or $DFA_LANDSCAPE
+LANDSCAPE_PATH = None       # None: the map all six courses share ($DFA_LANDSCAPE, else ~/.local/share/dataflow-labs)
 
 # %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
@@ -440,12 +440,12 @@ except DFAError as err:  # a workaround without any copy kernel: the fault has n
 # bytes its DMA moved (simulated), and the workaround you verified (learner).
 
 # %%
-from common.landscape import LandscapeMap
+from common.landscape import open_map
 
 bad = RUNS[(N_FAIL, True)]
 first = safe_first_uncovered([tuple(r) for r in KT.stick_ranges(bad)["copied"]], N_FAIL)
 dma = KT.transfer_log(bad).query("kind == 'dma'")
-LM = LandscapeMap.load(LANDSCAPE_PATH)
+LM = open_map(5, LANDSCAPE_PATH)
 LM.add("Spyre", "layout granule a copy range is computed in (bytes)", STICK_BYTES, course=5, source="catalog",
        overwrite=True)
 if isinstance(first, int):

@@ -443,14 +443,14 @@ except NotImplementedError:
 # %%
 import tempfile
 
-from common.landscape import LandscapeMap
+from common.landscape import open_map
 
 try:
     ridges = {"Spyre": level_ridges("spyre", "fp16")["LX"], "TPU": level_ridges("tpu-v5e", "bf16")["VMEM"]}
 except NotImplementedError:
     ridges = {"Spyre": SPYRE.compute_peak("fp16")[0] / SPYRE.estimate("lx_bandwidth"),
               "TPU": TPU.compute_peak("bf16")[0] / TPU.estimate("vmem_bandwidth")}
-lm = LandscapeMap.load(os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+lm = open_map(6, os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
 for system, ridge in ridges.items():
     lm.add(system, "scratchpad ridge (FLOP/B, est. bandwidth)", float(ridge), course=6, source="learner",
            overwrite=True)

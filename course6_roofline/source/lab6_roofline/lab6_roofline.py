@@ -1009,20 +1009,25 @@ print(pd.DataFrame(rows).sort_values("tokens/s", ascending=False).to_string(inde
 # Add this course's rows to the accelerator landscape map — for each of the five systems its peak FLOP/s and
 # main-memory bandwidth (catalog), its ridge point (your `system_ridges`) and what bounds a decode step (from the
 # simulator) — then render the map so far. This is the capstone figure of the specialization.
+#
+# The map is one file for all six courses (`~/.local/share/dataflow-labs/landscape_map.json`, or `$DFA_LANDSCAPE`):
+# the rows of Courses 1 to 5 that come from the catalog and the simulators are rebuilt if it lacks them; the rows
+# you wrote stay where you saved them. The last cell exports the whole map as `landscape_map.png` and
+# `landscape_map.csv` next to this notebook (on Colab, `download_map(png, csv)` saves them to your computer).
 
 # %%
 import tempfile
 
-from common.landscape import SYSTEMS, LandscapeMap
+from common.landscape import SYSTEMS, download_map, open_map
 
 try:
     ridges = system_ridges(SYSTEM_CHIPS)
 except NotImplementedError:
     ridges = {}
     print("system_ridges is not written yet: the map gets no ridge-point row until it is")
-# Your map lives in landscape_map.json next to this notebook (or $DFA_LANDSCAPE); CI and the autograder
-# (FAST) write a scratch copy instead, so grading never touches a learner's map.
-lm = LandscapeMap.load(os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+# Your map is the one all courses share (open_map); CI and the autograder (FAST) write a scratch copy instead,
+# so grading never touches a learner's map.
+lm = open_map(6, os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
 for system in SYSTEMS:
     rl = roofline_for_chip(SYSTEM_CHIPS[system], DTYPES)
     lm.add(system, "peak FLOP/s", rl.peak_flops, course=6, source="catalog", overwrite=True)
@@ -1040,6 +1045,14 @@ print(lm.frame().to_string())
 fig, ax = plt.subplots(figsize=(15, 1.2 + 0.55 * len(lm.frame())), layout="constrained")
 lm.render(ax=ax, title="Accelerator landscape after Course 6 (catalog, learner and SIMULATED rows labelled)")
 plt.show()
+
+# %%
+# The whole map, for your notes or a report: a PNG of the figure and a CSV with one line per cell.
+png, csv = lm.export(tempfile.mkdtemp() if FAST else ".",
+                     title=f"Accelerator landscape map, Courses 1-6 ({len(lm)} cells; [S] = SIMULATED)")
+print(f"exported {png} and {csv}")
+if not FAST:
+    download_map(png, csv)  # on Colab: saves the map, the PNG and the CSV to your computer; elsewhere a no-op
 
 # %% [markdown]
 # ## Wrap-up
