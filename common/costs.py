@@ -15,87 +15,72 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import FlopCounterMode, flop_registry
+from torch.utils.flop_counter import FlopCounterMode
 
 if TYPE_CHECKING:  # pandas (~0.3 s to import) is loaded by the table views, not the simulators
     import pandas as pd
 
+from common.op_kinds import METADATA, MOVEMENT, TABLE, VIEW, rule_for
+
 aten = torch.ops.aten
 
-# Ops that only reinterpret metadata (aliases of their input): zero bytes, zero FLOPs.
-VIEW_OPS = {
-    aten.view, aten._unsafe_view, aten.reshape, aten.permute, aten.transpose, aten.t, aten.expand,
-    aten.slice, aten.select, aten.unsqueeze, aten.squeeze, aten.alias, aten.as_strided, aten.split,
-    aten.split_with_sizes, aten.unbind, aten.view_as_real, aten.view_as_complex, aten.detach, aten.lift_fresh,
-    aten.unflatten, aten.flatten, aten.narrow, aten.chunk, aten.diagonal, aten.unsafe_split,
-    aten.unsafe_split_with_sizes, aten.transpose_, aten.t_, aten.squeeze_, aten.unsqueeze_,
-}
+# Kept for callers that list ops by name; the rules themselves live in common.op_kinds.
+VIEW_OPS = VIEW
 VIEW_METHODS = {"view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "contiguous_view",
                 "flatten", "unflatten", "narrow", "chunk", "split", "size", "dim", "__getitem__"}
-
-
-# FLOPs per element for ops flop_counter does not cover (it counts matmul, conv and attention only).
-# Convention, as in LLM-Viewer and most roofline tools: one FLOP per output element for pointwise ops,
-# one per input element for reductions, and these counts for common fused composites.
-FLOPS_PER_INPUT_ELEMENT = {
-    aten._softmax: 5, aten._log_softmax: 5, aten.native_layer_norm: 8, aten.sum: 1, aten.mean: 1,
-    aten.amax: 1, aten.amin: 1, aten.max: 1, aten.min: 1, aten.var: 3, aten.var_mean: 4, aten.std: 3,
-    aten.cumsum: 1, aten.argmax: 1, aten.rsqrt: 1, aten.gelu: 8, aten.silu: 4, aten.sigmoid: 4, aten.tanh: 4,
-    aten.exp: 1, aten.pow: 1, aten.linalg_vector_norm: 2, aten._fused_rms_norm: 4,
-    # batch norm with given statistics: (x - mean) * invstd * weight + bias
-    aten.native_batch_norm: 4, aten._native_batch_norm_legit_no_training: 4,
-    # one comparison per input element: a pooling window that tiles its input, a top-k selection pass
-    aten.max_pool2d_with_indices: 1, aten.topk: 1,
-}
-# Accumulating scatters: one addition per *source* element (their last tensor argument).
-FLOPS_PER_SOURCE_ELEMENT = {aten.scatter_add: 1, aten.index_add: 1}
-# attention ops that flop_counter does not register (the CPU flash kernel): QK^T and PV, 2 FLOPs per MAC
-ATTENTION_OPS = {aten._scaled_dot_product_flash_attention_for_cpu}
-# Metadata queries that dispatch but compute and move nothing.
-METADATA_OPS = {torch.ops.prim.device}
-
-
-# Pure data movement or creation: bytes, but no arithmetic.
-NO_FLOP_OPS = {
-    aten.clone, aten.copy_, aten._to_copy, aten.copy, aten.cat, aten.stack, aten.embedding, aten.index_select,
-    aten.gather, aten.fill_, aten.zeros_like, aten.ones_like, aten.full, aten.empty, aten.arange, aten.zeros,
-    aten.ones, aten.scalar_tensor, aten.index, aten.index_put, aten.index_put_, aten.slice_scatter, aten.repeat,
-    aten.constant_pad_nd, aten.new_zeros, aten.new_empty, aten.full_like, aten.empty_like, aten.where,
-    aten.scatter, aten.triu, aten.tril, aten.index_copy, aten.index_copy_, aten.flip, aten.roll,
-}
-
-
+NO_FLOP_OPS = MOVEMENT
+METADATA_OPS = METADATA
+FLOPS_PER_INPUT_ELEMENT = TABLE
 GATHER_OPS = {aten.embedding, aten.index_select}
+# Which kind wins when one node dispatches several ops (a decomposition): the heaviest work names the node.
+_WEIGHT = {k: i for i, k in enumerate(("metadata", "view", "creation", "movement", "collective", "pointwise",
+                                       "reduction", "matmul"))}
 
 
 class VectorFlopMode(TorchDispatchMode):
-    """Counts the FLOPs ``FlopCounterMode`` leaves out: pointwise ops and reductions (see table above)."""
+    """Counts the FLOPs ``FlopCounterMode`` leaves out (every op but matmul, conv and attention), by the op's
+    rule (``common.op_kinds.rule_for``), and records each dispatched op's kind."""
 
     def __init__(self):
         super().__init__()
-        self.flops = 0
-        self.uncosted: list[str] = []  # ops no rule covers, in dispatch order: their FLOPs would be a guess
+        self.flops = 0.0
+        self.kinds: list[str] = []  # kind of each dispatched op, in dispatch order
+        self.uncosted: list[str] = []  # ops no rule covers: their FLOPs would be a guess
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        packet = _packet(func)
-        if packet in flop_registry or packet in VIEW_OPS or packet in NO_FLOP_OPS or packet in METADATA_OPS:
-            return out
-        per_input = FLOPS_PER_INPUT_ELEMENT.get(packet)
-        if per_input is not None:
-            first = next(iter(_tensors(args)), None)
-            self.flops += per_input * (first.numel() if first is not None else 0)
-        elif packet in FLOPS_PER_SOURCE_ELEMENT:
-            source = _tensors(args)[-1]
-            self.flops += FLOPS_PER_SOURCE_ELEMENT[packet] * source.numel()
-        elif packet in ATTENTION_OPS:
-            q, k = _tensors(args)[:2]  # (B, H, Sq, D), (B, H, Skv, D)
-            self.flops += 4 * q.numel() * k.shape[-2]  # 2 x (B H Sq Skv D) MACs: QK^T and PV
-        elif torch.Tag.pointwise in getattr(func, "tags", ()):
-            self.flops += sum(t.numel() for t in _tensors(out))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        rule = rule_for(func) if isinstance(func, torch._ops.OpOverload) else None
+        if rule is None:
+            self.uncosted.append(f"{getattr(func, 'namespace', 'aten')}.{_packet(func).__name__}"
+                                 if hasattr(_packet(func), "__name__") else str(func))
+            self.kinds.append("uncosted")
+        elif rule.kind == "decomposed":
+            self.kinds.append(self._decomposed(func, args, kwargs))
         else:
-            self.uncosted.append(f"aten.{packet.__name__}" if hasattr(packet, "__name__") else str(packet))
+            if rule.source != "flop_counter":
+                self.flops += rule.count(args, kwargs, out)
+            self.kinds.append(rule.kind)
         return out
+
+    def _decomposed(self, func, args, kwargs) -> str:
+        """Count an op with no rule of its own as the ops ``torch._decomp`` decomposes it into (run on copies,
+        so an in-place op is not applied twice); matmuls among them reach the FlopCounterMode below."""
+        copies = pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, (args, kwargs))
+        inner = VectorFlopMode()
+        with inner:
+            torch._decomp.decomposition_table[func](*copies[0], **copies[1])
+        self.flops += inner.flops
+        self.uncosted += inner.uncosted
+        return dominant_kind(inner.kinds)
+
+
+def dominant_kind(kinds) -> str:
+    """The kind of the heaviest work among ``kinds`` ("uncosted" if any op had no rule)."""
+    kinds = list(kinds)
+    if "uncosted" in kinds:
+        return "uncosted"
+    return max(kinds, key=lambda k: _WEIGHT.get(k, -1), default="metadata")
 
 
 @dataclass(frozen=True)
@@ -108,6 +93,7 @@ class NodeCost:
     shape: tuple = ()
     dtype: str = ""
     is_view: bool = False
+    kind: str = ""  # common.op_kinds.KINDS, or "uncosted" for an op no rule covers
 
     @property
     def bytes(self) -> float:
@@ -174,24 +160,26 @@ class CostProp(fx.Interpreter):
 
     def run_node(self, n: fx.Node):
         before = self._counter.get_total_flops() + self._vector.flops
-        unknown = len(self._vector.uncosted)
+        unknown, dispatched = len(self._vector.uncosted), len(self._vector.kinds)
         result = super().run_node(n)
         flops = float(self._counter.get_total_flops() + self._vector.flops - before)
-        if len(self._vector.uncosted) > unknown:  # read by the simulated backends, which refuse to guess
+        if len(self._vector.uncosted) > unknown:  # read by the simulated backends: such an op goes to the host
             n.meta["uncosted"] = sorted(set(self._vector.uncosted[unknown:]))
         n.meta["val"] = result
-        n.meta["cost"] = self._cost(n, result, flops)
+        n.meta["cost"] = self._cost(n, result, flops, dominant_kind(self._vector.kinds[dispatched:]))
         return result
 
-    def _cost(self, n: fx.Node, result, flops: float) -> NodeCost:
+    def _cost(self, n: fx.Node, result, flops: float, kind: str) -> NodeCost:
         outs = _tensors(result)
         shape = tuple(outs[0].shape) if outs else ()
         dtype = str(outs[0].dtype).replace("torch.", "") if outs else ""
         if n.op in ("placeholder", "output", "get_attr"):
-            return NodeCost(0.0, 0.0, 0.0, shape, dtype, is_view=True)
+            return NodeCost(0.0, 0.0, 0.0, shape, dtype, is_view=True, kind="view")
         if self._is_view(n):
-            return NodeCost(0.0, 0.0, 0.0, shape, dtype, is_view=True)
+            return NodeCost(0.0, 0.0, 0.0, shape, dtype, is_view=True, kind="view")
         ins = _tensors(self.fetch_args_kwargs_from_env(n))
+        if kind == "creation":  # a fill or a new_* op reads only its input's size, not its values
+            ins = []
         if n.op == "call_module":
             ins += list(self.module.get_submodule(n.target).parameters())
         written = sum(t.numel() * t.element_size() for t in outs)
@@ -212,11 +200,12 @@ class CostProp(fx.Interpreter):
             if key not in seen:
                 seen.add(key)
                 read += touched_bytes(t)
-        return NodeCost(flops, float(read), float(written), shape, dtype)
+        return NodeCost(flops, float(read), float(written), shape, dtype, kind=kind)
 
     def _is_view(self, n: fx.Node) -> bool:
         if n.op == "call_function":
-            return _packet(n.target) in VIEW_OPS or n.target in (getattr, len) or \
+            rule = rule_for(n.target) if isinstance(n.target, torch._ops.OpOverload) else None
+            return (rule is not None and rule.kind == "view") or n.target in (getattr, len) or \
                 getattr(n.target, "__name__", "") == "getitem"
         if n.op == "call_method":
             return n.target in VIEW_METHODS

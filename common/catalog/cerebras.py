@@ -1,6 +1,7 @@
 """Cerebras wafer-scale engines: WSE-2, WSE-3 (no published dense peak: estimated, labelled)."""
 from __future__ import annotations
 
+from common.catalog.host import HOST
 from common.chip_types import GB, KB, PB, Estimate, MemoryLevel, make_chip
 
 CEREBRAS = "Cerebras WSE-3 / CS-3 launch material (2024) and Argonne ALCF AI-testbed documentation"
@@ -27,6 +28,7 @@ def _wse(name, *, cores, sram_bw, power, src, sparse, fabric, aliases):
         sources={"compute_units": src, "memory.SRAM": src, "power_w": src, "sparse_peak": sparse,
                  "link_bandwidth": SYSTEM_IO},
         estimates={
+            **HOST,  # the host a CPU fallback runs on (common/catalog/host.py), reached over the system I/O
             "dense_fp16_flops": dense16,
             "dense_bf16_flops": dense16,  # cb16 / bf16 share the 16-bit datapath
             "fabric_bytes_per_cycle_per_link": Estimate(

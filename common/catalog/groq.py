@@ -1,6 +1,7 @@
 """Groq LPU (GroqChip 1): SRAM only, deterministic, one big matrix unit."""
 from __future__ import annotations
 
+from common.catalog.host import HOST
 from common.chip_types import GB, MB, TB, MemoryLevel, T, make_chip
 
 GROQ = ("Groq GroqChip product brief; Abts et al., 'Think Fast: A Tensor Streaming Processor', ISCA 2020; "
@@ -16,6 +17,8 @@ HOP = ("Abts et al., ISCA 2022 (DOI 10.1145/3470496.3527405), sec. 6: 722 ns pip
        "(3 hops = 2.2 us for a 256-TSP all-reduce), as summarised in github.com/flyjancy/AI-Chip-Library "
        "Architecture/NPU/A-Software-defined-Tensor-Streaming-Multiprocessor-...-summary.md; consistent with the "
        "abstract's '< 3 us end-to-end system latency'")
+# The card's host interface: PCIe Gen4 x16, 16 GT/s x 16 lanes x 128/130 encoding = 31.5 GB/s each way.
+PCIE = "Groq GroqCard accelerator product brief: PCIe Gen4 x16 host interface (31.5 GB/s per direction, both: 63 GB/s)"
 ISCA22 = ("Abts et al., 'A Software-defined Tensor Streaming Multiprocessor for Large-scale Machine Learning', "
           "ISCA 2022: Dragonfly systems of up to 10,440 TSPs, 220 MiB of SRAM each")
 
@@ -31,10 +34,12 @@ CHIPS = (
         sources={"peak_flops.fp16": GROQ, "peak_flops.int8": GROQ, "compute_units": GROQ,
                  "facts.mxm_dim": GROQ, "facts.c2c_links": C2C, "facts.vxm_alus": GROQ,
                  "facts.max_system_chips": ISCA22, "facts.c2c_hop_latency_s": HOP,
+                 "facts.host_link_bandwidth": PCIE,
                  "clock_hz": GROQ + " (900 MHz nominal)", "memory.SRAM": GROQ, "link_bandwidth": C2C},
         # vxm_alus: the vector unit runs pointwise work (norms, softmax, activations) beside the MXM.
         facts={"mxm_dim": 320, "c2c_links": 16, "vxm_alus": 5120, "max_system_chips": 10_440,
-               "c2c_hop_latency_s": 722e-9},
+               "c2c_hop_latency_s": 722e-9, "host_link_bandwidth": 2 * 31.5 * GB},
+        estimates={**HOST},  # the host a CPU fallback runs on (common/catalog/host.py)
         aliases=("lpu", "groq", "groqchip"),
     ),
 )

@@ -1,6 +1,7 @@
 """IBM Spyre (one PCIe card): 32 cores with 2 MB LX scratchpads, LPDDR5, sticks of 128 bytes."""
 from __future__ import annotations
 
+from common.catalog.host import HOST
 from common.chip_types import GB, MB, Estimate, MemoryLevel, T, make_chip
 
 SPYRE = ("torch-spyre docs (docs/source/architecture/spyre_accelerator.md) and IBM Research blog "
@@ -82,13 +83,7 @@ CHIPS = (
                                         "describes a ~20 us host-setup/Memset bucket outside device kernel time, and "
                                         "torch-spyre scratchpad_planning.md puts most of a 23.7 us single-core softmax "
                                         "(~2 MB of traffic) down to fixed per-bundle overhead"),
-            "host_sync_s": Estimate(10e-6, "s", "graph break: the host waits for the device queue to drain and "
-                                    "starts a PCIe transfer through the driver: ~10 us, the order of a synchronising "
-                                    "round trip on PCIe accelerators; not an IBM figure"),
-            "host_cpu_flops": Estimate(100e9, "FLOP/s", "a CPU-fallback aten op runs eagerly on the host: a few "
-                                       "cores x SIMD at a few GHz ~ 1e11 FLOP/s; order of magnitude"),
-            "host_cpu_bytes_per_s": Estimate(20e9, "B/s", "memory-bound eager CPU op (cumsum, sort, repeat) "
-                                             "streaming at ~20 GB/s on one socket; order of magnitude"),
+            **HOST,  # host_sync_s, host_cpu_flops, host_cpu_bytes_per_s (common/catalog/host.py)
             "ring_bytes_per_cycle": Estimate(2 * 128, "B/cycle", "bidirectional ring, 128 B/cycle per direction "
                                              "(torch-spyre docs)"),
         },

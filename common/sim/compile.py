@@ -70,13 +70,14 @@ class CompiledGraph:
         self.aten = capture_aten(gm, _fresh_fakes(example_inputs), fake=True)
         _label_lifted_parameters(self.aten, gm, example_inputs)
         annotate(self.aten, *self.aten.meta["example_inputs"])
-        _refuse_uncosted(self.aten, backend)
+        _refuse_unknown_callables(self.aten, backend)
         self.ops = decompose(self.aten, self.policy)
         fallbacks = [o for o in self.ops if o.coverage == "fallback"]
         if self.strict and fallbacks:
             o = fallbacks[0]
             hint = getattr(self.policy, "nearest_native", lambda op: None)(o.op)
             raise DFAError(f"{o.op} falls back to the CPU on {self.policy.name} (strict mode)"
+                           + (f": {o.fallback_reason}" if o.fallback_reason.startswith(("dtype", "no cost")) else "")
                            + (f"; nearest native: {hint}" if hint else ""))
         self._place_faults()
         workload = Workload(type(gm).__name__, [Segment("graph", self.aten)], dtype=self.policy.dtype)
@@ -241,15 +242,14 @@ class TargetInterpreter(fx.Interpreter):
         return super().run_node(n)
 
 
-def _refuse_uncosted(gm: fx.GraphModule, backend: str) -> None:
-    """An op no cost rule covers would be timed as free: refuse it, naming the op and its node."""
+def _refuse_unknown_callables(gm: fx.GraphModule, backend: str) -> None:
+    """An aten op no cost rule covers runs on the host (a CPU fallback, timed by its bytes: common.sim.pipeline).
+    A callable that is not an aten op and dispatched ops no rule covers cannot even be placed: one line, naming it."""
     for node in gm.graph.nodes:
         ops = node.meta.get("uncosted")
-        if ops:
-            raise DFAError(f"dfa_{backend} cannot time {', '.join(ops)} (node {node.name}): common.costs has no "
-                           "FLOP rule for it (flop_counter does not count it, it is not tagged pointwise and it is "
-                           "not data movement). Add one in common/costs.py, or keep the op out of the compiled "
-                           "region with torch.compiler.disable")
+        if ops and not isinstance(node.target, torch._ops.OpOverload):
+            raise DFAError(f"dfa_{backend} cannot run {getattr(node.target, '__name__', node.target)} (node "
+                           f"{node.name}): it is not an aten op and {', '.join(ops)} has no rule in common.op_kinds")
 
 
 def _returns_alias(target) -> bool:

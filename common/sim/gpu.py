@@ -43,6 +43,11 @@ class GPUPolicy(Policy):
                               "(aten CUDABlas.cpp, quoted in pytorch/pytorch#123157); the reduced-precision split-K "
                               "reductions allow_fp16_reduced_precision_reduction permits are not modelled",
     }
+    # Non-float dtypes the machine computes in (torch names) -> source; None: all of them. A CUDA GPU runs every
+    # PyTorch dtype on its CUDA cores (integer, bool, complex64/128: PyTorch ships CUDA kernels for each), so no op
+    # leaves it for its dtype. No host link is recorded: an op with no cost rule is a one-line error here.
+    computes_in = None
+    host_link = None
 
     def native_dtype(self) -> str:
         return "bf16" if self.chip.supports("bf16") else "fp16"

@@ -60,6 +60,16 @@ class LPUPolicy(Policy):
         "accumulation_dtype": "fp32 here, a lower bound: Groq's blog 'Inside the LPU' (2025-08-01) says "
                               "TruePoint keeps 100 bits of intermediate accumulation (lossless for the inputs' width)",
     }
+    # Non-float dtypes the TSP computes in (torch names) -> source. int64 and complex have no datapath: such an op
+    # runs on the host (CPU fallback over the card's PCIe link, catalog fact host_link_bandwidth).
+    computes_in = {
+        "int8": "MXM int8 (catalog peak_flops.int8, Groq product brief)",
+        "uint8": "MXM int8 (catalog peak_flops.int8, Groq product brief)",
+        "int16": "Abts et al., 'Think Fast', ISCA 2020: the VXM's ALUs operate on int8/int16/int32 and fp16/fp32",
+        "int32": "Abts et al., 'Think Fast', ISCA 2020: the VXM's ALUs operate on int8/int16/int32 and fp16/fp32",
+        "bool": "estimate: a mask held as int8 bytes on the VXM (no separate boolean type is published)",
+    }
+    host_link = "host_link_bandwidth"
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
         super().__init__(chip, n_chips, dtype, **options)

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 import torch
 import torch.fx as fx
 
-from common.costs import FLOPS_PER_INPUT_ELEMENT, NodeCost, op_name, touched_bytes
-from common.sim.program import Kernel, Op, Program
+from common.costs import NodeCost, op_name, touched_bytes
+from common.errors import DFAError
+from common.sim.program import Event, Kernel, Op, Program
 
 if TYPE_CHECKING:  # pandas is loaded by kernels_frame only
     import pandas as pd
@@ -30,20 +31,65 @@ COPY_OPS = {"aten.clone", "aten.copy_", "aten._to_copy", "aten.cat", "aten.stack
             "aten.index_put", "aten.index_put_", "aten.constant_pad_nd", "aten.repeat", "aten.copy",
             "aten.contiguous"}
 GATHER_OPS = {"aten.embedding", "aten.index_select", "aten.index", "aten.gather"}
-REDUCTION_OPS = {f"aten.{p.__name__}" for p in FLOPS_PER_INPUT_ELEMENT} - {
-    "aten.rsqrt", "aten.gelu", "aten.silu", "aten.sigmoid", "aten.tanh", "aten.exp", "aten.pow"}
+# The pipeline's op kinds (program.OP_KINDS) from common.op_kinds' kinds; creation is a write-only pointwise kernel.
+PIPELINE_KIND = {"matmul": "matmul", "reduction": "reduction", "movement": "copy", "collective": "copy",
+                 "view": "view", "pointwise": "pointwise", "creation": "pointwise"}
+# Kinds that compute values in a dtype (a machine needs that datapath); movement and creation only lay bytes down.
+COMPUTING = ("matmul", "reduction", "pointwise")
 
 
-def op_kind(name: str) -> str:
+def op_kind(name: str, cost_kind: str = "") -> str:
+    """The pipeline kind of an op: matmul | copy | gather | reduction | pointwise | view. Ops the passes treat by
+    name (matmuls with (b, M, K, N), copies, table lookups) first, then the op's kind from ``common.op_kinds``."""
     if name in MATMUL_OPS:
         return "matmul"
     if name in COPY_OPS:
         return "copy"
     if name in GATHER_OPS:
         return "gather"
-    if name in REDUCTION_OPS:
-        return "reduction"
-    return "pointwise"
+    return PIPELINE_KIND.get(cost_kind, "pointwise")
+
+
+# ---- dtypes: what a machine computes in ------------------------------------------------------------------
+FLOAT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+
+
+def computed_dtype(policy, dtype: str) -> str:
+    """The dtype an op's values are computed in on ``policy``'s machine: float tensors take the machine's
+    storage rounding (``policy.storage_dtype``, e.g. fp16 on Spyre), every other dtype is its own."""
+    if dtype in FLOAT:
+        return policy.storage_dtype or FLOAT[dtype]
+    return dtype
+
+
+def runs_dtype(policy, dtype: str) -> bool:
+    """Whether the machine computes in ``dtype`` (a torch dtype name): floats through its float datapath,
+    anything else only if the policy lists it (``policy.computes_in``; None lists everything)."""
+    if dtype in FLOAT or not dtype:
+        return True
+    table = getattr(policy, "computes_in", None)
+    return table is None or dtype in table
+
+
+def _input_dtypes(node: fx.Node) -> list[str]:
+    return [str(a.meta["val"].dtype).replace("torch.", "") for a in node.all_input_nodes
+            if isinstance(a.meta.get("val"), torch.Tensor)]
+
+
+def op_coverage(policy, name: str, node: fx.Node, cost: NodeCost) -> tuple[str, tuple[str, ...], str]:
+    """(coverage, decomposed_into, fallback reason): the policy's op tables, then two reasons to leave the
+    machine - an op no cost rule covers runs on the host (timed there, by its bytes), and an op computing in a
+    dtype the machine has no datapath for runs on the host in that dtype."""
+    if cost.kind == "uncosted":
+        return "fallback", (), "no cost rule in common.op_kinds"
+    coverage, parts = policy.coverage(name)
+    if coverage == "fallback":
+        return coverage, parts, "not in the backend's op coverage"
+    if cost.kind in COMPUTING:
+        for dt in dict.fromkeys([cost.dtype, *_input_dtypes(node)]):
+            if not runs_dtype(policy, dt):
+                return "fallback", (), f"dtype {dt}: no {dt} datapath on {policy.chip.name}"
+    return coverage, parts, ""
 
 
 def _root(node: fx.Node) -> fx.Node:
@@ -77,7 +123,7 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass 
     ops = []
     for node in gm.graph.nodes:
         cost: NodeCost | None = node.meta.get("cost")
-        if node.op != "call_function" or cost is None or cost.is_view:
+        if node.op != "call_function" or cost is None or cost.is_view or cost.kind == "metadata":
             continue
         name = op_name(node)
         in_bytes: dict[str, float] = defaultdict(float)
@@ -102,11 +148,12 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass 
         if name == "aten.copy_":  # the destination is written, not read
             dest = _root(node.all_input_nodes[0]).name
             in_bytes.pop(dest, None)
-        coverage, parts = policy.coverage(name)
-        ops.append(Op(node.name, name, op_kind(name), coverage, cost.flops, cost.bytes_written, dict(in_bytes),
-                      cost.shape, cost.dtype, _mnk(node) if op_kind(name) == "matmul" else None, parts,
+        coverage, parts, reason = op_coverage(policy, name, node, cost)
+        kind = op_kind(name, cost.kind)
+        ops.append(Op(node.name, name, kind, coverage, cost.flops, cost.bytes_written, dict(in_bytes),
+                      cost.shape, cost.dtype, _mnk(node) if kind == "matmul" else None, parts,
                       tuple(params), in_shapes=in_shapes, transposed_inputs=tuple(transposed),
-                      param_inputs=tuple(param_inputs)))
+                      param_inputs=tuple(param_inputs), fallback_reason=reason))
     _mark_attention(ops)
     return ops
 
@@ -227,4 +274,95 @@ def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Pr
     program = Program(policy.name, policy.chip.name, policy.n_chips, policy.dtype, kernels)
     program.stages.update(stages)
     program.notes.extend(policy.notes())
+    kinds = {n.name: n.meta["cost"].kind for n in gm.graph.nodes if "cost" in n.meta}
+    program.notes.append(dtype_note(policy, ops, kinds))
     return program
+
+
+# ---- CPU fallbacks: a graph break to the host and back ------------------------------------------------------
+def host_link_bandwidth(policy, op: str) -> float:
+    """Bytes/s between the device and its host (both directions), from the catalog field ``policy.host_link``
+    names; a machine whose catalog record has none cannot time a round trip: a one-line error."""
+    where = getattr(policy, "host_link", None)
+    value = None
+    if where == "link_bandwidth":
+        value = policy.chip.link_bandwidth
+    elif where:
+        value = policy.chip.facts.get(where)
+    if not value:
+        raise DFAError(f"dfa_{policy.name} cannot run {op}: it must run on the host, and the catalog has no "
+                       f"host-link bandwidth for {policy.chip.name} to time the round trip")
+    return value
+
+
+def round_trip(policy, kernel: Kernel, start: float) -> list[Event]:
+    """A fallback kernel as the host runs it: the host waits for the device (``host_sync_s``), the op's inputs
+    cross the host link, the op runs eagerly on the CPU (``host_cpu_flops`` / ``host_cpu_bytes_per_s``), its
+    outputs cross back. Every figure is a catalog estimate (common/catalog/host.py)."""
+    op = kernel.ops[0]
+    chip = policy.chip
+    one_way = host_link_bandwidth(policy, op.op) / 2
+    d2h, h2d = sum(kernel.inputs.values()), sum(kernel.outputs.values())
+    why = {"fallback": op.op, "reason": op.fallback_reason or "not in the backend's op coverage",
+           "dtype": op.dtype}
+    sync = chip.estimate("host_sync_s")
+    cpu = max(kernel.flops / chip.estimate("host_cpu_flops"), (d2h + h2d) / chip.estimate("host_cpu_bytes_per_s"))
+    events, t = [], start
+    for name, kind, engine, duration, nbytes, bound in (
+            (f"sync {kernel.name}", "sync", "host", sync, 0.0, "scheduling"),
+            (f"d2h {kernel.name}", "dma", "host link", d2h / one_way, d2h, "communication"),
+            (f"host {op.op}", "host", "host", cpu, 0.0, "scheduling"),
+            (f"h2d {kernel.name}", "dma", "host link", h2d / one_way, h2d, "communication")):
+        events.append(Event(name, kind, engine, t, duration, 0, kernel.flops if kind == "host" else 0.0,
+                            {"host link": nbytes} if nbytes else {}, bound, kernel.name, duration, dict(why)))
+        t += duration
+    return events
+
+
+def host_fallbacks(policy, programs: list[Program], events: list[Event]) -> list[Event]:
+    """Put every fallback kernel on the host. A policy that schedules its own round trips (Spyre:
+    ``schedules_host_fallbacks``) gets its host events labelled with the reason; for the others, the event the
+    schedule made for a fallback kernel (and its launch) becomes a ``round_trip`` and everything after it on the
+    timeline moves by the difference: a graph break serialises the device and the host."""
+    fallback = {(k.name, tuple(k.op_names)): k for p in programs for k in p.kernels if k.kind == "fallback"}
+    if not fallback:
+        return events
+    names = {name for name, _ in fallback}
+    if getattr(policy, "schedules_host_fallbacks", False):
+        for e in events:
+            k = next((k for (n, _), k in fallback.items() if n == e.kernel), None) if e.kind == "host" else None
+            if k is not None:
+                e.detail.setdefault("reason", k.ops[0].fallback_reason or "not in the backend's op coverage")
+                e.detail.setdefault("dtype", k.ops[0].dtype)
+        return events
+    out, shift = [], 0.0
+    for e in sorted(events, key=lambda e: e.start):
+        k = fallback.get((e.kernel, tuple(e.detail.get("ops", ()))))
+        if k is None and e.kernel in names and e.kind == "launch":
+            continue  # nothing is launched on the device for an op the host runs
+        if k is None or e.kind != "compute":
+            out.append(replace(e, start=e.start + shift))
+            continue
+        trip = round_trip(policy, k, e.start + shift)
+        out += trip
+        shift += trip[-1].end - trip[0].start - e.duration
+    return out
+
+
+def dtype_note(policy, ops: list[Op], kinds: dict[str, str]) -> str:
+    """Which dtypes the program's computing ops (``kinds``: node -> common.op_kinds kind) computed in on the
+    machine, and which went to the host, where they compute in their own dtype (the one the machine lacks)."""
+    on, off = defaultdict(int), defaultdict(int)
+    for o in ops:
+        if kinds.get(o.name) not in COMPUTING or not o.dtype:
+            continue
+        if o.coverage == "fallback":
+            lacking = o.fallback_reason.split(":")[0].removeprefix("dtype ") if o.fallback_reason.startswith(
+                "dtype ") else ""
+            off[lacking or FLOAT.get(o.dtype, o.dtype)] += 1
+        else:
+            on[computed_dtype(policy, o.dtype)] += 1
+    parts = [f"{d} x{n}" for d, n in sorted(on.items())]
+    host = [f"{d} x{n}" for d, n in sorted(off.items())]
+    return (f"dtypes computed on {policy.chip.name}: {', '.join(parts) or 'none'}"
+            + (f"; on the host (CPU fallback): {', '.join(host)}" if host else ""))

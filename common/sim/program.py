@@ -33,6 +33,7 @@ class Op:
     in_shapes: dict[str, tuple] = field(default_factory=dict)  # producer -> shape of the view this op reads
     transposed_inputs: tuple[str, ...] = ()  # producers read through a view whose innermost stride != 1
     param_inputs: tuple[str, ...] = ()  # producers that are parameters (weights: laid out ahead of time)
+    fallback_reason: str = ""  # why a fallback op left the machine: op coverage, its dtype, no cost rule
 
 
 @dataclass

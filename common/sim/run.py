@@ -10,7 +10,7 @@ from common import sim_args
 from common.chips import canonical_dtype
 from common.errors import DFAError
 from common.sim.moe import after_run
-from common.sim.pipeline import compile_graph
+from common.sim.pipeline import compile_graph, host_fallbacks
 from common.sim.report import Report
 from common.sim.workload import TORCH_DTYPES, Workload, graph_workload, llm_step
 
@@ -46,7 +46,7 @@ def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None =
     with gc_paused():
         policy.fit(workload)
         programs = [compile_graph(seg.gm, policy) for seg in workload.segments]
-        events = policy.run(programs, workload)
+        events = host_fallbacks(policy, programs, policy.run(programs, workload))  # CPU fallbacks on the host
         events = after_run(policy, workload, programs, events)  # MoE all-to-alls, notes (common/sim/moe.py)
     notes = list(dict.fromkeys(n for p in programs for n in p.notes))
     return Report(policy.name, policy.chip.name, policy.n_chips, policy.dtype, events, programs,

@@ -139,6 +139,15 @@ class SpyrePolicy(SpyreTiming, Policy):
                          "compiled path, where explicit fp32<->fp16 casts convert them; so every stored tensor is fp16",
         "accumulation_dtype": "estimate: fp32; IBM publishes no accumulator width for the PE arrays",
     }
+    # Non-float dtypes the card computes in (torch names) -> source. int64 and complex have no datapath: such an op
+    # runs on the host, as torch-spyre's CPU fallback (spyre_timing schedules the PCIe round trip itself).
+    computes_in = {
+        "int8": "Spyre's int8 datapath (catalog peak_flops.int8, '300 TOPS')",
+        "int32": "torch-spyre stores int64 index tensors as int32 on the device (the layout this policy uses)",
+        "bool": "torch-spyre's native op list has logical_and / logical_not / where on masks",
+    }
+    schedules_host_fallbacks = True
+    host_link = "link_bandwidth"
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
         super().__init__(chip, n_chips, dtype, **options)

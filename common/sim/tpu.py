@@ -71,6 +71,17 @@ class TPUPolicy(Policy):
                          "bf16 is the user's explicit choice); so no storage rounding",
         "accumulation_dtype": "Cloud TPU docs, bfloat16 page: accumulations in IEEE float32",
     }
+    # Non-float dtypes the machine computes in (torch names) -> source. Anything else goes to the host.
+    computes_in = {
+        "int32": "XLA's TPU backend computes S32 natively on the vector unit (32-bit lanes, jax tpu_info.py "
+                 "NUM_LANES = 128 x 32 bit)",
+        "bool": "XLA PRED, computed on the vector unit as 32-bit masks",
+        "int8": "int8 MXU path (catalog peak_flops.int8)", "uint8": "int8 MXU path (catalog peak_flops.int8)",
+        "int64": "estimate: XLA:TPU has no 64-bit lanes and emulates S64 as pairs of 32-bit words (slower, "
+                 "not modelled); JAX keeps x64 off by default for that reason",
+        "complex64": "XLA supports C64 on TPU (pairs of f32; FFTs and complex matmuls)",
+    }
+    host_link = None  # no published host interface figure: an op with no cost rule is a one-line error here
 
     def native_dtype(self) -> str:
         return "bf16"

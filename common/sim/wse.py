@@ -61,6 +61,14 @@ class WSEPolicy(Policy):
         "accumulation_dtype": "estimate: fp32, as in mixed-precision training generally; Cerebras publishes no "
                               "accumulator width",
     }
+    # Non-float dtypes the wafer computes in (torch names) -> source. Anything else (int64, complex) runs on the
+    # host: a CPU fallback over the system I/O (catalog link_bandwidth), with the shared host estimates.
+    computes_in = {
+        "int16": "Cerebras SDK, CSL language reference: i16 / u16 types and 16-bit integer DSD operations",
+        "int32": "Cerebras SDK, CSL language reference: i32 / u32 scalar types on the PE",
+        "bool": "Cerebras SDK, CSL language reference: bool type (a PE-local mask)",
+    }
+    host_link = "link_bandwidth"
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
         super().__init__(chip, n_chips, dtype, **options)

@@ -1,0 +1,107 @@
+"""Every op a learner's model can bring has a cost rule (issue 27), and an op a machine cannot run - no rule, or
+a dtype it has no datapath for (issue 29) - leaves it on the documented CPU-fallback path, or fails in one line."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import common.sim as sim
+from common.capture import capture_aten
+from common.costs import annotate
+from common.op_kinds import KINDS, core_aten_ops, rule_for
+from common.sim.compile import clear_reports
+
+aten = torch.ops.aten
+CORE = core_aten_ops()
+
+
+def test_every_core_aten_op_has_a_kind_and_a_flop_rule():
+    assert len(CORE) >= 150  # the Core ATen opset: ~190 overloads of ~160 ops (torch 2.11+)
+    missing = [str(op) for op in CORE if rule_for(op) is None or rule_for(op).kind not in KINDS]
+    assert not missing, f"Core ATen ops without a kind: {missing}"
+    # the kind follows torch's own metadata where it exists
+    assert all(rule_for(op).kind in ("pointwise", "movement") for op in CORE if torch.Tag.pointwise in op.tags)
+    assert rule_for(aten.view.default).kind == rule_for(aten.permute.default).kind == "view"
+    assert rule_for(aten.mm.default).kind == rule_for(aten.convolution.default).kind == "matmul"
+    assert rule_for(aten.amax.default).kind == "reduction" and rule_for(aten.full.default).kind == "creation"
+
+
+@pytest.mark.parametrize("op, args, flops", [
+    (aten.new_ones.default, (torch.empty(3, 4), [5, 6]), 0),  # the ops issue 27 tripped on: creation, no FLOPs
+    (aten.lift_fresh_copy.default, (torch.ones(7),), 0),  # a copy
+    (aten.add_.Tensor, (torch.ones(2, 3), torch.ones(2, 3)), 6),  # in place: the rule of add
+    (aten.sort.default, (torch.randn(4, 8),), 4 * 8 * 3),  # n log2 n comparisons per row
+    (aten.native_dropout.default, (torch.ones(10), 0.5, True), 20),
+    (aten.atan2.default, (torch.ones(5), torch.ones(5)), 5),  # tagged pointwise: one per output element
+    (aten.logsumexp.default, (torch.ones(4, 6), [1]), None),  # no rule of its own: counted as its decomposition
+])
+def test_ops_nobody_listed_are_costed_by_their_kind(op, args, flops):
+    class One(torch.nn.Module):
+        def forward(self, *xs):
+            return op(*xs)
+
+    gm = capture_aten(One(), args)
+    annotate(gm, *gm.meta["example_inputs"])
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.meta["cost"].kind != "view"]
+    assert nodes and all(n.meta["cost"].kind in KINDS for n in nodes)
+    assert not any(n.meta.get("uncosted") for n in nodes)
+    total = sum(n.meta["cost"].flops for n in nodes)
+    assert total == flops if flops is not None else total > 0
+    if op is aten.new_ones.default:  # a creation op reads nothing, writes its output
+        (n,) = nodes
+        assert n.meta["cost"].bytes_read == 0 and n.meta["cost"].bytes_written == 5 * 6 * 4
+
+
+def _events(backend):
+    return [e for r in sim.reports(backend) for e in r.events]
+
+
+@pytest.mark.parametrize("backend", ["wse", "lpu", "spyre"])
+def test_an_op_without_a_rule_runs_on_the_host_with_a_fallback_event(backend):
+    torch._dynamo.reset()
+    clear_reports()
+    x = torch.randn(3, 3) + 3 * torch.eye(3)
+    out = torch.compile(lambda t: torch.linalg.det(t) * 2, backend=f"dfa_{backend}")(x)
+    assert torch.allclose(out, torch.linalg.det(x) * 2, rtol=sim.get_backend(backend).rtol_vs_eager * 4)
+    host = [e for e in _events(backend) if e.kind == "host"]
+    assert [e.detail["fallback"] for e in host] == ["aten._linalg_det"]
+    assert host[0].detail["reason"].startswith("no cost rule") and host[0].duration >= host[0].floor > 0
+
+
+@pytest.mark.parametrize("backend", ["gpu", "tpu"])
+def test_without_a_host_link_in_the_catalog_such_an_op_is_one_line_naming_op_and_backend(backend):
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=rf"dfa_{backend} cannot run aten\._linalg_det: it must run on the host"):
+        torch.compile(lambda t: torch.linalg.det(t), backend=f"dfa_{backend}")(torch.randn(3, 3))
+
+
+class IndexMath(torch.nn.Module):  # positions, a mask and a histogram in int64; a complex rotation
+    def forward(self, ids, x):  # ids: (B, T) int64, x: (B, T) float
+        pos = (ids * 3 + 1) % 17  # (B, T) int64
+        z = torch.polar(torch.ones_like(x), x) * torch.polar(torch.ones_like(x), x)  # (B, T) complex64
+        return pos, z, (ids > 5) & (x > 0)
+
+
+@pytest.mark.parametrize("backend", list(sim.BACKEND_NAMES))
+def test_integer_and_complex_ops_run_where_the_machine_has_the_dtype_else_on_the_host(backend):
+    torch._dynamo.reset()
+    clear_reports()
+    ids, x = torch.randint(0, 50, (2, 7)), torch.randn(2, 7)
+    ref = IndexMath()(ids, x)
+    out = torch.compile(IndexMath(), backend=f"dfa_{backend}")(ids, x)
+    assert torch.equal(out[0], ref[0]) and torch.equal(out[2], ref[2])  # integer and bool: bit-exact
+    policy = sim.get_backend(backend)
+    assert torch.allclose(out[1], ref[1], atol=4 * policy.rtol_vs_eager)  # |z| = 1; x stored in the chip's float
+    table = policy.computes_in
+    host = {(e.detail["fallback"], e.detail["reason"].split(":")[0]) for e in _events(backend) if e.kind == "host"}
+    report = sim.last_report(backend)
+    note = next(n for n in report.notes if n.startswith("dtypes computed on"))
+    for dt in ("int64", "complex64"):
+        runs = table is None or dt in table
+        assert runs == (f"dtype {dt}" not in {why for _, why in host}), (dt, host)
+        assert (dt in note.split(";")[0]) == runs  # labelled with the dtype it computed in, where it did
+    if table is not None and "int64" not in table:
+        assert ("aten.mul", "dtype int64") in host and "on the host (CPU fallback): " in note
+    # the report never calls an integer op by the float dtype: its ops are labelled with their own dtypes
+    assert not any(e.detail.get("dtype") in ("fp16", "bf16") for e in report.events if e.kind == "host"
+                   and "dtype" in e.detail.get("reason", ""))
