@@ -36,7 +36,8 @@ def ref_dir(tmp_path, monkeypatch):
 def test_cpu_recording_has_every_table_and_its_provenance(cpu_doc):
     p = cpu_doc["provenance"]
     assert (p["device_type"], p["gpu_rows"], p["quick"], p["torch"]) == ("cpu", False, True, torch.__version__)
-    assert p["device_name"] == bench.device_name("cpu") and "no GPU measurement" in p["note"]
+    assert p["device_name"] == bench.device_name("cpu") and "no GPU measurement" in p["rows"]
+    assert "no chip stands for it" in p["note"]  # this_machine's note: why no catalog chip
     assert datetime.fromisoformat(p["date_utc"]).tzinfo is not None and len(p["load_avg_before"]) == 3
     ops = {r["op"] for r in cpu_doc["timings"]}
     assert {"GEMM", "softmax", "SDPA", "prefill", "decode"} <= ops
@@ -100,7 +101,7 @@ def test_recording_script_cuda_branch_on_a_faked_t4(monkeypatch, tmp_path):
     p = doc["provenance"]
     assert (p["device"], p["device_name"], p["chip"], p["match"], p["cuda"]) == ("cuda:0", "Tesla T4", "t4",
                                                                                  "exact", "12.4")
-    assert p["gpu_rows"] is True and record.default_name(doc) == "t4"
+    assert p["gpu_rows"] is True and record.default_name(doc) == "t4" and p["rows"].startswith("GPU rows")
     # a T4 multiplies in fp32 and fp16 (no bf16 tensor cores): no bf16 row, no bf16 peak asked for
     assert {r["dtype"] for r in doc["timings"]} == {"fp32", "fp16"}
     assert asked == [("peaks", "cuda:0", torch.float32), ("gemms", "cuda:0", (torch.float16,))]
