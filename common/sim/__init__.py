@@ -23,8 +23,9 @@ from common.sim.compile import last_report, register, reports  # noqa: E402
 from common.sim.coverage import last_coverage, measure_coverage, run_compiled  # noqa: E402
 from common.sim.numerics import NumericsWarning  # noqa: E402
 from common.sim.run import simulate, simulate_llm, simulate_op  # noqa: E402
+from common.sim.sweeps import sweep  # noqa: E402
 
 register()  # torch.compile(model, backend="dfa_gpu") works once common.sim is imported (or via entry points)
 
 __all__ = ["BACKEND_NAMES", "NumericsWarning", "get_backend", "last_coverage", "last_report", "measure_coverage",
-           "reports", "run_compiled", "simulate", "simulate_llm", "simulate_op"]
+           "reports", "run_compiled", "simulate", "simulate_llm", "simulate_op", "sweep"]
