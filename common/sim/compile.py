@@ -4,14 +4,18 @@ Dynamo hands a backend each captured graph with example inputs. We trace it to a
 through the shared pipeline for the target (``common.sim.pipeline``), simulate its cost, and return a
 callable that really runs the aten graph on the CPU with the target's numerics:
 
-* matmul operands rounded to ``policy.matmul_operand_dtype`` (e.g. bf16 on a TPU), accumulated in fp32;
-* every intermediate rounded to ``policy.storage_dtype`` (fp16 on Spyre);
+* matmul operands rounded to ``policy.matmul_operand_dtype`` (e.g. bf16 on a TPU), accumulated in
+  ``policy.accumulation_dtype`` (fp32); each rule's source is in ``policy.precision_sources``;
+* every intermediate rounded to ``policy.storage_dtype`` (fp16 on Spyre); a rounding that makes inf, 0 or
+  NaN is counted and warned about (``common.sim.numerics``: ``report.counters["overflow"]``, ...);
 * ops the target cannot run natively execute on the host (a counted CPU fallback, a host round trip in the
   timeline); with ``options={"strict": True}`` such an op is a compile error instead;
 * planted ``faults`` (``common.sim.faults``) change values or raise the runtime's errors.
 
 Options (``torch.compile(m, backend="dfa_spyre", options={...})``): chip, strict, faults, plus any policy
 option. The simulated ``Report`` of every compiled graph is kept: ``last_report("spyre")``, ``reports()``.
+A graph is part of a program: ``common.sim.run_compiled`` (``common.sim.coverage``) also counts what ran outside
+the graphs, and ``report.coverage_line()`` says what share of the program's work the machine ran.
 """
 from __future__ import annotations
 
