@@ -137,3 +137,13 @@ def test_every_precision_rule_cites_a_source_or_says_estimate(backend):
         text = policy.precision_sources.get(rule, "")
         assert len(text) > 30, f"{backend}.{rule} has no source"
         assert text.startswith("estimate") or any(w in text for w in ("docs", "blog", "brief", "PyTorch", "eager"))
+
+
+def test_an_overflow_is_counted_where_it_happens_not_again_downstream():
+    x = torch.tensor([1e5, 1.0])  # overflows when stored; the ops after it only carry the inf along
+    with pytest.warns(sim.NumericsWarning):
+        out = _compile(lambda t: (t * 2 + 1).abs(), "spyre")(x)
+    assert torch.isinf(out[0])
+    report = sim.last_report("spyre")
+    assert report.counters["overflow"] == 1 and report.counters["nan"] == 0
+    assert report.numerics[0].op.startswith("input read by")

@@ -238,7 +238,7 @@ class TargetInterpreter(fx.Interpreter):
         out = self._store(node, name, out)
         if fault is None:
             inputs = self._current.all_input_nodes
-            self.monitor.produced(node, name, out, [n.name for n in inputs], [self.env.get(n) for n in inputs])
+            self.monitor.produced(node, name, out, [n.name for n in inputs], pytree.tree_leaves(args))  # as read
         return out
 
     def run_node(self, n):

@@ -84,7 +84,8 @@ class NumericsMonitor:
                           float(exact[over].abs().max()))
 
     def produced(self, node: str, op: str, out, inputs: list[str], input_values: list) -> None:
-        """An op's output: NaN (or inf) made from inputs free of it, where an input descends from an event."""
+        """An op's output: NaN (or inf) made from inputs free of it (``input_values``: as the op read them,
+        after rounding), where an input descends from an event (``inputs``: the input nodes' names)."""
         roots = [self.tainted[i] for i in inputs if i in self.tainted]
         if roots and node not in self.tainted:
             self.tainted[node] = roots[0]
