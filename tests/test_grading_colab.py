@@ -58,7 +58,8 @@ include = ["common*"]
 # ---- the setup cell's text ---
 def test_the_setup_cell_installs_the_pinned_release_with_the_pip_magic():
     cell = colab.setup_cell_source()
-    installs = [line.strip() for line in cell.splitlines() if "pip" in line and not line.lstrip().startswith("#")]
+    installs = [line.strip() for line in cell.splitlines() if re.match(r"\s*[%!]?pip\b", line)]  # not its messages
+    assert "subprocess" not in cell and "os.system" not in cell
     assert installs == ["%pip install {source}"]  # the magic: into this kernel, with Colab's restart prompt
     assert f'"{colab.INSTALL_SOURCE_ENV}", "git+{colab.REPO_GIT_URL}@{colab.RELEASE_REF}"' in cell
     assert "--quiet" not in cell and " -q" not in cell  # a silent minute looks like a hang
