@@ -59,7 +59,15 @@ def computed_dtype(policy, dtype: str) -> str:
     storage rounding (``policy.storage_dtype``, e.g. fp16 on Spyre), every other dtype is its own."""
     if dtype in FLOAT:
         return policy.storage_dtype or FLOAT[dtype]
-    return dtype
+    return "int32" if _narrowed(policy, dtype) else dtype
+
+
+def _narrowed(policy, dtype: str) -> bool:
+    """int64 on a machine with a 32-bit integer path but no 64-bit one: index and position bookkeeping (arange,
+    masks, cache positions) runs narrowed to int32, as torch-spyre stores int64 indices as int32 on the device;
+    exact while the values fit in 31 bits (token ids, positions and lengths of these models always do)."""
+    table = getattr(policy, "computes_in", None)
+    return dtype == "int64" and table is not None and "int64" not in table and "int32" in table
 
 
 def runs_dtype(policy, dtype: str) -> bool:
@@ -68,7 +76,7 @@ def runs_dtype(policy, dtype: str) -> bool:
     if dtype in FLOAT or not dtype:
         return True
     table = getattr(policy, "computes_in", None)
-    return table is None or dtype in table
+    return table is None or dtype in table or _narrowed(policy, dtype)
 
 
 def _input_dtypes(node: fx.Node) -> list[str]:
@@ -341,7 +349,7 @@ def host_fallbacks(policy, programs: list[Program], events: list[Event]) -> list
         if k is None and e.kernel in names and e.kind == "launch":
             continue  # nothing is launched on the device for an op the host runs
         if k is None or e.kind != "compute":
-            out.append(replace(e, start=e.start + shift))
+            out.append(e.copy(start=e.start + shift))  # (Event.copy: dataclasses.replace, 6x cheaper)
             continue
         trip = round_trip(policy, k, e.start + shift)
         out += trip
