@@ -56,6 +56,7 @@ def _feedback_config() -> Config:
     config = Config()
     config.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, SanitizeHTML, CSSHTMLHeaderPreprocessor]
     config.HideHiddenTests.enforce_metadata = False
+    config.SanitizeHTML.enabled = True  # an nbconvert preprocessor is off unless enabled
     config.SanitizeHTML.tags = SAFE_TAGS
     config.SanitizeHTML.attributes = SAFE_ATTRIBUTES
     config.SanitizeHTML.strip = True
