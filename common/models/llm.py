@@ -10,7 +10,8 @@
   fallback was rejected: its ids would mean nothing to the model's 151,936-token vocabulary.)
 
 ``offline=True`` never looks at the network or the cache: the choice for CI and grading, where every machine
-must build the same model. ``layers=N`` keeps the first N decoder layers (and, for real weights, only their
+must build the same model (the same ``seed`` and ``layers`` give the same weights; another layer count draws
+differently, as transformers initialises after building every layer). ``layers=N`` keeps the first N decoder layers (and, for real weights, only their
 weights) for quick runs. ``LLM.label`` says which model, how many layers and whether the weights are real.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ from common.models.hf_configs import LLM_HF
 
 HUB_TIMEOUT_S = 5.0  # one metadata request: long enough for a slow link, short enough for an air-gapped laptop
 _OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def _random(name: str, raw: dict, layers: int | None, dtype, seed: int, device, 
     hf_config = _with_layers(hf_config, n)
     with torch.random.fork_rng(devices=[]):  # the same weights for a seed, the global RNG left alone
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(hf_config, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_config(hf_config)  # torch's default dtype (no dtype in raw)
     print(f"load_llm: {name} has RANDOM weights (seed {seed}; {why}): outputs are meaningless, shapes and costs "
           f"are the real model's; pass token ids, not text")
     return model.to(device=device, dtype=dtype).eval(), n, raw["num_hidden_layers"]
@@ -170,10 +172,10 @@ def _pretrained(source: str, layers: int | None, dtype, device, local_only: bool
                                                      local_files_only=local_only)
     finally:
         hf_logging.set_verbosity(verbosity)
-    try:
+    tokenizer = None
+    # a folder without tokenizer files: transformers 5 would build an empty tokenizer from the model type alone
+    if not os.path.isdir(source) or any(os.path.isfile(os.path.join(source, f)) for f in _TOKENIZER_FILES):
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
-    except (OSError, ValueError, TypeError):  # a checkpoint saved without tokenizer files
-        tokenizer = None
     return model.to(device).eval(), tokenizer, n, total
 
 
