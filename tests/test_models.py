@@ -281,6 +281,26 @@ def test_hf_config_published_style_keys():
     assert got.n_kv_heads == 32 and got.rope_theta == 10000.0
 
 
+def test_hf_config_spells_each_bias_layout_as_its_model_type():
+    # q/k/v biases only: Qwen2 (Llama's attention_bias would put a bias on o_proj too)
+    qwen = config_to_hf(get_config("qwen2.5-0.5b"))
+    assert qwen["model_type"] == "qwen2" and "attention_bias" not in qwen
+    llama = config_to_hf(get_config("llama-3.1-8b"))
+    assert llama["model_type"] == "llama" and llama["attention_bias"] is False
+    mixtral = config_to_hf(get_config("mixtral-8x7b"))
+    assert mixtral["model_type"] == "mixtral"
+
+
+def test_hf_config_reads_transformers5_rope_parameters():
+    # transformers 5's save_pretrained writes rope_theta inside rope_parameters (and layer_types per layer)
+    raw = {k: v for k, v in config_to_hf(TEST).items() if k != "rope_theta"}
+    raw.update(rope_parameters={"rope_theta": 123456.0, "rope_type": "default"},
+               layer_types=["full_attention"] * TEST.n_layers, dtype="float32")
+    assert config_from_hf(raw).rope_theta == 123456.0
+    raw["rope_theta"] = 5.0  # a top-level rope_theta wins: a published (transformers 4) file has only that one
+    assert config_from_hf(raw).rope_theta == 5.0
+
+
 def test_hf_config_errors(tmp_path):
     path = tmp_path / "config.json"
     raw = config_to_hf(TEST)
