@@ -69,7 +69,8 @@ class CompiledGraph:
         self.faults: list[F.Fault] = list(options.pop("faults", []))
         self.strict = bool(options.pop("strict", False))
         chip = options.pop("chip", None)
-        self.policy = make_policy(backend, chip, None, options.pop("dtype", None), **options)
+        dtype = options.pop("dtype", None) or _eager_float_dtype(backend, chip, example_inputs)
+        self.policy = make_policy(backend, chip, None, dtype, **options)
         self.gm = gm
         self.aten = capture_aten(gm, _fresh_fakes(example_inputs), fake=True)
         _label_lifted_parameters(self.aten, gm, example_inputs)
@@ -120,7 +121,6 @@ class CompiledGraph:
         flat = pytree.tree_leaves((state, tuple(args), {}))
         self.raise_runtime_faults()
         C.graph_ran(lambda: C.region_of(self, self.name), self)
-        self.numerics.start_run()
         with C.inside_graph():
             out = TargetInterpreter(self).run(*flat)
         self.numerics.finish_run()
@@ -154,6 +154,25 @@ def _label_lifted_parameters(aten: fx.GraphModule, gm: fx.GraphModule, example_i
             node.meta["source"] = name
 
 
+def _eager_float_dtype(backend: str, chip, example_inputs) -> str | None:
+    """A target that computes floats in the model's own dtype (no operand or storage rounding: the GPU, with
+    eager CUDA semantics) is timed in that dtype too - an fp32 model at the fp32 peak - so the report never names
+    a dtype the values were not computed in. None (the chip's native 16-bit type) for every other target."""
+    from common.chips import DTYPES, get_chip
+    from common.sim import get_backend
+    cls = get_backend(backend)
+    if cls.storage_dtype is not None or cls.matmul_operand_dtype is not None:
+        return None
+    counts: dict[str, int] = {}
+    for t in example_inputs:
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            name = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(t.dtype)
+            if name:
+                counts[name] = counts.get(name, 0) + t.numel()
+    dtype = max(counts, key=counts.get) if counts else None
+    return dtype if dtype in DTYPES and get_chip(chip or cls.default_chip).supports(dtype) else None
+
+
 def _fresh_fakes(example_inputs) -> tuple:
     """Static-shape copies of Dynamo's example inputs in a FakeTensorMode of our own, so tracing here never
     adds symbols to Dynamo's shape environment."""
@@ -178,6 +197,7 @@ class TargetInterpreter(fx.Interpreter):
         stick = p.chip.facts.get("stick_bytes", F.STICK_BYTES_DEFAULT)
         self.stick_bytes = int(stick)
         self.monitor = compiled.numerics  # overflow / underflow / NaN the rounding rules cause (numerics.py)
+        self.monitor.start_run()  # one interpreter, one run (common.debug's recorder subclasses it)
         self._inputs_checked: set[str] = set()
 
     def _round(self, t):

@@ -60,6 +60,7 @@ class NumericsMonitor:
         for kind in KINDS:
             report.counters.setdefault(kind, 0)
         report.numerics = []
+        self.start_run()
 
     def start_run(self) -> None:
         self.new: list[NumericsEvent] = []
