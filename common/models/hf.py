@@ -6,7 +6,8 @@ DFAError naming the key (a field the loader silently dropped is how a Mixtral on
 * ``_HF_KEYS`` / ``_MOE_KEYS``  read into a ``ModelConfig`` field (several HF spellings for the MoE ones);
 * ``_CHECKED``                  understood, and only some values are supported (others are a DFAError);
 * ``_NOTED``                    understood, changes cost, not modelled: a sentence in ``ModelConfig.unmodelled``;
-* ``_IRRELEVANT``               known not to change the simulated ops or shapes (the commented allow-list).
+* ``_IRRELEVANT``               known not to change the simulated ops or shapes (the commented allow-list);
+* ``rope_parameters``           transformers 5's home of ``rope_theta`` (read from there when the top level has none).
 """
 
 from __future__ import annotations
