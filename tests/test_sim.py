@@ -145,9 +145,9 @@ def test_each_gpu_has_its_own_bandwidth_fraction():
 def test_bad_inputs_are_one_line_errors():
     with pytest.raises(DFAError, match="unknown backend 'xpu'; valid: gpu, lpu, spyre, tpu, wse"):
         get_backend("xpu")
-    with pytest.raises(DFAError, match="batch and seq must be positive"):
+    with pytest.raises(DFAError, match=r"^batch must be a positive int, got 0 \(int\)$"):
         simulate_llm("tiny-block", "gpu", batch=0)
     with pytest.raises(DFAError, match="simulates gpu chips; 'tpu-v5e' is a tpu"):
-        simulate_llm("tiny-block", "gpu", chip="tpu-v5e")
+        simulate_llm("tiny-block", "gpu", chip="tpu-v5e", seq=16)
     with pytest.raises(DFAError, match="needs .* GB for weights"):
         simulate_llm("llama-3.1-70b", "gpu", chip="t4", dtype="fp16")

@@ -306,21 +306,27 @@ def host_link_bandwidth(policy, op: str) -> float:
 def round_trip(policy, kernel: Kernel, start: float) -> list[Event]:
     """A fallback kernel as the host runs it: the host waits for the device (``host_sync_s``), the op's inputs
     cross the host link, the op runs eagerly on the CPU (``host_cpu_flops`` / ``host_cpu_bytes_per_s``), its
-    outputs cross back. Every figure is a catalog estimate (common/catalog/host.py)."""
+    outputs cross back. Every figure is a catalog estimate (common/catalog/host.py). A transfer pays the host
+    link's latency before its bytes (``common.catalog.links.host_link_latency``); one with no bytes is not made."""
+    from common.catalog.links import host_link_latency
     op = kernel.ops[0]
     chip = policy.chip
     one_way = host_link_bandwidth(policy, op.op) / 2
+    latency = host_link_latency(chip).value
     d2h, h2d = sum(kernel.inputs.values()), sum(kernel.outputs.values())
     why = {"fallback": op.op, "reason": op.fallback_reason or "not in the backend's op coverage",
            "dtype": op.dtype}
     sync = chip.estimate("host_sync_s")
-    cpu = max(kernel.flops / chip.estimate("host_cpu_flops"), (d2h + h2d) / chip.estimate("host_cpu_bytes_per_s"))
+    cpu = max(kernel.flops / chip.estimate("host_cpu_flops"), (d2h + h2d) / chip.estimate("host_cpu_bytes_per_s"),
+              policy.cycle_s())
     events, t = [], start
     for name, kind, engine, duration, nbytes, bound in (
             (f"sync {kernel.name}", "sync", "host", sync, 0.0, "scheduling"),
-            (f"d2h {kernel.name}", "dma", "host link", d2h / one_way, d2h, "communication"),
+            (f"d2h {kernel.name}", "dma", "host link", latency + d2h / one_way, d2h, "communication"),
             (f"host {op.op}", "host", "host", cpu, 0.0, "scheduling"),
-            (f"h2d {kernel.name}", "dma", "host link", h2d / one_way, h2d, "communication")):
+            (f"h2d {kernel.name}", "dma", "host link", latency + h2d / one_way, h2d, "communication")):
+        if kind == "dma" and not nbytes:
+            continue
         events.append(Event(name, kind, engine, t, duration, 0, kernel.flops if kind == "host" else 0.0,
                             {"host link": nbytes} if nbytes else {}, bound, kernel.name, duration, dict(why)))
         t += duration
