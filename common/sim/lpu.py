@@ -119,10 +119,9 @@ class LPUPolicy(Policy):
     def kernel_time(self, kernel: Kernel, share: float = 1.0, rows: float = 1.0):
         """``share`` of the kernel's weights (a chip's slice) applied to a ``rows`` fraction of its rows: the
         weight slice is read once per microbatch, everything else scales with the rows."""
-        mm_flops = sum(o.flops for o in kernel.ops if o.kind == "matmul")
-        vec_flops = (kernel.flops - mm_flops) * share * rows
-        pad = kernel.padded_flops / kernel.flops if kernel.flops else 1.0
-        w = spatial.weight_traffic(kernel)
+        mm_flops, flops, w = self._totals(kernel)
+        vec_flops = (flops - mm_flops) * share * rows
+        pad = kernel.padded_flops / flops if flops else 1.0
         sram = share * (w + rows * (kernel.bytes["SRAM"] - w))
         bw = self.chip.level("SRAM").bandwidth
         vxm = self.chip.fact("vxm_alus") * self.chip.clock_hz
@@ -132,13 +131,23 @@ class LPUPolicy(Policy):
         duration = max(terms.values())
         return duration, ("compute" if terms["compute_s"] >= terms["SRAM_s"] else "memory"), floor, terms
 
+    def _totals(self, kernel: Kernel) -> tuple[float, float, float]:
+        """(matmul FLOPs, FLOPs, weight bytes) of a kernel: sums over its ops, which every layer repeat, chip
+        slice and microbatch candidate of a ``run`` reads again; kept for that run only (``run`` clears them)."""
+        known = self.__dict__.setdefault("_run_totals", {}).get(id(kernel))
+        if known is None or known[0] is not kernel:
+            known = self._run_totals[id(kernel)] = (
+                kernel, sum(o.flops for o in kernel.ops if o.kind == "matmul"), kernel.flops,
+                spatial.weight_traffic(kernel))
+        return known[1:]
+
     def _event(self, kernel: Kernel, name: str, chip: int, share: float, rows: float) -> Event:
         duration, bound, floor, detail = self.kernel_time(kernel, share, rows)
         duration, floor = self.at_least_one_cycle(duration, floor, detail)
         detail.update(ops=kernel.op_names, share=share, **{k: v for k, v in kernel.tiling.items()})
-        w = spatial.weight_traffic(kernel)
+        _, flops, w = self._totals(kernel)
         sram = share * (w + rows * (kernel.bytes["SRAM"] - w))
-        return Event(name, "compute", ENGINE, 0.0, duration, chip, kernel.flops * share * rows, {"SRAM": sram},
+        return Event(name, "compute", ENGINE, 0.0, duration, chip, flops * share * rows, {"SRAM": sram},
                      bound, kernel.name, floor, detail)
 
     def _per_link(self) -> float:
@@ -165,7 +174,11 @@ class LPUPolicy(Policy):
         steps = spatial.flow(programs, workload)
         pieces = spatial.pack_even([s.resident for s in steps], self.n_chips)
         rows = max(1, int(workload.tokens or 1))
-        n_mb, stages = spatial.best_microbatches(rows, lambda q: self._stages(steps, pieces, q))
+        self._run_totals = {}
+        try:
+            n_mb, stages = spatial.best_microbatches(rows, lambda q: self._stages(steps, pieces, q))
+        finally:
+            self._run_totals = {}  # the kernels may go
         placement = [{"kernel": ev.name, "chip": ev.chip, "share": ev.detail["share"]}
                      for st in stages for ev in st.events if ev.kind == "compute"]
         for p in programs:
