@@ -11,8 +11,9 @@
 
 ``offline=True`` never looks at the network or the cache: the choice for CI and grading, where every machine
 must build the same model (the same ``seed`` and ``layers`` give the same weights; another layer count draws
-differently, as transformers initialises after building every layer). ``layers=N`` keeps the first N decoder layers (and, for real weights, only their
-weights) for quick runs. ``LLM.label`` says which model, how many layers and whether the weights are real.
+differently, as transformers initialises after building every layer). ``layers=N`` keeps the first N decoder
+layers (and, for real weights, only their weights) for quick runs. ``LLM.label`` says which model, how many
+layers and whether the weights are real.
 """
 from __future__ import annotations
 
@@ -193,8 +194,9 @@ def load_llm(name: str = DEFAULT_LLM, layers: int | None = None, *, offline: boo
         raise DFAError(f"offline must be None, True or False, got {offline!r}")
     if local:
         path = os.fspath(name)
-        display, short = os.path.basename(os.path.normpath(path)), os.path.basename(os.path.normpath(path))
-        raw = json.loads(open(os.path.join(path, "config.json"), encoding="utf-8").read())
+        display = short = os.path.basename(os.path.normpath(path))
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            raw = json.load(f)
         source, why = path, "offline=True" if offline else ""
         model_config = config_from_hf(path, name=short)
     else:
