@@ -73,7 +73,9 @@ def test_collect_an_lms_zip(course, tmp_path):
     assert any(s.startswith("../../evil.ipynb: no student id") for s in report.skipped)
     assert any("erin/notes.txt" in n for n in report.notes)
     assert not (course.root.parent / "evil.ipynb").exists() and not (tmp_path / "evil.ipynb").exists()
-    assert sorted(p.name for p in course.submitted_dir.iterdir()) == ["Bob_Smith", "carol", "doejane"]
+    # (and the stale marks of the three: collected, not graded yet)
+    assert sorted(p.name for p in course.submitted_dir.iterdir()) == [".dfa-stale.json", "Bob_Smith", "carol",
+                                                                      "doejane"]
 
 
 def test_collect_a_folder_with_a_custom_pattern(course, tmp_path):
