@@ -107,3 +107,18 @@ def test_integer_and_complex_ops_run_where_the_machine_has_the_dtype_else_on_the
     # the report never calls an integer op by the float dtype: its ops are labelled with their own dtypes
     assert not any(e.detail.get("dtype") in ("fp16", "bf16") for e in report.events if e.kind == "host"
                    and "dtype" in e.detail.get("reason", ""))
+
+
+@pytest.mark.parametrize("backend, model_dtype, report_dtype", [
+    ("gpu", torch.float32, "fp32"), ("gpu", torch.bfloat16, "bf16"), ("spyre", torch.float32, "fp16")])
+def test_the_report_names_the_float_dtype_the_values_were_computed_in(backend, model_dtype, report_dtype):
+    # the GPU computes in the model's own dtype (eager CUDA semantics), so it is timed in it too; Spyre rounds
+    # every stored float to fp16, so its report says fp16 whatever the model's dtype
+    torch._dynamo.reset()
+    clear_reports()
+    lin = torch.nn.Linear(16, 16).to(model_dtype)
+    torch.compile(lambda x: torch.relu(lin(x)), backend=f"dfa_{backend}")(torch.randn(4, 16, dtype=model_dtype))
+    report = sim.last_report(backend)
+    note = next(n for n in report.notes if n.startswith("dtypes computed on"))
+    assert report.dtype == report_dtype and f"{report_dtype} x" in note
+    assert report.peak_flops == sim.get_backend(backend)(dtype=report_dtype).peak

@@ -69,7 +69,8 @@ class CompiledGraph:
         self.faults: list[F.Fault] = list(options.pop("faults", []))
         self.strict = bool(options.pop("strict", False))
         chip = options.pop("chip", None)
-        self.policy = make_policy(backend, chip, None, options.pop("dtype", None), **options)
+        dtype = options.pop("dtype", None) or _eager_float_dtype(backend, chip, example_inputs)
+        self.policy = make_policy(backend, chip, None, dtype, **options)
         self.gm = gm
         self.aten = capture_aten(gm, _fresh_fakes(example_inputs), fake=True)
         _label_lifted_parameters(self.aten, gm, example_inputs)
@@ -151,6 +152,25 @@ def _label_lifted_parameters(aten: fx.GraphModule, gm: fx.GraphModule, example_i
         if isinstance(value, torch.nn.Parameter):
             node.meta["kind"] = "param"
             node.meta["source"] = name
+
+
+def _eager_float_dtype(backend: str, chip, example_inputs) -> str | None:
+    """A target that computes floats in the model's own dtype (no operand or storage rounding: the GPU, with
+    eager CUDA semantics) is timed in that dtype too - an fp32 model at the fp32 peak - so the report never names
+    a dtype the values were not computed in. None (the chip's native 16-bit type) for every other target."""
+    from common.chips import DTYPES, get_chip
+    from common.sim import get_backend
+    cls = get_backend(backend)
+    if cls.storage_dtype is not None or cls.matmul_operand_dtype is not None:
+        return None
+    counts: dict[str, int] = {}
+    for t in example_inputs:
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            name = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(t.dtype)
+            if name:
+                counts[name] = counts.get(name, 0) + t.numel()
+    dtype = max(counts, key=counts.get) if counts else None
+    return dtype if dtype in DTYPES and get_chip(chip or cls.default_chip).supports(dtype) else None
 
 
 def _fresh_fakes(example_inputs) -> tuple:

@@ -54,10 +54,13 @@ def op_kind(name: str, cost_kind: str = "") -> str:
 FLOAT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
 
-def computed_dtype(policy, dtype: str) -> str:
-    """The dtype an op's values are computed in on ``policy``'s machine: float tensors take the machine's
-    storage rounding (``policy.storage_dtype``, e.g. fp16 on Spyre), every other dtype is its own."""
+def computed_dtype(policy, dtype: str, kind: str = "") -> str:
+    """The dtype an op's values are computed in on ``policy``'s machine: a float matmul multiplies operands
+    rounded to ``policy.matmul_operand_dtype`` (bf16 on a TPU), other float ops take the machine's storage
+    rounding (``policy.storage_dtype``, e.g. fp16 on Spyre), every other dtype is its own (int64 narrowed)."""
     if dtype in FLOAT:
+        if kind == "matmul" and policy.matmul_operand_dtype:
+            return policy.matmul_operand_dtype
         return policy.storage_dtype or FLOAT[dtype]
     return "int32" if _narrowed(policy, dtype) else dtype
 
@@ -375,7 +378,7 @@ def dtype_note(policy, ops: list[Op], kinds: dict[str, str]) -> str:
                 "dtype ") else ""
             off[lacking or FLOAT.get(o.dtype, o.dtype)] += 1
         else:
-            on[computed_dtype(policy, o.dtype)] += 1
+            on[computed_dtype(policy, o.dtype, kinds.get(o.name, ""))] += 1
     parts = [f"{d} x{n}" for d, n in sorted(on.items())]
     host = [f"{d} x{n}" for d, n in sorted(off.items())]
     return (f"dtypes computed on {policy.chip.name}: {', '.join(parts) or 'none'}"
