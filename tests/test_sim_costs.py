@@ -124,8 +124,8 @@ def test_cli_stack_option(capsys):
     assert main(argv) == 0
     (row,) = __import__("json").loads(capsys.readouterr().out)
     assert row["stack"] == "jetstream-2024-07"
-    assert main(["simulate", "tiny-block", "--backend", "wse", "--stack", "bogus"]) == 2
+    assert main(["simulate", "tiny-block", "--backend", "wse", "--seq", "16", "--stack", "bogus"]) == 2
     err = capsys.readouterr().err.strip()
     assert "unknown stack 'bogus'; valid:" in err and "cerebras-2024-10" in err and "\n" not in err
-    assert main(["simulate", "tiny-block", "--stack", "groq-2024"]) == 2
+    assert main(["simulate", "tiny-block", "--seq", "16", "--stack", "groq-2024"]) == 2
     assert "needs one --backend" in capsys.readouterr().err
