@@ -26,6 +26,11 @@ def _op_workload(op="matmul", shape=(4, 4, 4)):
     return op_workload(op, shape)
 
 
+def _llm_step(model="test", phase="decode", batch=1, seq=8):
+    from common.sim.workload import llm_step
+    return llm_step(model, phase, batch, seq)
+
+
 def _simulate(workload="llama-3.1-8b", backend="gpu", **kw):
     from common.sim import simulate
     return simulate(workload, backend, **kw)
@@ -52,6 +57,8 @@ def _simulate(workload="llama-3.1-8b", backend="gpu", **kw):
     (lambda: _op_workload(shape="4 4 4"), ["shape", "'4 4 4' (str)"]),
     (lambda: _op_workload(op="sdpa", shape=(1, 2, 3)), ["sdpa", "B H S D"]),
     (lambda: _op_workload(shape=()), ["at least one dimension"]),
+    (lambda: _llm_step(seq="1024"), ["seq", "'1024' (str)"]),
+    (lambda: _llm_step(phase=None), ["unknown phase None", "decode"]),
     (lambda: _simulate(), ["workload must be a Workload", "str", "simulate_llm"]),
     (lambda: _simulate(_op_workload(), backend="xpu"), ["unknown backend 'xpu'"]),
 ])

@@ -17,6 +17,7 @@ import torch.fx as fx
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from common import sim_args
 from common.capture import capture_aten
 from common.chips import DTYPE_BYTES, canonical_dtype
 from common.costs import annotate
@@ -89,8 +90,9 @@ def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") 
     costly part of a step, ~1 s for a 70B layer): fp16 reuses the bf16 trace, int8 the fp8 one. The
     workload's ``dtype`` is the one asked for; every byte count is ``DTYPE_BYTES[dtype]`` either way.
     """
+    sim_args.llm_step(model, phase, batch, seq)  # one DFAError line naming a bad argument, before any capture
     dtype = canonical_dtype(dtype)
-    shared = _captured_step(model, phase, batch, seq, _TRACE_AS.get(dtype, dtype))
+    shared = _captured_step(model, phase, int(batch), int(seq), _TRACE_AS.get(dtype, dtype))
     return shared if shared.dtype == dtype else dataclasses.replace(shared, dtype=dtype)
 
 
