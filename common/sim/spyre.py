@@ -180,6 +180,8 @@ class SpyrePolicy(SpyreTiming, Policy):
             f"LX bandwidth is an estimate: {est['lx_bandwidth'].derivation}",
             f"bundle launch {est['kernel_launch_s'].value * 1e6:.0f} us is an estimate: "
             f"{est['kernel_launch_s'].derivation}",
+            f"each op's LPDDR5 <-> LX transfer pays {est['lpddr_dma_latency_s'].value * 1e9:.0f} ns of DMA latency "
+            f"(estimate: {est['lpddr_dma_latency_s'].derivation})",
             f"{self.cores} of {self.units} cores, LX budget {self.lx_budget / 1e6:.2f} MB per core; weights are laid "
             "out in sticks at load time, so only activations read through transposed views are restickified"]
 
