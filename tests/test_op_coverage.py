@@ -122,3 +122,17 @@ def test_the_report_names_the_float_dtype_the_values_were_computed_in(backend, m
     note = next(n for n in report.notes if n.startswith("dtypes computed on"))
     assert report.dtype == report_dtype and f"{report_dtype} x" in note
     assert report.peak_flops == sim.get_backend(backend)(dtype=report_dtype).peak
+
+
+@pytest.mark.parametrize("backend, bytes_per_element", [("lpu", 4), ("wse", 4), ("tpu", 8), ("gpu", 8)])
+def test_int64_index_math_is_counted_at_the_width_the_machine_holds_it_in(backend, bytes_per_element):
+    # LPU and WSE have 32-bit integer paths only: positions are narrowed to int32 (4 B); TPU and GPU keep int64
+    torch._dynamo.reset()
+    clear_reports()
+    ids = torch.arange(12).reshape(3, 4)
+    out = torch.compile(lambda t: t * 3 + 1, backend=f"dfa_{backend}")(ids)
+    assert torch.equal(out, ids * 3 + 1)
+    ops = [o for k in sim.last_report(backend).programs[0].kernels for o in k.ops if o.dtype == "int64"]
+    assert ops and all(o.coverage != "fallback" for o in ops)
+    assert all(o.out_bytes == 12 * bytes_per_element for o in ops)
+    assert all(b == 12 * bytes_per_element for o in ops for b in o.in_bytes.values())

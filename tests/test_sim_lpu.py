@@ -64,11 +64,12 @@ def test_activations_cross_every_chip_boundary_once(decode70):
         assert (before.chip, after.chip) == (e.chip, e.chip + 1)
         assert after.start >= e.end * (1 - 1e-12)  # the next chip waits for its inputs
         assert e.start >= before.start * (1 - 1e-12)  # a transfer may start under the sender's last kernel, not earlier
-    # the hand-off is the next kernel's input: the token id (8 B) while the 524 MB embedding table spans chips
+    # the hand-off is the next kernel's input: the token id (4 B: the LPU holds int64 ids as int32, having no
+    # 64-bit integer path - common.sim.pipeline._narrowed) while the 524 MB embedding table spans chips
     # 0-2, then 16 KB (x, q, attention output) up to the down projection's 28672-wide input + the 8192-wide residual
     # it adds at its end (fused into the same kernel): 2 x (28672 + 8192) = 73,728 B
     sizes = [e.bytes["link"] for e in comm]
-    assert sizes[:2] == [8.0, 8.0] and min(sizes[2:]) == 2 * 8192 and max(sizes) == 2 * (28672 + 8192)
+    assert sizes[:2] == [4.0, 4.0] and min(sizes[2:]) == 2 * 8192 and max(sizes) == 2 * (28672 + 8192)
 
 
 def test_a_token_pays_every_hop_latency_it_cannot_hide(decode70, monkeypatch):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx as fx
+from torch.utils import _pytree as pytree
 
 from common.costs import NodeCost, op_name, touched_bytes
 from common.errors import DFAError
@@ -82,6 +83,17 @@ def runs_dtype(policy, dtype: str) -> bool:
     return table is None or dtype in table or _narrowed(policy, dtype)
 
 
+def _narrows_bytes(policy) -> bool:
+    """Whether int64 tensors are counted at 4 bytes an element (narrowed to int32) in the ops' byte counts;
+    a policy that lays int64 out as int32 itself (Spyre's sticks: ``narrows_int64_in_layout``) sees 8."""
+    return _narrowed(policy, "int64") and not getattr(policy, "narrows_int64_in_layout", False)
+
+
+def _int64_bytes(val) -> float:
+    return float(sum(t.numel() * 8 for t in pytree.tree_leaves(val)
+                     if isinstance(t, torch.Tensor) and t.dtype == torch.int64))
+
+
 def _input_dtypes(node: fx.Node) -> list[str]:
     return [str(a.meta["val"].dtype).replace("torch.", "") for a in node.all_input_nodes
             if isinstance(a.meta.get("val"), torch.Tensor)]
@@ -139,11 +151,13 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass 
         name = op_name(node)
         in_bytes: dict[str, float] = defaultdict(float)
         params, in_shapes, transposed, param_inputs = [], {}, [], []
+        narrow = _narrows_bytes(policy)
         for arg in node.all_input_nodes:
             val = arg.meta.get("val")
             if isinstance(val, torch.Tensor):
                 src = _root(arg)
-                in_bytes[src.name] = max(in_bytes[src.name], float(touched_bytes(val)))
+                half = narrow and val.dtype == torch.int64  # held as int32 on the machine: 4 bytes an element
+                in_bytes[src.name] = max(in_bytes[src.name], float(touched_bytes(val)) / (2 if half else 1))
                 in_shapes[src.name] = tuple(val.shape)
                 if val.dim() >= 2 and val.stride()[-1] != 1 and val.shape[-1] > 1:
                     transposed.append(src.name)
@@ -161,7 +175,8 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass 
             in_bytes.pop(dest, None)
         coverage, parts, reason = op_coverage(policy, name, node, cost)
         kind = op_kind(name, cost.kind)
-        ops.append(Op(node.name, name, kind, coverage, cost.flops, cost.bytes_written, dict(in_bytes),
+        out_bytes = cost.bytes_written - (_int64_bytes(node.meta.get("val")) / 2 if narrow else 0.0)
+        ops.append(Op(node.name, name, kind, coverage, cost.flops, out_bytes, dict(in_bytes),
                       cost.shape, cost.dtype, _mnk(node) if kind == "matmul" else None, parts,
                       tuple(params), in_shapes=in_shapes, transposed_inputs=tuple(transposed),
                       param_inputs=tuple(param_inputs), fallback_reason=reason))

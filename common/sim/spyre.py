@@ -147,6 +147,7 @@ class SpyrePolicy(SpyreTiming, Policy):
         "bool": "torch-spyre's native op list has logical_and / logical_not / where on masks",
     }
     schedules_host_fallbacks = True
+    narrows_int64_in_layout = True  # _input_layout stores an int64 index tensor as int32 sticks itself
     host_link = "link_bandwidth"
 
     def __init__(self, chip=None, n_chips=None, dtype=None, **options):
