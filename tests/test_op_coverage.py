@@ -34,6 +34,14 @@ def test_every_core_aten_op_has_a_kind_and_a_flop_rule():
     (aten.native_dropout.default, (torch.ones(10), 0.5, True), 20),
     (aten.atan2.default, (torch.ones(5), torch.ones(5)), 5),  # tagged pointwise: one per output element
     (aten.logsumexp.default, (torch.ones(4, 6), [1]), None),  # no rule of its own: counted as its decomposition
+    # the per-op counts of common.op_kinds.TABLE, by hand
+    (aten._cdist_forward.default, (torch.randn(2, 3, 4), torch.randn(2, 5, 4), 2.0, None), 3 * 2 * 3 * 5 * 4),
+    (aten._pdist_forward.default, (torch.randn(5, 4), 2.0), 3 * 10 * 4),  # 10 pairs of 4 features
+    (aten._fft_r2c.default, (torch.randn(8), [0], 0, True), 2.5 * 8 * 3),  # 2.5 N log2 N
+    (aten.avg_pool2d.default, (torch.randn(1, 1, 4, 4), [2, 2]), 4 * 4),  # 4 windows of 4
+    (aten.scatter_add.default, (torch.zeros(5), 0, torch.tensor([0, 1, 1]), torch.ones(3)), 3),
+    (aten.histc.default, (torch.randn(10),), 2 * 10),
+    (aten.upsample_bilinear2d.vec, (torch.randn(1, 1, 2, 2), [4, 4], False, None), 9 * 16),
 ])
 def test_ops_nobody_listed_are_costed_by_their_kind(op, args, flops):
     class One(torch.nn.Module):
