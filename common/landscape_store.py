@@ -42,25 +42,30 @@ def _merge_into(lm: LandscapeMap, other_path: Path, what: str) -> int:
     return added
 
 
-def open_map(course: int, path: str | os.PathLike | None = None, *, rebuild: bool = True) -> LandscapeMap:
+def open_map(course: int, path: str | os.PathLike | None = None, *, scratch: bool = False) -> LandscapeMap:
     """The learner's map as a lab of ``course`` starts its landscape section.
 
     ``path`` None: the shared map (``default_path()``); a ``landscape_map.json`` that an older release left in
-    the working folder is merged in (its rows kept, the file left as it is). With ``rebuild``, the rebuildable
-    rows of Courses 1 to ``course - 1`` that the map lacks are computed and added (``common.landscape_courses``),
-    so a lab never starts from an empty map. Saving is the lab's call (``lm.save()``)."""
+    the working folder is merged in (its rows kept, the file left as it is). Then the rebuildable rows of
+    Courses 1 to ``course - 1`` that the map lacks are computed and added (``common.landscape_courses``), so a
+    lab never starts from an empty map. ``scratch`` (CI and the autograder: a lab's FAST setting): ``path`` or a
+    new temporary file, nothing merged or rebuilt, so grading never touches a learner's map and costs no
+    simulation it does not grade. Saving is the lab's call (``lm.save()``)."""
     from common.landscape_courses import rebuild as rebuild_rows
 
+    if scratch:
+        import tempfile
+
+        return LandscapeMap.load(path or Path(tempfile.mkdtemp(prefix="dfa_")) / DEFAULT_FILE)
     lm = LandscapeMap.load(path)
     legacy = Path(DEFAULT_FILE)
     if path is None and legacy.is_file() and legacy.resolve() != lm.path.resolve():
         _merge_into(lm, legacy, "an earlier map in this folder,")
-    if rebuild:
-        added = rebuild_rows(lm, range(1, course))
-        if added:
-            print("rebuilt the catalog and simulator rows this map lacked: "
-                  + ", ".join(f"Course {c}: {n} cells" for c, n in added.items())
-                  + " (rows you wrote yourself cannot be rebuilt: they stay where you saved them)")
+    added = rebuild_rows(lm, range(1, course))
+    if added:
+        print("rebuilt the catalog and simulator rows this map lacked: "
+              + ", ".join(f"Course {c}: {n} cells" for c, n in added.items())
+              + " (rows you wrote yourself cannot be rebuilt: they stay where you saved them)")
     print(f"the landscape map: {lm.path} ({len(lm)} cells)")
     return lm
 

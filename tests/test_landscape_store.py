@@ -90,10 +90,23 @@ def test_open_map_shares_one_file_rebuilds_earlier_courses_and_merges_an_old_loc
 
 
 def test_open_map_with_a_path_reads_only_that_file(shared, tmp_path):
-    LandscapeMap("landscape_map.json").save()
-    lm = open_map(1, tmp_path / "scratch.json")
-    assert lm.path == tmp_path / "scratch.json" and len(lm) == 0  # Course 1 has no earlier course to rebuild
+    old = LandscapeMap("landscape_map.json")
+    old.add("GPU", "execution model", "kernels launched by a host", course=1, source="learner")
+    old.save()
+    lm = open_map(1, tmp_path / "mine.json")
+    assert lm.path == tmp_path / "mine.json" and len(lm) == 0  # Course 1 has no earlier course to rebuild
     assert not shared.exists()
+
+
+def test_a_scratch_map_for_grading_is_fresh_and_rebuilds_nothing(shared, tmp_path):
+    LandscapeMap(shared).save()
+    old = LandscapeMap("landscape_map.json")
+    old.add("GPU", "execution model", "kernels launched by a host", course=1, source="learner")
+    old.save()
+    lm = open_map(6, scratch=True)  # the autograder's run of Lab 6: no learner map read, no simulation
+    assert len(lm) == 0 and lm.path != shared and lm.path.parent != shared.parent
+    given = open_map(3, tmp_path / "ci.json", scratch=True)
+    assert given.path == tmp_path / "ci.json" and len(given) == 0
 
 
 def test_export_writes_the_whole_map_as_png_and_csv(tmp_path):

@@ -460,7 +460,7 @@ plt.show()
 # %%
 from common.landscape import open_map
 
-LM = open_map(1, LANDSCAPE_PATH)
+LM = open_map(1, LANDSCAPE_PATH, scratch=FAST)
 LM.add("Spyre", "stick size (bytes)", int(SPYRE.fact("stick_bytes")), course=1, source="catalog", overwrite=True)
 bundles = [k for k in PROGRAM.kernels if k.kind != "fallback"]
 LM.add("Spyre", f"device programs for {MODEL} prefill", len(bundles), course=1, source="simulated", overwrite=True)

@@ -1033,7 +1033,7 @@ KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the
 if KEEP_ON_DRIVE and not FAST:
     keep_on_drive()
 ATTRIBUTES = ("execution model", "memory hierarchy", "programming model", "compiler strategy", "key trade-off")
-LM = open_map(1, LANDSCAPE_PATH)
+LM = open_map(1, LANDSCAPE_PATH, scratch=FAST)
 
 # %% nbgrader={"grade": false, "grade_id": "qualitative", "locked": false, "schema_version": 3, "solution": true, "task": false}
 QUALITATIVE = {system: {} for system in SYSTEMS}

@@ -710,7 +710,7 @@ print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX" if ON_CHIP is not N
 # %%
 from common.landscape import open_map
 
-LM = open_map(2, LANDSCAPE_PATH)
+LM = open_map(2, LANDSCAPE_PATH, scratch=FAST)
 system = {"gpu": "GPU", "tpu": "TPU", "wse": "WSE", "lpu": "LPU", "spyre": "Spyre"}
 for backend, n in COMPARE["device programs"].items():
     LM.add(system[backend], "device programs for the attention half", int(n), course=2, source="simulated",

@@ -1135,7 +1135,7 @@ except NotImplementedError:
     stats_now = {"nodes": len(gm.graph.nodes), "edges": sum(len(n.all_input_nodes) for n in gm.graph.nodes)}
 # Bound-ness at each system's native 16-bit type: the same graph, traced and counted in fp16 (2-byte tensors).
 gm16 = fx.symbolic_trace(TinyTransformerBlock(D_MODEL, N_HEADS).half())
-lm = open_map(2, os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+lm = open_map(2, scratch=FAST)
 if row_problems(MY_ROWS, ATTRIBUTES):
     print("landscape rows not written yet (MY_ROWS): the map below shows the other rows")
 else:

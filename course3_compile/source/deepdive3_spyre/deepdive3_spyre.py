@@ -740,7 +740,7 @@ print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}
 # %%
 from common.landscape import open_map
 
-LM = open_map(3, LANDSCAPE_PATH)
+LM = open_map(3, LANDSCAPE_PATH, scratch=FAST)
 try:
     n_rs = len({e.producer for e in EDGES.itertuples()
                 if needs_restickify(tuple(e.shape), tuple(e.strides), bool(e.is_weight)) is True})

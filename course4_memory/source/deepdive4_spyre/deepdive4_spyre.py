@@ -684,7 +684,7 @@ try:
                             STICK)
 except NotImplementedError:
     budget = default_lx_budget()
-LM = open_map(4, LANDSCAPE_PATH)
+LM = open_map(4, LANDSCAPE_PATH, scratch=FAST)
 LM.add("Spyre", "scratchpad alignment granule", f"{STICK}-byte stick ({STICK // 2} fp16)", course=4, source="catalog",
        overwrite=True)
 LM.add("Spyre", "LX budget per core for tiles (bytes)", int(budget), course=4, source="learner", overwrite=True)

@@ -1057,7 +1057,7 @@ try:
     src = "learner"
 except NotImplementedError:
     beside, src = dict(zip(LIMITS["system"], LIMITS["max_tokens"], strict=True)), "catalog"
-lm = open_map(4, os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+lm = open_map(4, scratch=FAST)
 for s in SYSTEMS:
     c = chips[s]
     lm.add(s, "on-chip memory (B)", float(sum(lv.total_capacity for lv in c.on_chip)), course=4, source="catalog",

@@ -445,7 +445,7 @@ from common.landscape import open_map
 bad = RUNS[(N_FAIL, True)]
 first = safe_first_uncovered([tuple(r) for r in KT.stick_ranges(bad)["copied"]], N_FAIL)
 dma = KT.transfer_log(bad).query("kind == 'dma'")
-LM = open_map(5, LANDSCAPE_PATH)
+LM = open_map(5, LANDSCAPE_PATH, scratch=FAST)
 LM.add("Spyre", "layout granule a copy range is computed in (bytes)", STICK_BYTES, course=5, source="catalog",
        overwrite=True)
 if isinstance(first, int):

@@ -450,7 +450,7 @@ try:
 except NotImplementedError:
     ridges = {"Spyre": SPYRE.compute_peak("fp16")[0] / SPYRE.estimate("lx_bandwidth"),
               "TPU": TPU.compute_peak("bf16")[0] / TPU.estimate("vmem_bandwidth")}
-lm = open_map(6, os.path.join(tempfile.mkdtemp(), "landscape_map.json") if FAST else None)
+lm = open_map(6, scratch=FAST)
 for system, ridge in ridges.items():
     lm.add(system, "scratchpad ridge (FLOP/B, est. bandwidth)", float(ridge), course=6, source="learner",
            overwrite=True)
