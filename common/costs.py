@@ -139,7 +139,7 @@ def op_name(node: fx.Node, gm: fx.GraphModule | None = None) -> str:
     if node.op == "call_function":
         packet = _packet(node.target)
         if isinstance(packet, torch._ops.OpOverloadPacket):
-            return f"aten.{packet.__name__}"
+            return f"{getattr(node.target, 'namespace', 'aten')}.{packet.__name__}"
         return getattr(node.target, "__name__", str(node.target))
     if node.op == "call_module":
         mod = gm.get_submodule(node.target) if gm is not None else None

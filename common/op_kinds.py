@@ -100,6 +100,10 @@ def _fft(args, kwargs, out) -> float:  # 2.5 N log2 N per real transform of leng
     return 2.5 * big * max(1.0, math.log2(max(n, 1)))
 
 
+def _grouped_mm(args, kwargs, out) -> int:  # (S, K) rows, each times its expert's (K, N): 2 S K N
+    return 2 * _tensors(out)[0].numel() * _tensors(args)[0].shape[-1]
+
+
 def _window(args, kwargs, out) -> float:  # pooling: one add / comparison per window element per output
     kernel = next((a for a in args[1:] if isinstance(a, (list, tuple))), [1])
     return _tensors(out)[0].numel() * math.prod(int(k) for k in kernel)
@@ -138,6 +142,11 @@ TABLE: dict = {
     aten.upsample_nearest2d: ("movement", None),
     aten._scaled_dot_product_flash_attention_for_cpu: ("matmul", _sdpa_cpu),
 }
+
+if hasattr(aten, "_grouped_mm"):  # torch's grouped GEMM (an MoE's experts in one call); flop_counter lacks it
+    TABLE[aten._grouped_mm] = ("matmul", _grouped_mm)
+# Ops of other libraries, by qualified name: transformers' MoE runs its experts as one custom grouped matmul.
+NAMED = {"transformers::grouped_mm_fallback": ("matmul", _grouped_mm)}
 
 # Pure data movement: bytes, no arithmetic (a selection by mask or index moves values, it does not compute them).
 MOVEMENT = {
@@ -207,6 +216,9 @@ def rule_for(op) -> Rule | None:  # noqa: C901  (one rule per step of the module
         return Rule("view", "table")
     if packet in TABLE:
         kind, fn = TABLE[packet]
+        return Rule(kind, "table", fn)
+    if isinstance(op, torch._ops.OpOverload) and op.name() in NAMED:
+        kind, fn = NAMED[op.name()]
         return Rule(kind, "table", fn)
     schema = getattr(op, "_schema", None)
     if schema is None or not isinstance(op, torch._ops.OpOverload):

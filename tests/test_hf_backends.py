@@ -15,7 +15,6 @@ from common.sim.compile import clear_reports, reports
 from common.sim.each_backend import run_each
 
 transformers = pytest.importorskip("transformers")
-pytestmark = pytest.mark.slow  # ~90 s on a busy 2-core machine: 10 models x 5 backends + generate
 BACKENDS = list(sim.BACKEND_NAMES)
 VOCAB = 128
 # tiny decoder: hidden 32, 1 layer, 4 query heads sharing 2 K/V heads (grouped-query attention)
@@ -38,8 +37,7 @@ def _model(name: str):
         "phi3": lambda: t.Phi3ForCausalLM(t.Phi3Config(**DECODER, pad_token_id=0, eos_token_id=0)),
         "gemma": lambda: t.GemmaForCausalLM(t.GemmaConfig(**DECODER, head_dim=8)),
         "mixtral": lambda: t.MixtralForCausalLM(t.MixtralConfig(**DECODER, num_local_experts=4,
-                                                                num_experts_per_tok=2,
-                                                                experts_implementation="eager")),
+                                                                num_experts_per_tok=2)),
         "bert": lambda: t.BertModel(t.BertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
                                                  num_hidden_layers=1, num_attention_heads=4,
                                                  max_position_embeddings=64)),
