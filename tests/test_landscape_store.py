@@ -159,3 +159,27 @@ def test_keep_on_drive_merges_the_session_map_into_drive_and_points_the_labs_the
     on_drive = LandscapeMap.load(target)
     assert on_drive.get("GPU", "fusion boundaries") == "one kernel per fusion, host launched"  # Drive's kept
     assert on_drive.get("TPU", "fusion boundaries") == "one matmul per fusion with epilogues"  # session's added
+
+
+def _lab_text(course_glob: str) -> str:
+    from pathlib import Path
+
+    (path,) = Path(__file__).resolve().parents[1].glob(f"{course_glob}/source/lab*/lab*.py")
+    return path.read_text()
+
+
+def test_the_rebuilt_rows_use_each_labs_learner_defaults():
+    """A rebuilt row is the row an untouched lab adds: same model, sizes and chips as its parameters."""
+    import re
+
+    from common import landscape_courses as lc
+
+    lab1, lab2, lab3 = _lab_text("course1_*"), _lab_text("course2_*"), _lab_text("course3_*")
+    lab4, lab6 = _lab_text("course4_*"), _lab_text("course6_*")
+    assert f'MODEL = "{lc.LAB1_MODEL}"' in lab1 and re.search(rf"^BATCH, SEQ = \d+, {lc.LAB1_SEQ}\b", lab1, re.M)
+    assert f"D_MODEL = {lc.LAB2_BLOCK[0]} " in lab2 and f"N_HEADS = {lc.LAB2_BLOCK[1]}\n" in lab2
+    assert f"else {lc.LAB2_INPUT[:2]}" in lab2 and lc.LAB2_INPUT[2] == lc.LAB2_BLOCK[0]
+    assert f'MODEL = "{lc.LAB3_MODEL}"' in lab3 and f"SIM_SEQ = 16 if FAST else {lc.LAB3_SEQ}" in lab3
+    assert f'MODEL = "{lc.LAB4_MODEL}"' in lab4 and f"CONTEXT = {lc.LAB4_CONTEXT}\n" in lab4
+    assert f'MODEL = "{lc.LAB6_MODEL}"' in lab6 and f"else {lc.LAB6_SEQ} " in lab6
+    assert f"DTYPES = {lc.LAB6_DTYPES!r}".replace("'", '"') in lab6
