@@ -32,12 +32,20 @@
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
+from typing import NamedTuple
 
 from common.sim import spatial
 from common.sim.policy import Policy
 from common.sim.program import Event, Kernel
 
 ENGINE = "TSP"
+
+
+class _Timed(NamedTuple):
+    """A compute event as ``spatial.step_time`` sees it: a duration, no latency or overlap."""
+    duration: float
+    detail: dict = MappingProxyType({})  # read-only: shared by every repeat
 
 
 class LPUPolicy(Policy):
@@ -175,8 +183,10 @@ class LPUPolicy(Policy):
         pieces = spatial.pack_even([s.resident for s in steps], self.n_chips)
         rows = max(1, int(workload.tokens or 1))
         self._run_totals = {}
-        try:
-            n_mb, stages = spatial.best_microbatches(rows, lambda q: self._stages(steps, pieces, q))
+        try:  # microbatch sizes compared on durations alone, then the chosen one built with every event
+            n_mb, stages = spatial.best_microbatches(rows, lambda q: self._stages(steps, pieces, q, light=rows > 1))
+            if rows > 1:
+                stages = self._stages(steps, pieces, 1.0 / n_mb)
         finally:
             self._run_totals = {}  # the kernels may go
         placement = [{"kernel": ev.name, "chip": ev.chip, "share": ev.detail["share"]}
@@ -188,8 +198,9 @@ class LPUPolicy(Policy):
                            f"{self._per_link() / 1e9:.0f} GB/s link")
         return spatial.lay_out(stages, n_mb, ENGINE)
 
-    def _stages(self, steps, pieces, q: float) -> list[spatial.Stage]:
-        """Chip and link stages in pipeline order for microbatches of a ``q`` fraction of the rows."""
+    def _stages(self, steps, pieces, q: float, light: bool = False) -> list[spatial.Stage]:
+        """Chip and link stages in pipeline order for microbatches of a ``q`` fraction of the rows. ``light``: a
+        compute event is only its duration (all ``spatial.step_time`` reads), shared by its repeats."""
         chips = [spatial.Stage(f"chip {c}", c, ENGINE + " (pipelined)") for c in range(self.n_chips)]
         links = [spatial.Stage(f"c2c {c}->{c + 1}", c, "C2C (pipelined)") for c in range(self.n_chips)]
         chip = pieces[0][0][0] if pieces else 0
@@ -200,6 +211,13 @@ class LPUPolicy(Policy):
                     under = chips[chip].events[-1].duration if i > 0 else 0.0
                     links[chip].events.append(self._hop(chip, q * step.needs, under))
                     chip = c
+                if light:
+                    e = made.get((id(step.kernel), f))
+                    if e is None:
+                        duration, _, floor, terms = self.kernel_time(step.kernel, f, q)
+                        e = made[id(step.kernel), f] = _Timed(self.at_least_one_cycle(duration, floor, terms)[0])
+                    chips[c].events.append(e)
+                    continue
                 name = step.name if len(parts) == 1 else f"{step.name}[{i + 1}/{len(parts)}]"
                 e = made.get((id(step.kernel), f))
                 if e is None:
