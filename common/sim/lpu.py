@@ -32,20 +32,12 @@
 from __future__ import annotations
 
 import math
-from types import MappingProxyType
-from typing import NamedTuple
 
 from common.sim import spatial
 from common.sim.policy import Policy
 from common.sim.program import Event, Kernel
 
 ENGINE = "TSP"
-
-
-class _Timed(NamedTuple):
-    """A compute event as ``spatial.step_time`` sees it: a duration, no latency or overlap."""
-    duration: float
-    detail: dict = MappingProxyType({})  # read-only: shared by every repeat
 
 
 class LPUPolicy(Policy):
@@ -215,7 +207,7 @@ class LPUPolicy(Policy):
                     e = made.get((id(step.kernel), f))
                     if e is None:
                         duration, _, floor, terms = self.kernel_time(step.kernel, f, q)
-                        e = made[id(step.kernel), f] = _Timed(self.at_least_one_cycle(duration, floor, terms)[0])
+                        e = made[id(step.kernel), f] = spatial.Timed(self.at_least_one_cycle(duration, floor, terms)[0])
                     chips[c].events.append(e)
                     continue
                 name = step.name if len(parts) == 1 else f"{step.name}[{i + 1}/{len(parts)}]"

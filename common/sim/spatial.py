@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from common.sim.program import Event, Kernel
 
@@ -187,7 +189,19 @@ class Stage:
         return sum(e.duration - e.detail.get("overlap_s", 0.0) for e in self.events)
 
 
+class Timed(NamedTuple):
+    """An event as ``step_time`` sees it: a duration, and whether it is pure latency. The policies compare
+    microbatch sizes on these (shared by a layer's repeats: no names, no copies), then build the chosen one."""
+    duration: float
+    detail: dict = MappingProxyType({})  # read-only: shared by every repeat
+
+
+LATENCY = MappingProxyType({"latency": True})  # ``Timed(t, LATENCY)``: wavelets in flight
+
+
 def _scaled(e: Event, start: float, engine: str, n: int) -> Event:
+    if n == 1:  # one microbatch: the event as it is, placed (its stage's copy is dropped)
+        return e.copy(start=start, engine=engine)
     k = 1 if e.detail.get("latency") else n
     detail = dict(e.detail, microbatches=n) if n > 1 else e.detail
     return e.copy(start=start, engine=engine, duration=e.duration * k, flops=e.flops * k,

@@ -181,8 +181,11 @@ class WSEPolicy(Policy):
             for i, rc in zip(idx, self.regions([sizes[i] for i in idx], [useful[i] for i in idx]), strict=True):
                 shape[i] = rc
         rows = max(1, int(workload.tokens or 1))
+        # microbatch sizes compared on durations alone, then the chosen one built with every event
         n_mb, stages = spatial.best_microbatches(
-            rows, lambda q: self._stages(steps, shape, wafer, label, q))
+            rows, lambda q: self._stages(steps, shape, wafer, label, q, light=rows > 1))
+        if rows > 1:
+            stages = self._stages(steps, shape, wafer, label, 1.0 / n_mb)
         placement = []
         for i in range(n_stages):
             r, c = shape[i]
@@ -200,7 +203,9 @@ class WSEPolicy(Policy):
                            f"microbatch(es); clock, fabric width and hop latency are catalog estimates")
         return spatial.lay_out(stages, n_mb, ENGINE)
 
-    def _stages(self, steps, shape, wafer, label, q: float) -> list[spatial.Stage]:
+    def _stages(self, steps, shape, wafer, label, q: float, light: bool = False) -> list[spatial.Stage]:
+        """Region and hop stages in pipeline order for microbatches of a ``q`` fraction of the rows. ``light``:
+        compute and wavelet events as ``spatial.Timed`` durations (all ``spatial.step_time`` reads)."""
         stages: list[spatial.Stage] = []
         current, width = -1, len(str(len(shape) - 1))  # zero-padded region numbers sort in pipeline order
         costs: dict = {}  # (kernel, region shape) -> its cost, computed once for all repeats of a layer
@@ -219,6 +224,11 @@ class WSEPolicy(Policy):
                 known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q)
             cost, detail, duration, floor, flops = known
             st = stages[-1]
+            if light:
+                st.events.append(spatial.Timed(duration))
+                if cost["latency"] > 0:
+                    st.events.append(spatial.Timed(cost["latency"], spatial.LATENCY))
+                continue
             st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, flops,
                                    {"SRAM": s.kernel.bytes["SRAM"] * q}, cost["bound"], s.kernel.name,
                                    floor, dict(detail)))
