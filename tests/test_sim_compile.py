@@ -161,11 +161,11 @@ def test_op_json_reports_tiling(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["simulate", "tiny-block", "--backend", "gpu", "--chip", "h300"], "unknown chip 'h300'"),
-    (["simulate", "tiny-block", "--batch", "0"], "--batch and --seq must be positive"),
+    (["simulate", "tiny-block", "--backend", "gpu", "--chip", "h300", "--seq", "16"], "unknown chip 'h300'"),
+    (["simulate", "tiny-block", "--batch", "0"], "batch must be a positive int, got 0"),
     (["simulate", "llama-3.1-70b", "--backend", "gpu", "--chip", "t4"], "needs 141.4 GB"),
     (["simulate", "not-a-model", "--backend", "gpu"], "unknown model 'not-a-model'"),
-    (["op", "matmul", "--shape", "4", "4", "--backend", "gpu"], "matmul takes --shape M K N"),
+    (["op", "matmul", "--shape", "4", "4", "--backend", "gpu"], "matmul takes shape M K N (3 dimensions)"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
