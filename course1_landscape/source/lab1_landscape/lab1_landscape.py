@@ -1027,7 +1027,7 @@ print(BIG.sort_values("ms per token").to_string(float_format=lambda v: f"{v:.3g}
 #   (`common.chips.DTYPE_BYTES`).
 
 # %%
-from common.landscape import LandscapeMap, dominant_operator, keep_on_drive, open_map
+from common.landscape import LandscapeMap, dominant_operator, download_map, keep_on_drive, open_map, upload_map
 
 KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
 if KEEP_ON_DRIVE and not FAST:

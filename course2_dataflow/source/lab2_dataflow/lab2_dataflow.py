@@ -1123,7 +1123,7 @@ grader.assert_equal(landscape_consistency(MY_ROWS, tpu, spyre), [], name="fusion
 # %%
 import tempfile
 
-from common.landscape import keep_on_drive, open_map
+from common.landscape import download_map, keep_on_drive, open_map, upload_map
 
 KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
 if KEEP_ON_DRIVE and not FAST:

@@ -997,7 +997,7 @@ print(pd.DataFrame(rows).to_string(index=False))
 # `KEEP_ON_DRIVE = True` keeps it on Google Drive.
 
 # %%
-from common.landscape import SYSTEMS, keep_on_drive, open_map
+from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 from common.landscape_courses import alignment_constraints
 from common.landscape_rows import add_rows, row_problems
 

@@ -822,7 +822,7 @@ print(pd.DataFrame(rows).to_string(index=False))
 # %%
 import tempfile
 
-from common.landscape import SYSTEMS, keep_on_drive, open_map
+from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 from common.landscape_rows import add_rows, row_problems
 
 KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next course

@@ -1018,8 +1018,11 @@ print(pd.DataFrame(rows).sort_values("tokens/s", ascending=False).to_string(inde
 # %%
 import tempfile
 
-from common.landscape import SYSTEMS, download_map, open_map
+from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 
+KEEP_ON_DRIVE = False  # Colab only: True reads (and keeps) the map you kept on Google Drive in earlier courses
+if KEEP_ON_DRIVE and not FAST:
+    keep_on_drive()
 try:
     ridges = system_ridges(SYSTEM_CHIPS)
 except NotImplementedError:
