@@ -1,10 +1,12 @@
-"""Work and traffic of every FX node: FLOPs from ``torch.utils.flop_counter``, bytes from tensor metadata.
+"""Work and traffic of every FX node: FLOPs by the op's rule (``common.op_kinds``: flop_counter for matmuls,
+convolutions and attention, a per-element convention or a per-op count for the rest), bytes from tensor metadata.
 
 ``CostProp`` is a ``torch.fx.Interpreter`` (like ``ShapeProp``): it runs the graph - on FakeTensors for big
-models - and stores ``node.meta["cost"] = NodeCost(...)`` and ``node.meta["val"]``. Bytes are the
-*unfused, no-reuse* traffic of each op: every tensor it reads streamed in once, every tensor it writes
-streamed out once. Views (reshape, permute, expand, slice...) move nothing. A view that broadcasts
-(stride 0) counts its distinct elements only. Intensity = FLOPs / (bytes read + bytes written).
+models - and stores ``node.meta["cost"] = NodeCost(...)`` (with the op's kind) and ``node.meta["val"]``. Bytes
+are the *unfused, no-reuse* traffic of each op: every tensor it reads streamed in once, every tensor it writes
+streamed out once. Views (reshape, permute, expand, slice...) move nothing; a creation op (full, new_ones) reads
+nothing. A view that broadcasts (stride 0) counts its distinct elements only.
+Intensity = FLOPs / (bytes read + bytes written).
 """
 from __future__ import annotations
 
@@ -17,20 +19,16 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
+from common.op_kinds import VIEW, rule_for
+
 if TYPE_CHECKING:  # pandas (~0.3 s to import) is loaded by the table views, not the simulators
     import pandas as pd
 
-from common.op_kinds import METADATA, MOVEMENT, TABLE, VIEW, rule_for
-
 aten = torch.ops.aten
 
-# Kept for callers that list ops by name; the rules themselves live in common.op_kinds.
-VIEW_OPS = VIEW
+VIEW_OPS = VIEW  # ops that only reinterpret metadata (for callers that list them; rules: common.op_kinds)
 VIEW_METHODS = {"view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "contiguous_view",
                 "flatten", "unflatten", "narrow", "chunk", "split", "size", "dim", "__getitem__"}
-NO_FLOP_OPS = MOVEMENT
-METADATA_OPS = METADATA
-FLOPS_PER_INPUT_ELEMENT = TABLE
 GATHER_OPS = {aten.embedding, aten.index_select}
 # Which kind wins when one node dispatches several ops (a decomposition): the heaviest work names the node.
 _WEIGHT = {k: i for i, k in enumerate(("metadata", "view", "creation", "movement", "collective", "pointwise",
