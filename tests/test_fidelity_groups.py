@@ -17,13 +17,30 @@ def test_a_figure_is_sourced_unless_its_stack_names_a_first_order_unknown():
     assert not classify(_fig("cerebras-2024-08", 450), 400, report)["holds"]  # simulated below published
 
 
-def test_a_band_holds_only_with_the_published_figure_inside_it():
+def test_a_band_of_upper_bounds_holds_while_published_is_at_most_its_fast_end():
+    # groq-2024: the chip count is unpublished (the band) and so is the per-token host cost (an upper bound)
     band = SimpleNamespace(band={"tokens_per_s_per_user": (400.0, 600.0), "chips": (407, 568)})
     inside = classify(_fig("groq-2024", 480), 600, band)
-    assert inside["check"] == "band" and inside["holds"] and inside["band_chips"] == [407, 568]
-    below = classify(_fig("groq-2024", 300), 600, band)
-    assert not below["holds"] and below["gap"] == 0.75  # 300 / the band's lower end
-    assert not classify(_fig("groq-2024", 900), 600, band)["holds"]
+    assert inside["check"] == "band of upper bounds" and inside["holds"] and inside["inside"]
+    assert inside["band_chips"] == [407, 568] and "implied_s" not in inside
+    below = classify(_fig("groq-2024", 250), 600, band)
+    assert below["holds"] and not below["inside"] and below["gap"] == 0.62  # 250 / the band's slow end
+    assert abs(below["implied_s"] - (1 / 250 - 1 / 400)) < 1e-12  # the host time per token it implies
+    above = classify(_fig("groq-2024", 900), 600, band)
+    assert not above["holds"] and above["gap"] == 1.5  # faster than the fastest deployment: the model is wrong
+
+
+def test_a_band_with_no_other_unknown_holds_only_inside(monkeypatch):
+    import benchmarks.fidelity as fidelity
+    from common.catalog.stacks import Stack
+    plain = Stack("chips-only", "lpu", "2024", "only the chip count is unpublished",
+                  not_published=("the chip count of each model's deployment",), deployment=(568, "x"))
+    monkeypatch.setitem(fidelity.BY_NAME, "chips-only", plain)
+    band = SimpleNamespace(band={"tokens_per_s_per_user": (400.0, 600.0), "chips": (407, 568)})
+    assert classify(_fig("chips-only", 480), 600, band)["holds"]
+    for published in (300, 900):
+        r = classify(_fig("chips-only", published), 600, band)
+        assert r["check"] == "band" and not r["holds"]
 
 
 def test_the_goal_counts_only_sourced_rows():
