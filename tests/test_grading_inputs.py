@@ -99,6 +99,20 @@ def test_refusal_lines_name_the_entry(tmp_path):
         assert f.read() == b"{}"
 
 
+def test_copies_into_a_sandbox_or_to_a_worker_take_no_links(tmp_path):
+    from common.grading.executors import folder_files
+    from common.grading.runner import copy_regular_files
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "lab1.ipynb").write_text("{}")
+    (tmp_path / "secret").write_text("solutions")
+    os.link(tmp_path / "secret", tmp_path / "src" / "hard")
+    (tmp_path / "src" / "soft").symlink_to(tmp_path / "secret")
+    assert folder_files(tmp_path / "src") == {"lab1.ipynb": b"{}"}
+    copy_regular_files(tmp_path / "src", tmp_path / "copy")
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["lab1.ipynb"]
+
+
 @pytest.mark.parametrize("how", ["symlink", "hardlink", "fifo"])
 @needs_sandbox
 def test_local_autograde_refuses_linked_submissions(course, how, capsys):

@@ -27,12 +27,12 @@ import logging
 import os
 import re
 import socket
-import stat
 import threading
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from common.errors import DFAError
+from common.grading import inputs
 from common.grading.limits import Limits
 from common.grading.sandbox import Execution, Sandbox, SandboxUnavailable
 
@@ -129,15 +129,16 @@ def describe(workers: int, scheduler: str | None, cluster: str | None) -> str:
 
 # ---- files in, Executions out: what crosses to a worker ---
 def folder_files(folder: Path) -> dict[str, bytes]:
-    """The regular files under ``folder`` by relative POSIX path (symlinks and special files are skipped,
-    as the sandbox's own copy skips them)."""
+    """The regular files under ``folder`` by relative POSIX path (symlinks, hard links and special files are
+    skipped, as the sandbox's own copy skips them; read without following links: inputs.py)."""
     files: dict[str, bytes] = {}
     for root, dirs, names in os.walk(folder):
         dirs.sort()
         for name in sorted(names):
             path = Path(root, name)
-            if stat.S_ISREG(path.lstat().st_mode):
-                files[path.relative_to(folder).as_posix()] = path.read_bytes()
+            if inputs.entry_problem(path.lstat()) is None:  # a regular file with one name
+                with inputs.open_regular(path) as f:
+                    files[path.relative_to(folder).as_posix()] = f.read()
     return files
 
 

@@ -59,13 +59,13 @@ def _make_undumpable() -> None:
 
 
 def copy_regular_files(source: Path, dest: Path) -> None:
-    """Copy a submission folder, skipping symlinks and special files (they could point outside it)."""
+    """Copy a submission folder, skipping symlinks, hard links and special files (they could point outside it)."""
     dest.mkdir(parents=True, exist_ok=True)
     for entry in os.scandir(source):
         mode = entry.stat(follow_symlinks=False).st_mode
         if stat.S_ISDIR(mode):
             copy_regular_files(Path(entry.path), dest / entry.name)
-        elif stat.S_ISREG(mode):
+        elif stat.S_ISREG(mode) and entry.stat(follow_symlinks=False).st_nlink == 1:  # not a hard link
             shutil.copyfile(entry.path, dest / entry.name)
 
 
