@@ -58,7 +58,7 @@ def _cells(course: Course, lab: str) -> list[dict]:
 def grade_one(lab: str, submission: Path, out: Path, *, limits=None, unsafe_no_sandbox: bool = False,
               courses: list[Course] | None = None) -> dict:
     """Grade ``submission`` (a notebook) of ``lab``; write ``out/result.json`` and ``out/feedback.html``."""
-    from common.grading.autograde import autograde
+    from common.grading.autograde import NOT_SCORED, autograde
     from common.grading.feedback import generate_feedback
     from common.grading.release import release_lab
 
@@ -81,7 +81,7 @@ def grade_one(lab: str, submission: Path, out: Path, *, limits=None, unsafe_no_s
             inputs.copy_regular(submission, target)  # O_NOFOLLOW, checked on the open file: no swap in between
             graded = autograde(copy, lab, limits=limits, unsafe_no_sandbox=unsafe_no_sandbox,
                                students=[STUDENT], report=lambda g: None, announce=modes.append)[0]
-            cells = _cells(copy, lab) if graded.status != "grading_error" else []
+            cells = _cells(copy, lab) if graded.status not in NOT_SCORED else []
             pages, _ = generate_feedback(copy, lab) if cells else ([], [])
         if pages:
             shutil.copyfile(pages[0], out / "feedback.html")
