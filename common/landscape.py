@@ -303,8 +303,9 @@ class LandscapeMap:
         for course, attribute in order:
             if course != course_now:
                 course_now = course
-                band = [f"Course {course}", COURSES[course], "", "", "", ""]
-                lines.append(("band", band, ["#44546a"] * (1 + len(SYSTEMS)), 1))
+                name = textwrap.wrap(COURSES[course], width)  # one column wide: long names take two lines
+                band = [f"Course {course}", "\n".join(name), "", "", "", ""]
+                lines.append(("band", band, ["#44546a"] * (1 + len(SYSTEMS)), len(name)))
             texts, colours = ["\n".join(textwrap.wrap(attribute, 22)) or attribute], ["#ffffff"]
             for system in SYSTEMS:
                 row = cells.get((attribute, system))
