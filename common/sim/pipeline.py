@@ -14,11 +14,16 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx as fx
-from torch.utils import _pytree as pytree
 
 from common.costs import NodeCost, op_name, touched_bytes
-from common.errors import DFAError
-from common.sim.program import Event, Kernel, Op, Program
+from common.sim.fallback import (
+    dtype_note,
+    host_fallbacks,  # noqa: F401  (re-exported: run.simulate calls it after the schedule)
+    int64_bytes,
+    narrows_int64_bytes,
+    op_coverage,
+)
+from common.sim.program import Kernel, Op, Program
 
 if TYPE_CHECKING:  # pandas is loaded by kernels_frame only
     import pandas as pd
@@ -35,8 +40,6 @@ GATHER_OPS = {"aten.embedding", "aten.index_select", "aten.index", "aten.gather"
 # The pipeline's op kinds (program.OP_KINDS) from common.op_kinds' kinds; creation is a write-only pointwise kernel.
 PIPELINE_KIND = {"matmul": "matmul", "reduction": "reduction", "movement": "copy", "collective": "copy",
                  "view": "view", "pointwise": "pointwise", "creation": "pointwise"}
-# Kinds that compute values in a dtype (a machine needs that datapath); movement and creation only lay bytes down.
-COMPUTING = ("matmul", "reduction", "pointwise")
 
 
 def op_kind(name: str, cost_kind: str = "") -> str:
@@ -50,69 +53,6 @@ def op_kind(name: str, cost_kind: str = "") -> str:
         return "gather"
     return PIPELINE_KIND.get(cost_kind, "pointwise")
 
-
-# ---- dtypes: what a machine computes in ------------------------------------------------------------------
-FLOAT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
-
-
-def computed_dtype(policy, dtype: str, kind: str = "") -> str:
-    """The dtype an op's values are computed in on ``policy``'s machine: a float matmul multiplies operands
-    rounded to ``policy.matmul_operand_dtype`` (bf16 on a TPU), other float ops take the machine's storage
-    rounding (``policy.storage_dtype``, e.g. fp16 on Spyre), every other dtype is its own (int64 narrowed)."""
-    if dtype in FLOAT:
-        if kind == "matmul" and policy.matmul_operand_dtype:
-            return policy.matmul_operand_dtype
-        return policy.storage_dtype or FLOAT[dtype]
-    return "int32" if _narrowed(policy, dtype) else dtype
-
-
-def _narrowed(policy, dtype: str) -> bool:
-    """int64 on a machine with a 32-bit integer path but no 64-bit one: index and position bookkeeping (arange,
-    masks, cache positions) runs narrowed to int32, as torch-spyre stores int64 indices as int32 on the device;
-    exact while the values fit in 31 bits (token ids, positions and lengths of these models always do)."""
-    table = getattr(policy, "computes_in", None)
-    return dtype == "int64" and table is not None and "int64" not in table and "int32" in table
-
-
-def runs_dtype(policy, dtype: str) -> bool:
-    """Whether the machine computes in ``dtype`` (a torch dtype name): floats through its float datapath,
-    anything else only if the policy lists it (``policy.computes_in``; None lists everything)."""
-    if dtype in FLOAT or not dtype:
-        return True
-    table = getattr(policy, "computes_in", None)
-    return table is None or dtype in table or _narrowed(policy, dtype)
-
-
-def _narrows_bytes(policy) -> bool:
-    """Whether int64 tensors are counted at 4 bytes an element (narrowed to int32) in the ops' byte counts;
-    a policy that lays int64 out as int32 itself (Spyre's sticks: ``narrows_int64_in_layout``) sees 8."""
-    return _narrowed(policy, "int64") and not getattr(policy, "narrows_int64_in_layout", False)
-
-
-def _int64_bytes(val) -> float:
-    return float(sum(t.numel() * 8 for t in pytree.tree_leaves(val)
-                     if isinstance(t, torch.Tensor) and t.dtype == torch.int64))
-
-
-def _input_dtypes(node: fx.Node) -> list[str]:
-    return [str(a.meta["val"].dtype).replace("torch.", "") for a in node.all_input_nodes
-            if isinstance(a.meta.get("val"), torch.Tensor)]
-
-
-def op_coverage(policy, name: str, node: fx.Node, cost: NodeCost) -> tuple[str, tuple[str, ...], str]:
-    """(coverage, decomposed_into, fallback reason): the policy's op tables, then two reasons to leave the
-    machine - an op no cost rule covers runs on the host (timed there, by its bytes), and an op computing in a
-    dtype the machine has no datapath for runs on the host in that dtype."""
-    if cost.kind == "uncosted":
-        return "fallback", (), "no cost rule in common.op_kinds"
-    coverage, parts = policy.coverage(name)
-    if coverage == "fallback":
-        return coverage, parts, "not in the backend's op coverage"
-    if cost.kind in COMPUTING:
-        for dt in dict.fromkeys([cost.dtype, *_input_dtypes(node)]):
-            if not runs_dtype(policy, dt):
-                return "fallback", (), f"dtype {dt}: no {dt} datapath on {policy.chip.name}"
-    return coverage, parts, ""
 
 
 def _root(node: fx.Node) -> fx.Node:
@@ -151,7 +91,7 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass 
         name = op_name(node)
         in_bytes: dict[str, float] = defaultdict(float)
         params, in_shapes, transposed, param_inputs = [], {}, [], []
-        narrow = _narrows_bytes(policy)
+        narrow = narrows_int64_bytes(policy)
         for arg in node.all_input_nodes:
             val = arg.meta.get("val")
             if isinstance(val, torch.Tensor):
@@ -175,7 +115,7 @@ def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass 
             in_bytes.pop(dest, None)
         coverage, parts, reason = op_coverage(policy, name, node, cost)
         kind = op_kind(name, cost.kind)
-        out_bytes = cost.bytes_written - (_int64_bytes(node.meta.get("val")) / 2 if narrow else 0.0)
+        out_bytes = cost.bytes_written - (int64_bytes(node.meta.get("val")) / 2 if narrow else 0.0)
         ops.append(Op(node.name, name, kind, coverage, cost.flops, out_bytes, dict(in_bytes),
                       cost.shape, cost.dtype, _mnk(node) if kind == "matmul" else None, parts,
                       tuple(params), in_shapes=in_shapes, transposed_inputs=tuple(transposed),
@@ -305,96 +245,3 @@ def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Pr
     return program
 
 
-# ---- CPU fallbacks: a graph break to the host and back ------------------------------------------------------
-def host_link_bandwidth(policy, op: str) -> float:
-    """Bytes/s between the device and its host (both directions), from the catalog field ``policy.host_link``
-    names; a machine whose catalog record has none cannot time a round trip: a one-line error."""
-    where = getattr(policy, "host_link", None)
-    value = None
-    if where == "link_bandwidth":
-        value = policy.chip.link_bandwidth
-    elif where:
-        value = policy.chip.facts.get(where)
-    if not value:
-        raise DFAError(f"dfa_{policy.name} cannot run {op}: it must run on the host, and the catalog has no "
-                       f"host-link bandwidth for {policy.chip.name} to time the round trip")
-    return value
-
-
-def round_trip(policy, kernel: Kernel, start: float) -> list[Event]:
-    """A fallback kernel as the host runs it: the host waits for the device (``host_sync_s``), the op's inputs
-    cross the host link, the op runs eagerly on the CPU (``host_cpu_flops`` / ``host_cpu_bytes_per_s``), its
-    outputs cross back. Every figure is a catalog estimate (common/catalog/host.py). A transfer pays the host
-    link's latency before its bytes (``common.catalog.links.host_link_latency``); one with no bytes is not made."""
-    from common.catalog.links import host_link_latency
-    op = kernel.ops[0]
-    chip = policy.chip
-    one_way = host_link_bandwidth(policy, op.op) / 2
-    latency = host_link_latency(chip).value
-    d2h, h2d = sum(kernel.inputs.values()), sum(kernel.outputs.values())
-    why = {"fallback": op.op, "reason": op.fallback_reason or "not in the backend's op coverage",
-           "dtype": op.dtype}
-    sync = chip.estimate("host_sync_s")
-    cpu = max(kernel.flops / chip.estimate("host_cpu_flops"), (d2h + h2d) / chip.estimate("host_cpu_bytes_per_s"),
-              policy.cycle_s())
-    events, t = [], start
-    for name, kind, engine, duration, nbytes, bound in (
-            (f"sync {kernel.name}", "sync", "host", sync, 0.0, "scheduling"),
-            (f"d2h {kernel.name}", "dma", "host link", latency + d2h / one_way, d2h, "communication"),
-            (f"host {op.op}", "host", "host", cpu, 0.0, "scheduling"),
-            (f"h2d {kernel.name}", "dma", "host link", latency + h2d / one_way, h2d, "communication")):
-        if kind == "dma" and not nbytes:
-            continue
-        events.append(Event(name, kind, engine, t, duration, 0, kernel.flops if kind == "host" else 0.0,
-                            {"host link": nbytes} if nbytes else {}, bound, kernel.name, duration, dict(why)))
-        t += duration
-    return events
-
-
-def host_fallbacks(policy, programs: list[Program], events: list[Event]) -> list[Event]:
-    """Put every fallback kernel on the host. A policy that schedules its own round trips (Spyre:
-    ``schedules_host_fallbacks``) gets its host events labelled with the reason; for the others, the event the
-    schedule made for a fallback kernel (and its launch) becomes a ``round_trip`` and everything after it on the
-    timeline moves by the difference: a graph break serialises the device and the host."""
-    fallback = {(k.name, tuple(k.op_names)): k for p in programs for k in p.kernels if k.kind == "fallback"}
-    if not fallback:
-        return events
-    names = {name for name, _ in fallback}
-    if getattr(policy, "schedules_host_fallbacks", False):
-        for e in events:
-            k = next((k for (n, _), k in fallback.items() if n == e.kernel), None) if e.kind == "host" else None
-            if k is not None:
-                e.detail.setdefault("reason", k.ops[0].fallback_reason or "not in the backend's op coverage")
-                e.detail.setdefault("dtype", k.ops[0].dtype)
-        return events
-    out, shift = [], 0.0
-    for e in sorted(events, key=lambda e: e.start):
-        k = fallback.get((e.kernel, tuple(e.detail.get("ops", ()))))
-        if k is None and e.kernel in names and e.kind == "launch":
-            continue  # nothing is launched on the device for an op the host runs
-        if k is None or e.kind != "compute":
-            out.append(e.copy(start=e.start + shift))  # (Event.copy: dataclasses.replace, 6x cheaper)
-            continue
-        trip = round_trip(policy, k, e.start + shift)
-        out += trip
-        shift += trip[-1].end - trip[0].start - e.duration
-    return out
-
-
-def dtype_note(policy, ops: list[Op], kinds: dict[str, str]) -> str:
-    """Which dtypes the program's computing ops (``kinds``: node -> common.op_kinds kind) computed in on the
-    machine, and which went to the host, where they compute in their own dtype (the one the machine lacks)."""
-    on, off = defaultdict(int), defaultdict(int)
-    for o in ops:
-        if kinds.get(o.name) not in COMPUTING or not o.dtype:
-            continue
-        if o.coverage == "fallback":
-            lacking = o.fallback_reason.split(":")[0].removeprefix("dtype ") if o.fallback_reason.startswith(
-                "dtype ") else ""
-            off[lacking or FLOAT.get(o.dtype, o.dtype)] += 1
-        else:
-            on[computed_dtype(policy, o.dtype, kinds.get(o.name, ""))] += 1
-    parts = [f"{d} x{n}" for d, n in sorted(on.items())]
-    host = [f"{d} x{n}" for d, n in sorted(off.items())]
-    return (f"dtypes computed on {policy.chip.name}: {', '.join(parts) or 'none'}"
-            + (f"; on the host (CPU fallback): {', '.join(host)}" if host else ""))
