@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from common.op_kinds import VIEW, rule_for
+from common.op_kinds import DECOMPOSITIONS, VIEW, rule_for
 
 if TYPE_CHECKING:  # pandas (~0.3 s to import) is loaded by the table views, not the simulators
     import pandas as pd
@@ -70,7 +70,7 @@ class VectorFlopMode(TorchDispatchMode):
         copies = pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, (args, kwargs))
         inner = VectorFlopMode()
         with inner:
-            torch._decomp.decomposition_table[func](*copies[0], **copies[1])
+            DECOMPOSITIONS[func](*copies[0], **copies[1])
         self.flops += inner.flops
         self.uncosted += inner.uncosted
         return dominant_kind(inner.kinds)

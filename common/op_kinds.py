@@ -30,6 +30,11 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import flop_registry
 
+try:  # torch's table of Python decompositions (private module; every torch this project supports has it)
+    from torch._decomp import decomposition_table as DECOMPOSITIONS
+except ImportError:  # pragma: no cover
+    DECOMPOSITIONS = {}
+
 aten = torch.ops.aten
 KINDS = ("creation", "view", "movement", "pointwise", "reduction", "matmul", "collective", "metadata")
 
@@ -174,6 +179,12 @@ METADATA = {torch.ops.prim.device}
 COLLECTIVE_NAMESPACES = ("_c10d_functional", "c10d_functional", "_dtensor")
 
 
+def _has(op, tag: str) -> bool:
+    """Whether ``op`` carries ``torch.Tag.<tag>`` (False where this torch has no such tag)."""
+    t = getattr(torch.Tag, tag, None)
+    return t is not None and t in getattr(op, "tags", ())
+
+
 def _packet(op):
     return getattr(op, "overloadpacket", op)
 
@@ -187,7 +198,7 @@ def _takes_tensor(schema) -> bool:
 
 
 def _is_view(op, schema) -> bool:
-    if torch.Tag.inplace_view in op.tags:
+    if _has(op, "inplace_view"):
         return True
     first = schema.returns[0].alias_info if schema.returns else None
     writes = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
@@ -228,22 +239,22 @@ def rule_for(op) -> Rule | None:  # noqa: C901  (one rule per step of the module
         return Rule("collective", "namespace")
     if not _returns_tensor(schema):
         return Rule("metadata", "schema")
-    if packet in MOVEMENT or torch.Tag.view_copy in op.tags:
+    if packet in MOVEMENT or _has(op, "view_copy"):
         return Rule("movement", "table" if packet in MOVEMENT else "tag")
     if packet in CREATION or not _takes_tensor(schema):
-        seeded = torch.Tag.nondeterministic_seeded in op.tags  # one generator step per element, like pointwise
+        seeded = _has(op, "nondeterministic_seeded")  # one generator step per element, like pointwise
         return Rule("creation", "table" if packet in CREATION else "schema", _out_elems if seeded else None)
     if _is_view(op, schema):
         return Rule("view", "schema")
-    if torch.Tag.pointwise in op.tags:
+    if _has(op, "pointwise"):
         return Rule("pointwise", "tag", _out_elems)
-    if torch.Tag.reduction in op.tags:
+    if _has(op, "reduction"):
         return Rule("reduction", "tag", _per_input(1))
     functional = _functional(op)
     if functional is not None and rule_for(functional) is not None:
         base = rule_for(functional)
         return Rule(base.kind, f"in-place {base.source}", base.flops)
-    if op in torch._decomp.decomposition_table:
+    if op in DECOMPOSITIONS:
         return Rule("decomposed", "decomposition")
     return None
 
