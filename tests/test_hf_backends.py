@@ -78,10 +78,10 @@ def test_transformers_model_matches_eager_on_every_backend(name):
         assert got.shape == ref.shape and err <= sim.get_backend(backend).rtol_vs_eager, (backend, err)
         compiled = reports(backend)
         assert compiled and sum(r.time_s for r in compiled) > 0, f"no report for dfa_{backend}"
-        notes = [n for r in compiled for n in r.notes if n.startswith("dtypes computed on")]
-        assert notes and all("int64" not in n.split(";")[0] for n in notes
-                             if sim.get_backend(backend).computes_in is not None
-                             and "int64" not in sim.get_backend(backend).computes_in)
+        # the position / mask arithmetic in int64 is labelled with the width the machine computes it in
+        table = sim.get_backend(backend).computes_in
+        on_machine = [n.split(";")[0] for r in compiled for n in r.notes if n.startswith("dtypes computed on")]
+        assert on_machine and (table is None or "int64" in table or not any("int64" in n for n in on_machine))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
