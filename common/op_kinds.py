@@ -223,8 +223,6 @@ def rule_for(op) -> Rule | None:  # noqa: C901  (one rule per step of the module
         return Rule("metadata", "table")
     if packet in flop_registry:
         return Rule("matmul", "flop_counter")
-    if packet in VIEW:
-        return Rule("view", "table")
     if packet in TABLE:
         kind, fn = TABLE[packet]
         return Rule(kind, "table", fn)
@@ -244,8 +242,8 @@ def rule_for(op) -> Rule | None:  # noqa: C901  (one rule per step of the module
     if packet in CREATION or not _takes_tensor(schema):
         seeded = _has(op, "nondeterministic_seeded")  # one generator step per element, like pointwise
         return Rule("creation", "table" if packet in CREATION else "schema", _out_elems if seeded else None)
-    if _is_view(op, schema):
-        return Rule("view", "schema")
+    if _is_view(op, schema) or packet in VIEW:
+        return Rule("view", "schema" if _is_view(op, schema) else "table")
     if _has(op, "pointwise"):
         return Rule("pointwise", "tag", _out_elems)
     if _has(op, "reduction"):
