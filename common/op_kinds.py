@@ -3,17 +3,18 @@
 Kinds: creation, view, movement, pointwise, reduction, matmul, collective, metadata. The kind comes from
 torch's own op metadata wherever it exists, so an op nobody listed still gets one:
 
-1. ``torch.utils.flop_counter``'s registry (mm, bmm, convolution, attention...)        -> matmul
-2. a per-op count where the work is not one FLOP per element (softmax, layer norm, sort...)  -> its table
-3. the schema: no tensor in the returns (sym_size, _assert_async...)                   -> metadata
-4. the schema: the first return aliases an input and nothing is written (view, expand...) -> view
-5. ``Tag.view_copy`` (lift_fresh_copy, t_copy...) and the data-movement list below      -> movement
-6. no tensor among the arguments, or a ``new_*`` / ``*_like`` / fill op (values from a size)   -> creation
-7. ``Tag.pointwise``                                                                    -> pointwise
-8. ``Tag.reduction``                                                                    -> reduction
-9. an in-place op (``add_``) takes the rule of its functional form (``add``)
-10. otherwise a decomposition in ``torch._decomp``: the op is counted as what it decomposes into
-11. collectives (``_c10d_functional``)                                                   -> collective
+1. ``torch.utils.flop_counter``'s registry (mm, bmm, convolution, attention...)          -> matmul
+2. a per-op count where the work is not one FLOP per element (softmax, layer norm, sort...) -> its ``TABLE`` kind;
+   ops of other libraries by qualified name (``NAMED``: transformers' grouped MoE matmul)
+3. the namespace ``_c10d_functional`` (all_reduce, all_gather...)                          -> collective
+4. the schema: no tensor among the returns (sym_size, _assert_async...)                   -> metadata
+5. the data-movement list below, and ``Tag.view_copy`` (lift_fresh_copy, t_copy...)      -> movement
+6. no tensor among the arguments, or a ``new_*`` / ``*_like`` / fill op (values from a size) -> creation
+7. the schema: the first return aliases an input and nothing is written (view, expand...) -> view
+8. ``Tag.pointwise`` -> pointwise;  9. ``Tag.reduction`` -> reduction
+10. an in-place op (``add_``) takes the rule of its functional form (``add``)
+11. otherwise a decomposition in ``torch._decomp``: the op counts what it decomposes into, and takes the kind
+    of the heaviest of those ops (``common.costs.VectorFlopMode``)
 
 FLOP conventions (as in LLM-Viewer and most roofline tools): one FLOP per output element of a pointwise op,
 one per input element of a reduction, none for creation, views, movement and metadata; the tables below give
