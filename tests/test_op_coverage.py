@@ -24,6 +24,8 @@ def test_every_core_aten_op_has_a_kind_and_a_flop_rule():
     assert rule_for(aten.view.default).kind == rule_for(aten.permute.default).kind == "view"
     assert rule_for(aten.mm.default).kind == rule_for(aten.convolution.default).kind == "matmul"
     assert rule_for(aten.amax.default).kind == "reduction" and rule_for(aten.full.default).kind == "creation"
+    assert rule_for(torch.ops._c10d_functional.all_reduce.default).kind == "collective"
+    assert rule_for(aten.sym_size.int).kind == "metadata" and rule_for(aten.lift_fresh_copy.default).kind == "movement"
 
 
 @pytest.mark.parametrize("op, args, flops", [
