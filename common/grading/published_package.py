@@ -175,5 +175,10 @@ def learner_pyproject(instructor_pyproject: Path, published_repo: str) -> str:
     for group, entries in tables.get("entry-points", {}).items():
         lines += _table(f"project.entry-points.{group}", entries)
     lines += _table("tool.setuptools.packages.find", {"include": ["common*"], "exclude": ["common.grading*"]})
+    # data files the package reads at run time (the bundled model configs of common.models.llm)
+    package_data = {k: v for k, v in data.get("tool", {}).get("setuptools", {}).get("package-data", {}).items()
+                    if not k.startswith("common.grading")}
+    if package_data:
+        lines += _table("tool.setuptools.package-data", package_data)
     lines += _table("tool.dfa", {"published_repo": published_repo})
     return "\n".join(lines)
