@@ -153,3 +153,13 @@ def test_int64_index_math_is_counted_at_the_width_the_machine_holds_it_in(backen
     assert ops and all(o.coverage != "fallback" for o in ops)
     assert all(o.out_bytes == 12 * bytes_per_element for o in ops)
     assert all(b == 12 * bytes_per_element for o in ops for b in o.in_bytes.values())
+
+
+def test_an_int64_value_that_int32_cannot_hold_is_a_one_line_error_where_int64_is_narrowed():
+    torch._dynamo.reset()
+    big = torch.tensor([3_000_000_000, 1])
+    f = torch.compile(lambda t: t + 1, backend="dfa_lpu")
+    with pytest.raises(Exception, match=r"dfa_lpu holds int64 as int32 .*input value 3000000000 does not fit"):
+        f(big)
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(lambda t: t + 1, backend="dfa_tpu")(big), big + 1)  # TPU keeps int64

@@ -31,6 +31,7 @@ from common.errors import DFAError
 from common.sim import coverage as C
 from common.sim import faults as F
 from common.sim import numerics as N
+from common.sim.fallback import check_int32_range
 from common.sim.pipeline import decompose, op_kind
 from common.sim.run import make_policy, simulate
 from common.sim.workload import Segment, Workload
@@ -124,6 +125,7 @@ class CompiledGraph:
         with C.inside_graph():
             out = TargetInterpreter(self).run(*flat)
         self.numerics.finish_run()
+        check_int32_range(self.policy, {"input": args, "output": out})  # int64 narrowed to int32 must fit
         return out
 
     def raise_runtime_faults(self) -> None:

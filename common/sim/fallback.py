@@ -47,6 +47,22 @@ def _narrowed(policy, dtype: str) -> bool:
     return dtype == "int64" and table is not None and "int64" not in table and "int32" in table
 
 
+def check_int32_range(policy, tensors: dict) -> None:
+    """On a machine that narrows int64 to int32, an int64 value outside int32's range would wrap there: a
+    one-line error instead of silently exact results. Checked on a compiled graph's inputs and outputs (values
+    inside the graph are not seen; positions, lengths and token ids never come near 2^31)."""
+    if not _narrowed(policy, "int64"):
+        return
+    info = torch.iinfo(torch.int32)
+    for where, tree in tensors.items():
+        for t in pytree.tree_leaves(tree):
+            if isinstance(t, torch.Tensor) and t.dtype == torch.int64 and t.numel() and not (
+                    info.min <= int(t.min()) and int(t.max()) <= info.max):
+                bad = int(t.max()) if int(t.max()) > info.max else int(t.min())
+                raise DFAError(f"dfa_{policy.name} holds int64 as int32 (no 64-bit integer path on "
+                               f"{policy.chip.name}): {where} value {bad} does not fit; run it on dfa_gpu or dfa_tpu")
+
+
 def runs_dtype(policy, dtype: str) -> bool:
     """Whether the machine computes in ``dtype`` (a torch dtype name): floats through its float datapath,
     anything else only if the policy lists it (``policy.computes_in``; None lists everything)."""
