@@ -141,6 +141,19 @@ def test_the_report_names_the_float_dtype_the_values_were_computed_in(backend, m
     assert report.peak_flops == sim.get_backend(backend)(dtype=report_dtype).peak
 
 
+@pytest.mark.parametrize("backend", list(sim.BACKEND_NAMES))
+def test_an_integer_only_graph_is_not_labelled_with_a_float_dtype(backend):
+    # no float op ran on the machine: the report (and its program) name the integer dtype the ops computed in
+    torch._dynamo.reset()
+    clear_reports()
+    ids = torch.arange(10, dtype=torch.int32)
+    out = torch.compile(lambda t: t * 3 + 1, backend=f"dfa_{backend}")(ids)
+    assert torch.equal(out, ids * 3 + 1)
+    report = sim.last_report(backend)
+    assert report.dtype == "int32" and report.programs[0].dtype == "int32"
+    assert "(int32)" in report.summary().splitlines()[0]
+
+
 @pytest.mark.parametrize("backend, bytes_per_element", [("lpu", 4), ("wse", 4), ("tpu", 8), ("gpu", 8)])
 def test_int64_index_math_is_counted_at_the_width_the_machine_holds_it_in(backend, bytes_per_element):
     # LPU and WSE have 32-bit integer paths only: positions are narrowed to int32 (4 B); TPU and GPU keep int64

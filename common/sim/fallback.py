@@ -186,9 +186,9 @@ def host_fallbacks(policy, programs: list[Program], events: list[Event]) -> list
     return out
 
 
-def dtype_note(policy, ops: list[Op], kinds: dict[str, str]) -> str:
-    """Which dtypes the program's computing ops (``kinds``: node -> common.op_kinds kind) computed in on the
-    machine, and which went to the host, where they compute in their own dtype (the one the machine lacks)."""
+def computed_dtypes(policy, ops: list[Op], kinds: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Counts of computing ops (``kinds``: node -> common.op_kinds kind) by the dtype they computed in: on the
+    machine, and on the host (CPU fallbacks, which compute in their own dtype, the one the machine lacks)."""
     on, off = defaultdict(int), defaultdict(int)
     for o in ops:
         if kinds.get(o.name) not in COMPUTING or not o.dtype:
@@ -199,6 +199,21 @@ def dtype_note(policy, ops: list[Op], kinds: dict[str, str]) -> str:
             off[lacking or FLOAT.get(o.dtype, o.dtype)] += 1
         else:
             on[computed_dtype(policy, o.dtype, kinds.get(o.name, ""))] += 1
+    return dict(on), dict(off)
+
+
+def program_dtype(policy, on: dict[str, int]) -> str:
+    """The dtype a program is labelled with: the policy's float type while any float op computed on the machine,
+    else the dtype most of its computing ops ran in (an integer-only graph is never labelled fp16)."""
+    floats = set(FLOAT.values()) | {"fp8", "tf32"}
+    if not on or any(d in floats for d in on):
+        return policy.dtype
+    return max(sorted(on), key=on.get)
+
+
+def dtype_note(policy, ops: list[Op], kinds: dict[str, str]) -> str:
+    """Which dtypes the program's computing ops computed in on the machine, and which went to the host."""
+    on, off = computed_dtypes(policy, ops, kinds)
     parts = [f"{d} x{n}" for d, n in sorted(on.items())]
     host = [f"{d} x{n}" for d, n in sorted(off.items())]
     return (f"dtypes computed on {policy.chip.name}: {', '.join(parts) or 'none'}"

@@ -17,11 +17,13 @@ import torch.fx as fx
 
 from common.costs import NodeCost, op_name, touched_bytes
 from common.sim.fallback import (
+    computed_dtypes,
     dtype_note,
     host_fallbacks,  # noqa: F401  (re-exported: run.simulate calls it after the schedule)
     int64_bytes,
     narrows_int64_bytes,
     op_coverage,
+    program_dtype,
 )
 from common.sim.program import Kernel, Op, Program
 
@@ -237,10 +239,11 @@ def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Pr
         k.layer = layer
         policy.tile(k)
         policy.place(k)
-    program = Program(policy.name, policy.chip.name, policy.n_chips, policy.dtype, kernels)
+    kinds = {n.name: n.meta["cost"].kind for n in gm.graph.nodes if "cost" in n.meta}
+    on, _ = computed_dtypes(policy, ops, kinds)
+    program = Program(policy.name, policy.chip.name, policy.n_chips, program_dtype(policy, on), kernels)
     program.stages.update(stages)
     program.notes.extend(policy.notes())
-    kinds = {n.name: n.meta["cost"].kind for n in gm.graph.nodes if "cost" in n.meta}
     program.notes.append(dtype_note(policy, ops, kinds))
     return program
 

@@ -49,7 +49,9 @@ def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None =
         events = host_fallbacks(policy, programs, policy.run(programs, workload))  # CPU fallbacks on the host
         events = after_run(policy, workload, programs, events)  # MoE all-to-alls, notes (common/sim/moe.py)
     notes = list(dict.fromkeys(n for p in programs for n in p.notes))
-    return Report(policy.name, policy.chip.name, policy.n_chips, policy.dtype, events, programs,
+    labels = {p.dtype for p in programs}  # integer-only programs are labelled with the dtype they computed in
+    dtype = labels.pop() if len(labels) == 1 else policy.dtype
+    return Report(policy.name, policy.chip.name, policy.n_chips, dtype, events, programs,
                   policy.critical_engine, workload.name, workload.phase, workload.batch, workload.seq,
                   workload.tokens, policy.peak, policy.counters(events), notes)
 
