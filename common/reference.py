@@ -1,6 +1,6 @@
 """Reference measurements of the labs' GPU cells, for learners without a GPU.
 
-``benchmarks/reference/<name>.json`` files are written by ``benchmarks/reference/record.py`` on a real machine
+``common/reference_data/<name>.json`` files are written by ``benchmarks/reference/record.py`` on a real machine
 (a GPU, or a CPU for its CPU rows): GEMM, softmax, SDPA and small-LLM timings, a torch.profiler summary, memory
 peaks and roofline peaks, each file naming the machine, torch, the date and the load. Nothing in them is
 simulated or typed in. ``load("t4")`` returns them as DataFrames with that provenance; ``vs_simulated``
@@ -11,7 +11,8 @@ sets the simulator's prediction for the same ops beside them.
     ref.vs_simulated()                  # measured (Tesla T4, reference) | simulated (t4) | sim/measured
     plot_roofline(ref.roofline(), ...)  # the measured roofline of that machine
 
-The files live in the repository (``benchmarks/reference``), or where ``$DFA_REFERENCE_DIR`` points.
+The files ship inside the package (``common/reference_data``, package data: a Colab ``pip install`` has them), or
+come from where ``$DFA_REFERENCE_DIR`` points.
 """
 from __future__ import annotations
 
@@ -32,12 +33,12 @@ RECORD = "python benchmarks/reference/record.py"
 
 
 def reference_dir() -> Path:
-    """``$DFA_REFERENCE_DIR``, else the ``benchmarks/reference`` folder of the checkout ``common`` runs from."""
+    """``$DFA_REFERENCE_DIR``, else the package's own ``common/reference_data`` (installed with it)."""
     env = os.environ.get("DFA_REFERENCE_DIR")
-    folder = Path(env) if env else Path(__file__).resolve().parents[1] / "benchmarks" / "reference"
+    folder = Path(env) if env else Path(__file__).resolve().parent / "reference_data"
     if not folder.is_dir():
-        raise DFAError(f"no reference folder at {str(folder)!r}: a pip install has no benchmarks/ folder; set "
-                       "DFA_REFERENCE_DIR to a checkout's benchmarks/reference")
+        raise DFAError(f"no reference folder at {str(folder)!r}: set DFA_REFERENCE_DIR to a folder of recorded "
+                       f"runs ({RECORD} writes them)")
     return folder
 
 

@@ -172,8 +172,8 @@ def test_vs_simulated_puts_the_simulator_beside_the_reference(cpu_doc, ref_dir):
 
 
 def test_committed_references_are_measurements_with_provenance():
-    """Every file in benchmarks/reference names its machine, torch, date and load; GPU rows only from a GPU."""
-    files = sorted((ROOT / "benchmarks" / "reference").glob("*.json"))
+    """Every file in common/reference_data names its machine, torch, date and load; GPU rows only from a GPU."""
+    files = sorted((ROOT / "common" / "reference_data").glob("*.json"))
     assert files, "at least the CPU reference of this repository"
     for path in files:
         doc = json.loads(path.read_text(encoding="utf-8"))

@@ -35,6 +35,7 @@ from common.devices import this_machine
 from common.models import build_model, config_to_hf, get_config, step_inputs
 
 HERE = Path(__file__).resolve().parent
+DATA = HERE.parents[1] / "common" / "reference_data"  # package data: installed with common (common.reference)
 FORMAT = 1
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MODEL, BATCH, SEQ = "tiny-block", 4, 64  # Lab 1's forward pass
@@ -246,11 +247,11 @@ def default_name(doc: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
-    ap.add_argument("--out", default=None, help=f"output JSON (default: {HERE}/<machine>.json)")
+    ap.add_argument("--out", default=None, help=f"output JSON (default: {DATA}/<machine>.json)")
     ap.add_argument("--quick", action="store_true", help="tiny sizes: checks the script only")
     args = ap.parse_args(argv)
     doc = record(args.device, args.quick)
-    out = Path(args.out) if args.out else HERE / f"{default_name(doc)}.json"
+    out = Path(args.out) if args.out else DATA / f"{default_name(doc)}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     prov = doc["provenance"]
     print(f"{len(doc['timings'])} timings, {len(doc['profile'])} profile rows, {len(doc['memory'])} memory peaks "
