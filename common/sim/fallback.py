@@ -202,11 +202,11 @@ def computed_dtypes(policy, ops: list[Op], kinds: dict[str, str]) -> tuple[dict[
     return dict(on), dict(off)
 
 
-def program_dtype(policy, on: dict[str, int]) -> str:
-    """The dtype a program is labelled with: the policy's float type while any float op computed on the machine,
-    else the dtype most of its computing ops ran in (an integer-only graph is never labelled fp16)."""
-    floats = set(FLOAT.values()) | {"fp8", "tf32"}
-    if not on or any(d in floats for d in on):
+def program_dtype(policy, ops: list[Op], on: dict[str, int]) -> str:
+    """The dtype a program is labelled with: the policy's float type while any of its ops holds float values
+    (an embedding lookup moves fp16 rows even when its only arithmetic is a bool mask), else the dtype most of
+    its computing ops (``on``, from ``computed_dtypes``) ran in: an integer-only graph is never labelled fp16."""
+    if not on or any(o.dtype in FLOAT for o in ops):
         return policy.dtype
     return max(sorted(on), key=on.get)
 

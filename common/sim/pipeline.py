@@ -241,7 +241,7 @@ def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Pr
         policy.place(k)
     kinds = {n.name: n.meta["cost"].kind for n in gm.graph.nodes if "cost" in n.meta}
     on, _ = computed_dtypes(policy, ops, kinds)
-    program = Program(policy.name, policy.chip.name, policy.n_chips, program_dtype(policy, on), kernels)
+    program = Program(policy.name, policy.chip.name, policy.n_chips, program_dtype(policy, ops, on), kernels)
     program.stages.update(stages)
     program.notes.extend(policy.notes())
     program.notes.append(dtype_note(policy, ops, kinds))
