@@ -10,6 +10,7 @@ fresh interpreter, while two ``yes > /dev/null`` processes keep both cores of a 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,10 @@ print("PASS")
 @pytest.mark.slow
 def test_honest_measure_keeps_its_points_under_load():
     pytest.importorskip("jupytext")
-    load = [subprocess.Popen(["timeout", "900", "yes"], stdout=subprocess.DEVNULL) for _ in range(LOAD_PROCESSES)]
+    # each load in a session of its own (timeout and its yes in one process group, killed together below); the
+    # timeout bounds it even if this process dies before the finally clause
+    load = [subprocess.Popen(["timeout", "900", "yes"], stdout=subprocess.DEVNULL, start_new_session=True)
+            for _ in range(LOAD_PROCESSES)]
     failures, loads = [], []
     try:
         for run in range(RUNS):
@@ -50,7 +54,7 @@ def test_honest_measure_keeps_its_points_under_load():
                 failures.append(f"run {run + 1}: {(done.stdout + done.stderr).strip().splitlines()[-1:]}")
     finally:
         for process in load:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)  # process.kill() alone would orphan yes, timeout's child
             process.wait()
     print(f"{RUNS} honest runs, load average {min(loads):.1f} to {max(loads):.1f}: {len(failures)} lost points")
     assert not failures, failures
