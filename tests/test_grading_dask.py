@@ -130,7 +130,9 @@ def test_local_cluster_grades_like_the_local_pool_and_survives_a_killed_worker(r
     graded = {s: (g.score, g.status) for s, g in clustered.items() if s != "lost"}
     assert graded == {s: (g.score, g.status) for s, g in pooled.items()}
     assert "resent once: its first Dask worker was lost" in clustered["dave"].message  # the resend is noted
-    assert "resent" not in clustered["alice"].message
+    # a submission that shared dave's worker when it died is resent too (Dask loses every task on a dead worker):
+    # each resend names the lost worker, and a resend never changes a grade (compared with the pool above)
+    assert all("resent" not in g.message or "Dask worker was lost" in g.message for g in clustered.values())
     assert {s: g.score for s, g in pooled.items()} == {"alice": 5.0, "bob": 0.0, "dave": 3.0, "frank": 5.0}
     assert gradebook(dask) == {**gradebook(local), "lost": 0.0}  # the parent alone wrote both gradebooks
     lost = clustered["lost"]
