@@ -9,17 +9,21 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from common.chips import DTYPE_BYTES, get_chip
-from common.sim.spyre import _layout
 
 
 def sticks(shape, dtype="fp16", stick_bytes=None) -> dict:
     """sticks, device_bytes, padding_bytes of ``shape`` in ``stick_bytes``-byte sticks (None: the catalog's)."""
     stick = int(stick_bytes or get_chip("spyre").fact("stick_bytes"))
-    lay = _layout(tuple(shape), DTYPE_BYTES[dtype], stick)
-    return {key: int(lay[key]) for key in ("sticks", "device_bytes", "padding_bytes")}
+    *outer, n = (int(x) for x in tuple(shape) or (1,))
+    elem = DTYPE_BYTES[dtype]
+    n_sticks = math.prod(outer) * -(-n // max(1, stick // elem))  # rows x ceil(n / values per stick)
+    return {"sticks": n_sticks, "device_bytes": n_sticks * stick,
+            "padding_bytes": n_sticks * stick - math.prod(outer) * n * elem}
 
 
 def bundle_table(program) -> pd.DataFrame:
