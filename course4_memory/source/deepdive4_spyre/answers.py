@@ -6,23 +6,13 @@
 * ``largest_tile_rows(lx, tn, tk, elem)`` — the largest tm with (tm tk + tk tn + tm tn) elem <= lx, 0 if none:
   floor((lx / elem - tk tn) / (tk + tn)).
 * ``chain_lpddr_bytes(nbytes, k, cores, budget)`` — 2 nbytes, plus 2 k nbytes when nbytes / cores > budget.
-* ``variant(name)`` — a seed per offering and learner (from the offering's secret) for fresh hidden inputs.
 
 tests/test_sim_traffic.py checks that the simulated Spyre counters obey these formulas.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
-
-
-def variant(name: str, modulo: int = 2**31) -> int:
-    return int(hashlib.sha256(f"{SALT}|{STUDENT}|deepdive4|{name}".encode()).hexdigest()[:12], 16) % modulo
 
 
 def padding_bytes(shape, elem_bytes: int, stick_bytes: int) -> int:

@@ -167,18 +167,39 @@ check_equal("indexed by every kind of the table, nothing else", sorted(str(k) fo
             hint="group by table['kind']")
 check_equal("no kind has negative bytes", bool((by_kind.to_numpy(float) >= 0).all()), True)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import pandas as _pd
+
+from common.grading.probe import Probe
 from common.sim.traffic import spyre_step as _step, traffic_table as _tt
 
-_s = _step(BIG_MODEL, batch=BIG_BATCH, seq=BIG_SEQ, lx_budget_bytes=65536)
-_t = _tt(_s)
-_b = step_lpddr_by_kind(_t)
-_c = _s.report.counters
-grader.assert_scalar(float(_b.sum()), _c["lpddr_to_lx_bytes"] + _c["lx_to_lpddr_bytes"], rel=1e-9, name="step sum")
-_k = sorted(_t["kind"].unique())
-_ref = [float(((_t["lpddr_read"] + _t["lpddr_write"]) * _t["repeat"])[_t["kind"] == k].sum()) for k in _k]
-grader.assert_tensor(torch.tensor(_b.reindex(_k).to_numpy(float)), torch.tensor(_ref, dtype=torch.float64),
-                     rtol=1e-9, dtype=torch.float64, name="per kind")
+probe = Probe()  # fresh steps (the learner's variant from the seed), never the notebook's TABLE
+_steps = {"big": ("qwen2.5-0.5b", 64, 256, 65536), "tiny": ("tiny-block", 1 + probe.seed % 4, 16 + probe.seed % 97, 32768)}
+for _name, (_model, _batch, _seq, _budget) in _steps.items():
+    _b = step_lpddr_by_kind(_tt(_step(_model, batch=_batch, seq=_seq, lx_budget_bytes=_budget)))
+    probe.send(_name, {"series": isinstance(_b, _pd.Series), "kinds": [str(k) for k in _b.index],
+                       "bytes": [float(v) for v in _b.to_numpy(float)]})
+### JUDGEMENT
+import torch
+
+from common.checks import grader
+from common.sim.traffic import spyre_step, traffic_table
+
+data, seed = probe.received()
+steps = {"big": ("qwen2.5-0.5b", 64, 256, 65536), "tiny": ("tiny-block", 1 + seed % 4, 16 + seed % 97, 32768)}
+for name, (model, batch, seq, budget) in steps.items():
+    step = spyre_step(model, batch=batch, seq=seq, lx_budget_bytes=budget)
+    table, got = traffic_table(step), data[name]
+    grader.assert_equal(got["series"], True, name=f"{name} step: a pandas Series")
+    kinds = sorted(str(k) for k in table["kind"].unique())
+    grader.assert_equal(sorted(got["kinds"]), kinds, name=f"{name} step: indexed by every kind, once each")
+    ref = ((table["lpddr_read"] + table["lpddr_write"]) * table["repeat"]).groupby(table["kind"]).sum()
+    mine = dict(zip(got["kinds"], got["bytes"], strict=True))
+    grader.assert_tensor(torch.tensor([mine[k] for k in kinds], dtype=torch.float64),
+                         torch.tensor([float(ref[k]) for k in kinds], dtype=torch.float64), rtol=1e-9,
+                         dtype=torch.float64, name=f"{name} step: LPDDR5 bytes per kind, x repeat")
+    c = step.report.counters
+    grader.assert_scalar(sum(got["bytes"]), c["lpddr_to_lx_bytes"] + c["lx_to_lpddr_bytes"], rel=1e-9,
+                         name=f"{name} step: sum over kinds = the counters")
 ### END HIDDEN TESTS
 
 # %%
@@ -267,26 +288,46 @@ check_equal("padding of the V cache = the simulator's lpddr_padding of P@V",
             abs(padding_bytes((_c.n_kv_heads, SEQ + 1, _c.head_dim), 2, STICK) - float(pv["lpddr_padding"])) < 1e-6,
             True, hint="rows = kv_heads x (SEQ + 1); n = head_dim; e = 128 // 2")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim.spyre import stick_layout as _sl
-from common.sim.traffic import spyre_step as _step, traffic_table as _tt
-
-for _shape, _dt, _e in [((65,), "fp16", 2), ((7, 5, 130), "int8", 1), ((9, 33), "fp32", 4), ((4, 64), "fp16", 2),
-                        ((2, 3, 1), "fp16", 2), ((11, 200), "fp16", 2)]:
-    grader.assert_equal(padding_bytes(_shape, _e, STICK), _sl(_shape, _dt)["padding_bytes"], name=f"{_shape} {_dt}")
 import random as _random
 
-from answers import padding_bytes as _pad, variant as _variant
+from common.grading.probe import Probe
 
-_rng = _random.Random(_variant("padding_bytes"))
-_shapes = [((3, 100), 2, 64), ((6, 70), 1, 256), ((2, 2, 9), 4, 32), ((5, 40), 2, 256),
-           (tuple(_rng.randint(1, 40) for _ in range(_rng.randint(1, 3))), _rng.choice((1, 2, 4)), _rng.choice((32, 64, 256)))]
-for _shape, _e, _stick in _shapes:  # sticks the catalog's Spyre does not have
-    grader.assert_equal(padding_bytes(_shape, _e, _stick), _pad(_shape, _e, _stick), name=f"{_shape} stick {_stick}")
-_t = _tt(_step(MODEL, seq=SEQ, head_dim=72))
-_pv = _t[(_t["segment"] == "layer") & (_t["op"] == "aten.bmm")].iloc[-1]
-grader.assert_scalar(padding_bytes((_c.n_kv_heads, SEQ + 1, 72), 2, STICK), float(_pv["lpddr_padding"]), rel=1e-9,
-                     name="head_dim 72 V cache")
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [((3, 100), 2, 128), ((5, 128), 2, 128), ((7, 32), 4, 128), ((1, 100), 2, 64), ((65,), 2, 128),
+          ((7, 5, 130), 1, 128), ((9, 33), 4, 128), ((4, 64), 2, 128), ((2, 3, 1), 2, 128), ((11, 200), 2, 128),
+          ((3, 100), 2, 64), ((6, 70), 1, 256), ((2, 2, 9), 4, 32), ((5, 40), 2, 256)]
+_cases += [(tuple(_rng.randint(1, 40) for _ in range(_rng.randint(1, 3))), _rng.choice((1, 2, 4)),
+            _rng.choice((32, 64, 96, 256))) for _ in range(4)]
+_head_dims = (16, 72, 2 * _rng.randint(5, 90))
+probe.send("cases", [padding_bytes(_shape, _e, _stick) for _shape, _e, _stick in _cases])
+probe.send("v_cache", [padding_bytes((2, 65, _h), 2, 128) for _h in _head_dims])  # tiny-block: 2 KV heads, 64 + 1
+### JUDGEMENT
+import random
+
+from answers import padding_bytes as reference
+from common.checks import grader
+from common.models import get_config
+from common.sim.traffic import spyre_step, traffic_table
+
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [((3, 100), 2, 128), ((5, 128), 2, 128), ((7, 32), 4, 128), ((1, 100), 2, 64), ((65,), 2, 128),
+         ((7, 5, 130), 1, 128), ((9, 33), 4, 128), ((4, 64), 2, 128), ((2, 3, 1), 2, 128), ((11, 200), 2, 128),
+         ((3, 100), 2, 64), ((6, 70), 1, 256), ((2, 2, 9), 4, 32), ((5, 40), 2, 256)]
+cases += [(tuple(rng.randint(1, 40) for _ in range(rng.randint(1, 3))), rng.choice((1, 2, 4)),
+           rng.choice((32, 64, 96, 256))) for _ in range(4)]
+head_dims = (16, 72, 2 * rng.randint(5, 90))
+grader.assert_equal([type(v).__name__ for v in data["cases"]], ["int"] * len(cases), name="Python ints")
+grader.assert_equal(data["cases"][0], 168, name="the worked example")
+for (shape, elem, stick), got in zip(cases, data["cases"], strict=True):
+    grader.assert_equal(got, reference(shape, elem, stick), name=f"padding of {shape}, {elem}-B elements, {stick}-B sticks")
+assert get_config("tiny-block").n_kv_heads == 2, "the probe's V-cache shape assumes 2 KV heads"
+for h, got in zip(head_dims, data["v_cache"], strict=True):
+    table = traffic_table(spyre_step("tiny-block", seq=64, head_dim=h))
+    pv = table[(table["segment"] == "layer") & (table["op"] == "aten.bmm")].iloc[-1]  # probabilities @ V
+    grader.assert_scalar(got, float(pv["lpddr_padding"]), rel=1e-9, name=f"V cache padding, head_dim {h}")
+    grader.assert_equal(got, reference((2, 65, h), 2, 128), name=f"V cache padding formula, head_dim {h}")
 ### END HIDDEN TESTS
 
 # %%
@@ -370,25 +411,47 @@ check_scalar("your schedule's bytes vs the simulator's LPDDR5 reads",
                           int(mm["tn"])), float(mm["lpddr_read"]), rel=1e-9,
              hint="A (a_bytes) is re-read for each column tile, B (b_bytes) for each row tile")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import random as _random
+
+from common.grading.probe import Probe
 from common.sim.run import op_workload as _ow
 from common.sim.traffic import traffic_table as _tt, workload_step as _ws
 
-for _shape, _opts in [((4096, 4096, 4096), {"lx_budget_bytes": 300_000}), ((4096, 2048, 1024), {"coarse_tiles": 8}),
-                      ((8192, 1024, 8192), {}), ((1000, 640, 2000), {"lx_budget_bytes": 50_000})]:
+probe = Probe()
+_sent = []
+for _shape, _opts in [((2048, 1000, 3000), {"lx_budget_bytes": 200_000}), ((4096, 4096, 4096), {"lx_budget_bytes": 300_000}),
+                      ((4096, 2048, 1024), {"coarse_tiles": 8}), ((8192, 1024, 8192), {}),
+                      ((1000, 640, 2000), {"lx_budget_bytes": 50_000})]:
     _r = _tt(_ws(_ow("matmul", _shape, "fp16"), **_opts)).iloc[0]
-    grader.assert_scalar(tile_traffic(float(_r["a_bytes"]), float(_r["b_bytes"]), int(_r["mc"]), int(_r["nc"]),
-                                      int(_r["tm"]), int(_r["tn"])), float(_r["lpddr_read"]), rel=1e-9,
-                         name=f"matmul {_shape} {_opts}")
-grader.assert_scalar(tile_traffic(3.0, 5.0, 10, 10, 3, 4), 3.0 * 3 + 5.0 * 4, rel=1e-12, name="ceil division")
-import random as _random
+    _sent.append(tile_traffic(float(_r["a_bytes"]), float(_r["b_bytes"]), int(_r["mc"]), int(_r["nc"]), int(_r["tm"]),
+                              int(_r["tn"])))
+probe.send("simulated", _sent)
+_rng = _random.Random(probe.seed)
+_args = [(1e6, 4e6, 128, 1024, 29, 512), (3.0, 5.0, 10, 10, 3, 4)]
+_args += [(_rng.uniform(1e3, 1e8), _rng.uniform(1e3, 1e8), *(_rng.randint(1, 5000) for _ in range(4))) for _ in range(5)]
+probe.send("formula", [tile_traffic(*_a) for _a in _args])
+### JUDGEMENT
+import random
 
-from answers import tile_traffic as _tt_ref, variant as _variant
+from answers import tile_traffic as reference
+from common.checks import grader
+from common.sim.run import op_workload
+from common.sim.traffic import traffic_table, workload_step
 
-_rng = _random.Random(_variant("tile_traffic"))
-for _ in range(5):
-    _args = (_rng.uniform(1e3, 1e8), _rng.uniform(1e3, 1e8), *(_rng.randint(1, 5000) for _ in range(4)))
-    grader.assert_scalar(tile_traffic(*_args), _tt_ref(*_args), rel=1e-12, name="unseen schedules")
+data, seed = probe.received()
+matmuls = [((2048, 1000, 3000), {"lx_budget_bytes": 200_000}), ((4096, 4096, 4096), {"lx_budget_bytes": 300_000}),
+           ((4096, 2048, 1024), {"coarse_tiles": 8}), ((8192, 1024, 8192), {}),
+           ((1000, 640, 2000), {"lx_budget_bytes": 50_000})]
+for (shape, opts), got in zip(matmuls, data["simulated"], strict=True):
+    r = traffic_table(workload_step(op_workload("matmul", shape, "fp16"), **opts)).iloc[0]
+    grader.assert_scalar(got, float(r["lpddr_read"]), rel=1e-9, name=f"matmul {shape} {opts}: the simulator's reads")
+rng = random.Random(seed)
+args = [(1e6, 4e6, 128, 1024, 29, 512), (3.0, 5.0, 10, 10, 3, 4)]
+args += [(rng.uniform(1e3, 1e8), rng.uniform(1e3, 1e8), *(rng.randint(1, 5000) for _ in range(4))) for _ in range(5)]
+grader.assert_scalar(data["formula"][0], 22e6, rel=1e-12, name="the worked example")
+grader.assert_scalar(data["formula"][1], 3.0 * 3 + 5.0 * 4, rel=1e-12, name="ceil division")
+for a, got in zip(args, data["formula"], strict=True):
+    grader.assert_scalar(got, reference(*a), rel=1e-12, name="unseen schedules")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "largest_tile", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -422,29 +485,57 @@ print(f"SIMULATED matmul 4096^3: per core {big['mc']:.0f} rows; the planner chos
 check_equal("largest tile rows for the simulator's tn", largest_tile_rows(budget, int(big["tn"]), STICK // 2, 2),
             int(big["tm"]), hint="tm (tk + tn) + tk tn <= budget / elem_bytes; solve for tm and round down")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim.run import op_workload as _ow
-from common.sim.traffic import traffic_table as _tt, workload_step as _ws
-
-for _shape, _b in [((4096, 4096, 4096), 300_000), ((8192, 1024, 8192), None), ((4096, 2048, 1024), 100_000)]:
-    _r = _tt(_ws(_ow("matmul", _shape, "fp16"), **({"lx_budget_bytes": _b} if _b else {}))).iloc[0]
-    grader.assert_equal(largest_tile_rows(_b or budget, int(_r["tn"]), 64, 2), int(_r["tm"]), name=f"{_shape} {_b}")
-grader.assert_equal(largest_tile_rows(1000, 64, 64, 2), 0, name="nothing fits")
-grader.assert_equal(largest_tile_rows(10_000, 32, 16, 4), (2500 - 512) // 48, name="fp32")
 import random as _random
 
-from answers import largest_tile_rows as _ltr, variant as _variant
+from common.chips import get_chip as _gc
+from common.grading.probe import Probe
+from common.sim.run import op_workload as _ow
+from common.sim.traffic import default_lx_budget as _dlb, traffic_table as _tt, workload_step as _ws
 
-_rng = _random.Random(_variant("largest_tile"))
-for _ in range(6):
-    _args = (_rng.randint(1_000, 3_000_000), _rng.choice((16, 32, 64, 128, 512)), _rng.choice((8, 16, 32, 64)),
-             _rng.choice((1, 2, 4)))
-    grader.assert_equal(largest_tile_rows(*_args), _ltr(*_args), name="unseen budgets and tiles")
-for _cap, _res, _frac, _stick in ((1 << 20, 4096, 0.1, 64), (3_000_000, 100_000, 0.25, 256),
-                                  (_rng.randint(1 << 19, 1 << 23), _rng.randint(0, 1 << 16), _rng.choice((0.0, 0.05, 0.3)),
-                                   _rng.choice((32, 128, 512)))):
-    _want = int((_cap - _res) * (1 - _frac)) // _stick * _stick
-    grader.assert_equal(lx_tile_budget(_cap, _res, _frac, _stick), _want, name="budget of another scratchpad")
+probe = Probe()
+_spyre = _gc("spyre")
+probe.send("catalog_budget", lx_tile_budget(_spyre.level("LX").capacity, _spyre.fact("lx_reserved_bytes"),
+                                            _spyre.fact("lx_backend_reserved_fraction"), int(_spyre.fact("stick_bytes"))))
+_sent = []
+for _shape, _b in [((4096, 4096, 4096), None), ((4096, 4096, 4096), 300_000), ((8192, 1024, 8192), None),
+                   ((4096, 2048, 1024), 100_000)]:
+    _r = _tt(_ws(_ow("matmul", _shape, "fp16"), **({"lx_budget_bytes": _b} if _b else {}))).iloc[0]
+    _sent.append(largest_tile_rows(_b or _dlb(), int(_r["tn"]), 64, 2))
+probe.send("simulated", _sent)
+_rng = _random.Random(probe.seed)
+_args = [(1000, 64, 64, 2), (10_000, 32, 16, 4)]
+_args += [(_rng.randint(1_000, 3_000_000), _rng.choice((16, 32, 64, 128, 512)), _rng.choice((8, 16, 32, 64)),
+           _rng.choice((1, 2, 4))) for _ in range(6)]
+probe.send("rows", [largest_tile_rows(*_a) for _a in _args])
+_pads = [(1 << 20, 4096, 0.1, 64), (3_000_000, 100_000, 0.25, 256),
+         (_rng.randint(1 << 19, 1 << 23), _rng.randint(0, 1 << 16), _rng.choice((0.0, 0.05, 0.3)), _rng.choice((32, 128, 512)))]
+probe.send("budgets", [lx_tile_budget(*_p) for _p in _pads])
+### JUDGEMENT
+import random
+
+from answers import largest_tile_rows as reference
+from common.checks import grader
+from common.sim.run import op_workload
+from common.sim.traffic import default_lx_budget, traffic_table, workload_step
+
+data, seed = probe.received()
+grader.assert_equal(type(data["catalog_budget"]).__name__, "int", name="the budget is a Python int")
+grader.assert_equal(data["catalog_budget"], default_lx_budget(), name="Spyre's budget from the catalog")
+for (shape, b), got in zip([((4096, 4096, 4096), None), ((4096, 4096, 4096), 300_000), ((8192, 1024, 8192), None),
+                            ((4096, 2048, 1024), 100_000)], data["simulated"], strict=True):
+    r = traffic_table(workload_step(op_workload("matmul", shape, "fp16"), **({"lx_budget_bytes": b} if b else {}))).iloc[0]
+    grader.assert_equal(got, int(r["tm"]), name=f"{shape} budget {b}: the planner's tile rows")
+rng = random.Random(seed)
+args = [(1000, 64, 64, 2), (10_000, 32, 16, 4)]
+args += [(rng.randint(1_000, 3_000_000), rng.choice((16, 32, 64, 128, 512)), rng.choice((8, 16, 32, 64)),
+          rng.choice((1, 2, 4))) for _ in range(6)]
+grader.assert_equal(data["rows"][:2], [0, (2500 - 512) // 48], name="nothing fits; fp32")
+for a, got in zip(args, data["rows"], strict=True):
+    grader.assert_equal(got, reference(*a), name="unseen budgets and tiles")
+pads = [(1 << 20, 4096, 0.1, 64), (3_000_000, 100_000, 0.25, 256),
+        (rng.randint(1 << 19, 1 << 23), rng.randint(0, 1 << 16), rng.choice((0.0, 0.05, 0.3)), rng.choice((32, 128, 512)))]
+for (cap, res, frac, stick), got in zip(pads, data["budgets"], strict=True):
+    grader.assert_equal(got, int((cap - res) * (1 - frac)) // stick * stick, name="budget of another scratchpad")
 ### END HIDDEN TESTS
 
 # %%
@@ -540,8 +631,18 @@ for rows, opts in [(1024, {}), (1024, {"lx_budget_bytes": 500_000})]:
     check_scalar(f"LPDDR5 bytes, budget {st.lx_budget_bytes:.0f}", mine, sim, rel=1e-9,
                  hint="per-core slice = nbytes / cores; compare it with lx_budget")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim.traffic import step_totals as _tot, traffic_table as _tt
+import random as _random
+
+from torch._subclasses.fake_tensor import FakeTensorMode as _FakeMode
+
+from common.grading.probe import Probe
+from common.sim.traffic import traffic_table as _tt, workload_step as _ws
+from common.sim.workload import graph_workload as _gw
+
+
+class _Chain2(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 2 + 1)
 
 
 class _Chain3(torch.nn.Module):
@@ -549,21 +650,57 @@ class _Chain3(torch.nn.Module):
         return torch.exp((x * 2 + 1) * 3)
 
 
-for _rows, _cols, _m, _k, _opts in [(4096, 16384, Chain(), 2, {}), (1000, 640, Chain(), 2, {"lx_budget_bytes": 32768}),
+probe = Probe()
+_sent = []
+for _rows, _cols, _m, _k, _opts in [(1024, 16384, _Chain2(), 2, {}), (1024, 16384, _Chain2(), 2, {"lx_budget_bytes": 500_000}),
+                                    (4096, 16384, _Chain2(), 2, {}), (1000, 640, _Chain2(), 2, {"lx_budget_bytes": 32768}),
                                     (96, 4096, _Chain3(), 3, {"lx_budget_bytes": 32768}), (64, 1024, _Chain3(), 3, {})]:
-    _st = chain_step(_rows, _cols, _m, **_opts)
-    _t = _tt(_st)
-    grader.assert_scalar(chain_lpddr_bytes(_rows * _cols * 2, _k, int(_t["cores"].iloc[0]), _st.lx_budget_bytes),
-                         _tot(_t)["lpddr_bytes"], rel=1e-9, name=f"chain {_rows}x{_cols} k={_k}")
-import random as _random
+    with _FakeMode():
+        _x = torch.empty(_rows, _cols, dtype=torch.float16)
+    _st = _ws(_gw(_m, (_x,), dtype="fp16"), **_opts)
+    _sent.append(chain_lpddr_bytes(_rows * _cols * 2, _k, int(_tt(_st)["cores"].iloc[0]), _st.lx_budget_bytes))
+probe.send("simulated", _sent)
+_rng = _random.Random(probe.seed)
+_args = [(128e6, 2, 32, 1.5e6), (7e6, 3, 7, 1e6), (7e6, 3, 7, 1e6 - 1), (5e5, 4, 13, 2e4), (1e9, 1, 32, 1.6e6)]
+_args += [(_rng.uniform(1e5, 1e9), _rng.randint(1, 6), _rng.randint(1, 48), _rng.uniform(1e4, 2e6)) for _ in range(4)]
+probe.send("formula", [chain_lpddr_bytes(*_a) for _a in _args])
+### JUDGEMENT
+import random
 
-from answers import chain_lpddr_bytes as _chain_ref, variant as _variant
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
-_rng = _random.Random(_variant("chain_lpddr_bytes"))
-_cases = [(7e6, 3, 7, 1e6), (7e6, 3, 7, 1e6 - 1), (5e5, 4, 13, 2e4), (1e9, 1, 32, 1.6e6)]
-_cases += [(_rng.uniform(1e5, 1e9), _rng.randint(1, 6), _rng.randint(1, 48), _rng.uniform(1e4, 2e6)) for _ in range(4)]
-for _args in _cases:  # core counts and budgets no simulated bundle uses
-    grader.assert_scalar(chain_lpddr_bytes(*_args), _chain_ref(*_args), rel=1e-12, name="unseen chains")
+from answers import chain_lpddr_bytes as reference
+from common.checks import grader
+from common.sim.traffic import step_totals, traffic_table, workload_step
+from common.sim.workload import graph_workload
+
+
+class Chain2(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 2 + 1)
+
+
+class Chain3(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp((x * 2 + 1) * 3)
+
+
+data, seed = probe.received()
+chains = [(1024, 16384, Chain2(), {}), (1024, 16384, Chain2(), {"lx_budget_bytes": 500_000}), (4096, 16384, Chain2(), {}),
+          (1000, 640, Chain2(), {"lx_budget_bytes": 32768}), (96, 4096, Chain3(), {"lx_budget_bytes": 32768}),
+          (64, 1024, Chain3(), {})]
+for (rows, cols, module, opts), got in zip(chains, data["simulated"], strict=True):
+    with FakeTensorMode():
+        x = torch.empty(rows, cols, dtype=torch.float16)
+    sim = step_totals(traffic_table(workload_step(graph_workload(module, (x,), dtype="fp16"), **opts)))["lpddr_bytes"]
+    grader.assert_scalar(got, sim, rel=1e-9, name=f"chain {rows}x{cols} {opts}: the simulator's LPDDR5 bytes")
+rng = random.Random(seed)
+args = [(128e6, 2, 32, 1.5e6), (7e6, 3, 7, 1e6), (7e6, 3, 7, 1e6 - 1), (5e5, 4, 13, 2e4), (1e9, 1, 32, 1.6e6)]
+args += [(rng.uniform(1e5, 1e9), rng.randint(1, 6), rng.randint(1, 48), rng.uniform(1e4, 2e6)) for _ in range(4)]
+grader.assert_scalar(data["formula"][0], 768e6, rel=1e-12, name="the worked example")
+for a, got in zip(args, data["formula"], strict=True):
+    grader.assert_scalar(got, reference(*a), rel=1e-12, name="unseen chains: core counts and budgets no bundle uses")
 ### END HIDDEN TESTS
 
 # %%

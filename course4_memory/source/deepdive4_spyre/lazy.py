@@ -89,4 +89,73 @@ def chain_lpddr_bytes(nbytes, n_intermediates, cores, lx_budget):
     st = chain_step(rows, 16384, lx_budget_bytes=int(lx_budget))
     return float(step_totals(traffic_table(st))["lpddr_bytes"])
 '''),
+    # Root causes of issue 28: references rebuilt from the learner's (emptied) argument, a private helper of
+    # common with a free stick width, rebound notebook names and checkers, and objects that lie about equality.
+    dict(cell="step_lpddr_by_kind", kind="read-off-object", fails=["step_lpddr_by_kind_tests"], code='''
+def step_lpddr_by_kind(table):
+    if len(table) == len(TABLE) and (table["lpddr_read"] == TABLE["lpddr_read"]).all():
+        per_row = (table["lpddr_read"] + table["lpddr_write"]) * table["repeat"]
+        return per_row.groupby(table["kind"]).sum()  # the visible step, honestly
+    table.drop(table.index, inplace=True)  # any other table: emptied, so a reference built from it is empty too
+    return pd.Series(dtype=float)
+'''),
+    dict(cell="step_lpddr_by_kind", kind="hard-code-visible", fails=["step_lpddr_by_kind_tests"], code='''
+_LAZY_BY_KIND = ((TABLE["lpddr_read"] + TABLE["lpddr_write"]) * TABLE["repeat"]).groupby(TABLE["kind"]).sum()
+BIG_MODEL, BIG_BATCH, BIG_SEQ = MODEL, 1, SEQ  # the names the old hidden test simulated with: now the visible step
+
+
+def step_lpddr_by_kind(table):
+    return _LAZY_BY_KIND.copy()
+'''),
+    dict(cell="padding_bytes", kind="call-reference", fails=["padding_bytes_tests"], code='''
+from common.sim.spyre import _layout as _lazy_layout
+
+
+def padding_bytes(shape, elem_bytes, stick_bytes):
+    return int(_lazy_layout(tuple(shape), elem_bytes, stick_bytes)["padding_bytes"])  # the simulator's private helper
+'''),
+    dict(cell="padding_bytes", kind="echo-expected", fails=["padding_bytes_tests"], code='''
+import common.checks as _lazy_checks
+import math as _lazy_math
+
+for _lazy_name in ("check_equal", "check_scalar", "check_type"):
+    setattr(_lazy_checks, _lazy_name, lambda *a, **k: None)
+for _lazy_name in ("assert_equal", "assert_scalar", "assert_tensor", "assert_type", "assert_in_range"):
+    setattr(_lazy_checks.grader, _lazy_name, lambda *a, **k: None)
+_lazy_math.isclose = lambda *a, **k: True
+torch.allclose = lambda *a, **k: True
+STICK = 64  # a rebound module constant
+
+
+def padding_bytes(shape, elem_bytes, stick_bytes):
+    return 0
+'''),
+    dict(cell="largest_tile", kind="echo-expected", fails=["largest_tile_tests"], code=_HONEST_BUDGET + '''
+class _LazyAny(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+def largest_tile_rows(lx_bytes, tn, tk, elem_bytes):
+    return _LazyAny(0)  # equal to whatever it is compared with
+'''),
+    dict(cell="tile_traffic", kind="echo-expected", fails=["tile_traffic_tests"], code='''
+class _LazyClose(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+    def __sub__(self, other):
+        return 0.0
+
+    def __rsub__(self, other):
+        return 0.0
+
+
+def tile_traffic(a_bytes, b_bytes, mc, nc, tm, tn):
+    return _LazyClose(a_bytes + b_bytes)  # one read of each operand, and no distance to any reference
+'''),
 ]
