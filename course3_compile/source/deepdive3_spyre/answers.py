@@ -9,25 +9,24 @@ published). Hidden tests import from here (``from answers import device_layout a
 * ``divide_work(dims, cores, forced=None)`` — the ``forced`` pieces first; then, with cores // prod(forced) cores,
   every order of the other dims of size > 1, each taking its largest divisor that fits the cores left; the order
   using most cores wins, ties keep the listed priority; the result holds forced and chosen pieces > 1.
-* ``variant(name)`` — a seed per offering and learner (from the offering's secret), for fresh hidden inputs.
+* ``lowering_summary(program)`` — coverage counts of the decompose stage, device primitives (the decomposition's
+  parts, a custom op's ``+``-separated parts, else 1) of the non-fallback ops, and non-fallback kernels.
+* ``needs_restickify(shape, strides, is_weight)`` — at least 2 dims, innermost stride not 1, innermost size > 1, not
+  a weight.
+* ``lx_working_set(tile, dtype)`` — (tm tk + tk tn + tm tn) x element bytes; ``fits_lx`` — that + resident <= budget.
+* ``option_effect(cmp)`` — the ratios, spills, most slowed events (all ties) and bound changes of a Comparison.
+
+Hidden tests are probe + judgement (``common.grading.probe``): the judgement rebuilds every input from the seed the
+probe used and calls these on it, never on an object the learner's kernel held.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
-import os
 
 from common.chips import DTYPE_BYTES
-
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
-
-
-def variant(name: str, modulo: int = 2**31) -> int:
-    """A seed for the hidden input ``name``: differs per offering (secret salt) and per learner."""
-    return int(hashlib.sha256(f"{SALT}|{STUDENT}|deepdive3|{name}".encode()).hexdigest()[:12], 16) % modulo
+from common.sim.lowering import CUSTOM_OPS
 
 
 def device_layout(shape, dtype="fp16", dim=-1, stick_bytes=128) -> dict:
@@ -59,3 +58,35 @@ def divide_work(dims, cores, forced=None) -> dict:
         if used > best_used:
             best_used, best = used, parts
     return {**forced, **best}
+
+
+def lowering_summary(program) -> dict:
+    ops = program.stages["decompose"]
+    device = [o for o in ops if o.coverage != "fallback"]
+    return {**{c: sum(o.coverage == c for o in ops) for c in ("native", "decomposed", "fallback")},
+            "primitives": sum(len(o.decomposed_into) or len(CUSTOM_OPS.get(o.op, "x").split("+")) for o in device),
+            "bundles": sum(k.kind != "fallback" for k in program.kernels)}
+
+
+def needs_restickify(shape, strides, is_weight) -> bool:
+    return len(shape) >= 2 and strides[-1] != 1 and shape[-1] > 1 and not is_weight
+
+
+def lx_working_set(tile: str, dtype: str = "fp16") -> int:
+    tm, tk, tn = (int(v) for v in tile.split("x"))
+    return (tm * tk + tk * tn + tm * tn) * DTYPE_BYTES[dtype]
+
+
+def fits_lx(tile: str, resident_bytes, budget, dtype: str = "fp16") -> bool:
+    return lx_working_set(tile, dtype) + resident_bytes <= budget
+
+
+def option_effect(cmp) -> dict:
+    """The expected values; ``most_slowed_op`` is the list of every event tied for the largest growth."""
+    c, tl = cmp.counters, cmp.timeline
+    lp = c.loc["lpddr_to_lx_bytes"] + c.loc["lx_to_lpddr_bytes"]
+    grow = tl["duration_s_after"] / tl["duration_s_before"]
+    return {"time_ratio": float(cmp.after.time_s / cmp.before.time_s), "lpddr_ratio": float(lp["after"] / lp["before"]),
+            "spill_bytes_added": float(c.loc["lx_spill_bytes", "change"]),
+            "most_slowed_op": [str(e) for e in tl["event"][grow >= grow.max() * (1 - 1e-9)]],
+            "bound_changes": int((tl["bound_before"] != tl["bound_after"]).sum())}

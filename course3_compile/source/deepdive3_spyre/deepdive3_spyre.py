@@ -158,20 +158,45 @@ check_equal("device bundles agree with the compiled program",
             SUMMARY.get("bundles") == sum(k.kind != "fallback" for k in PROGRAM.kernels), True,
             hint="distinct kernels whose kernel_kind is not 'fallback'")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+from common.grading.probe import Probe
+from common.models.block import TinyTransformerBlock as _Block
 from common.sim import lowering as _L
 from common.sim import simulate_op as _simulate_op
+from common.sim.workload import graph_workload as _gw
 
-for _op, _shape in [("softmax", (64, 128)), ("sdpa", (1, 2, 64, 64)), ("layernorm", (8, 256)), ("gelu", (4, 100))]:
+probe = Probe()
+_v = probe.seed
+for _op, _shape in [("softmax", (64, 128 + 64 * (_v % 3))), ("sdpa", (1, 2, 64, 64)), ("layernorm", (8, 256)),
+                    ("gelu", (4, 100 + _v % 50)), ("matmul", (32, 64, 96))]:
     _p = _simulate_op(_op, _shape, "spyre").programs[0]
-    _s = lowering_summary(_L.decompose_table(_p), _L.fuse_table(_p))
-    _d = [o for o in _p.stages["decompose"] if o.coverage != "fallback"]
-    grader.assert_equal(_s.get("primitives"), sum(len(o.decomposed_into) or
-                        len(_L.CUSTOM_OPS.get(o.op, "x").split("+")) for o in _d), name="primitives")
-    grader.assert_equal(_s.get("bundles"), sum(k.kind != "fallback" for k in _p.kernels), name="bundles")
-    grader.assert_equal(_s.get("native"), sum(o.coverage == "native" for o in _p.stages["decompose"]), name="native")
-    grader.assert_equal(_s.get("decomposed"), sum(o.coverage == "decomposed" for o in _p.stages["decompose"]),
-                        name="decomposed")
+    probe.send(_op, lowering_summary(_L.decompose_table(_p), _L.fuse_table(_p)))
+_d, _t = 128 + 64 * (_v % 3), 64 + 32 * (_v % 3)  # another block than the notebook's
+_p = _L.lower(_gw(_Block(_d, _d // 64, 2 * _d).half(), (torch.zeros(1, _t, _d, dtype=torch.float16),), dtype="fp16",
+                  name="hidden block")).programs[0]
+probe.send("block", lowering_summary(_L.decompose_table(_p), _L.fuse_table(_p)))
+### JUDGEMENT
+import torch
+
+from answers import lowering_summary as _ref
+from common.checks import grader
+from common.models.block import TinyTransformerBlock as _Block
+from common.sim import lowering as _L
+from common.sim import simulate_op as _simulate_op
+from common.sim.workload import graph_workload as _gw
+
+data, seed = probe.received()
+_v = seed
+_programs = {_op: _simulate_op(_op, _shape, "spyre").programs[0] for _op, _shape in [
+    ("softmax", (64, 128 + 64 * (_v % 3))), ("sdpa", (1, 2, 64, 64)), ("layernorm", (8, 256)),
+    ("gelu", (4, 100 + _v % 50)), ("matmul", (32, 64, 96))]}
+_d, _t = 128 + 64 * (_v % 3), 64 + 32 * (_v % 3)
+_programs["block"] = _L.lower(_gw(_Block(_d, _d // 64, 2 * _d).half(), (torch.zeros(1, _t, _d, dtype=torch.float16),),
+                                  dtype="fp16", name="hidden block")).programs[0]
+for _name, _p in _programs.items():
+    _got, _want = data.get(_name), _ref(_p)
+    _got = _got if isinstance(_got, dict) else {}
+    for _k in ("native", "decomposed", "fallback", "primitives", "bundles"):
+        grader.assert_equal(_got.get(_k), _want[_k], name=f"{_name}: {_k}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -229,20 +254,46 @@ for shape, g in lay.groupby("shape", sort=False):
     check_equal(f"layout of {row['tensor']} {shape} agrees with the compiler's layout stage", same, True,
                 hint="(ceil(n / per stick), *outer dims, per stick)")
 ### BEGIN HIDDEN TESTS
-from answers import device_layout as _ref, variant as _variant
-from common.checks import grader
+from common.grading.probe import Probe
 
-_v = _variant("device_layout")
-for _shape, _dtype, _dim, _stick in [((7,), "fp16", -1, 128), ((3, 65 + _v % 60), "fp32", -1, 128),
-                                     ((2, 3, 129), "int8", 0, 128), ((), "fp16", -1, 128), ((5, 64), "bf16", 0, 128),
-                                     ((9, 1), "fp16", -1, 64), ((2, 2 + _v % 5, 2, 300), "fp16", 1, 256),
-                                     ((4, 100 + _v % 90, 6), "fp16", -2, 64)]:
-    _r = _ref(_shape, _dtype, dim=_dim, stick_bytes=_stick)
-    _m = device_layout(_shape, _dtype, dim=_dim, stick_bytes=_stick)
-    grader.assert_type(_m, dict, name="a dict")
-    grader.assert_equal(tuple(_m.get("device_shape", ())), _r["device_shape"], name="device shape")
-    grader.assert_equal(_m.get("sticks"), _r["sticks"], name="sticks")
-    grader.assert_equal(_m.get("padding_bytes"), _r["padding_bytes"], name="padding bytes")
+probe = Probe()
+_v = probe.seed
+_cases = [((4, 256, 150), "fp16", -1, None), ((4, 256, 150), "fp16", 1, None), ((64 + _v % 200,), "fp16", -1, None),
+          ((1024, 256), "fp16", -1, None), ((3, 50 + _v % 30), "fp32", -1, None),
+          ((7,), "fp16", -1, 128), ((3, 65 + _v % 60), "fp32", -1, 128), ((2, 3, 129), "int8", 0, 128),
+          ((), "fp16", -1, 128), ((5, 64), "bf16", 0, 128), ((9, 1), "fp16", -1, 64),
+          ((2, 2 + _v % 5, 2, 300), "fp16", 1, 256), ((4, 100 + _v % 90, 6), "fp16", -2, 64),
+          ((3 + _v % 4, 17, 33), "fp32", 0, 32 * (1 + _v % 4))]
+for _i, (_shape, _dtype, _dim, _stick) in enumerate(_cases):
+    _kw = {} if _stick is None else {"stick_bytes": _stick}
+    probe.send(f"case_{_i}", device_layout(_shape, _dtype, dim=_dim, **_kw))
+### JUDGEMENT
+from answers import device_layout as _ref
+from common.checks import grader
+from common.chips import get_chip
+from common.sim.spyre import stick_layout
+
+data, seed = probe.received()
+_v = seed
+_stick = int(get_chip("spyre").fact("stick_bytes"))  # the stub's default
+_cases = [((4, 256, 150), "fp16", -1, None), ((4, 256, 150), "fp16", 1, None), ((64 + _v % 200,), "fp16", -1, None),
+          ((1024, 256), "fp16", -1, None), ((3, 50 + _v % 30), "fp32", -1, None),
+          ((7,), "fp16", -1, 128), ((3, 65 + _v % 60), "fp32", -1, 128), ((2, 3, 129), "int8", 0, 128),
+          ((), "fp16", -1, 128), ((5, 64), "bf16", 0, 128), ((9, 1), "fp16", -1, 64),
+          ((2, 2 + _v % 5, 2, 300), "fp16", 1, 256), ((4, 100 + _v % 90, 6), "fp16", -2, 64),
+          ((3 + _v % 4, 17, 33), "fp32", 0, 32 * (1 + _v % 4))]
+grader.assert_equal(_ref((4, 256, 150)), {"device_shape": (3, 4, 256, 64), "sticks": 3072, "padding_bytes": 86016},
+                    name="the key's worked example")
+for _i, (_shape, _dtype, _dim, _sb) in enumerate(_cases):
+    _want = _ref(_shape, _dtype, dim=_dim, stick_bytes=_sb or _stick)
+    if _sb is None and _dim == -1:  # the key agrees with the simulator's layout
+        _sim = stick_layout(_shape, _dtype)
+        grader.assert_equal([_sim[k] for k in _want], list(_want.values()), name="the key's layout")
+    _got = data.get(f"case_{_i}")
+    grader.assert_type(_got, dict, name="a dict")
+    grader.assert_equal(_got.get("device_shape"), list(_want["device_shape"]), name=f"device shape of {_shape}")
+    grader.assert_equal(_got.get("sticks"), _want["sticks"], name=f"sticks of {_shape}")
+    grader.assert_equal(_got.get("padding_bytes"), _want["padding_bytes"], name=f"padding bytes of {_shape}")
 ### END HIDDEN TESTS
 
 # %%
@@ -312,23 +363,62 @@ check_equal(f"edges (of {len(EDGES)}) where you and the compiler disagree", wron
             hint="(producer, consumer, shape, strides, is_weight, your answer): see the four conditions in the spec")
 print(f"the compiler inserted {len(compiler)} restickify: {sorted(compiler)}")
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+from common.sim import lowering as _L
+from common.sim.run import op_workload as _op_workload
+
+probe = Probe()
+_cases = [((2, 8, 64, 256), (131072, 64, 1, 512), False), ((64, 512), (1, 64), False), ((512, 512), (1, 512), True),
+          ((256, 1), (1, 256), False), ((4, 256, 512), (131072, 512, 1), False), ((7,), (3,), False),
+          ((3, 5, 2), (10, 1, 5), False), ((3, 5, 2), (10, 1, 5), True), ((8, 1, 4), (4, 4, 1), False),
+          ((4, 1), (1, 4), False), ((2, 3), (1, 2), False)]
+_rng = _random.Random(probe.seed)
+for _ in range(12):  # views of this learner's variant: a permutation of a contiguous tensor's dims
+    _shape = [_rng.choice([1, 2, 3, 5, 64]) for _ in range(_rng.randint(1, 4))]
+    _strides, _s = [], 1
+    for _n in reversed(_shape):
+        _strides.insert(0, _s)
+        _s *= _n
+    _perm = _rng.sample(range(len(_shape)), len(_shape))
+    _cases.append((tuple(_shape[p] for p in _perm), tuple(_strides[p] for p in _perm), _rng.random() < 0.3))
+probe.send("cases", [needs_restickify(_s, _st, _w) for _s, _st, _w in _cases])
+_w = _op_workload("sdpa", (1, 4, 96, 32), "fp16")
+probe.send("edges", [needs_restickify(tuple(_e.shape), tuple(_e.strides), bool(_e.is_weight))
+                     for _e in _L.edge_table(_w.segments[0].gm).itertuples()])
+### JUDGEMENT
+import random as _random
+
+from answers import needs_restickify as _ref
 from common.checks import grader
 from common.sim import lowering as _L
 from common.sim import simulate as _simulate
 from common.sim.run import op_workload as _op_workload
 
-for _args, _want in [(((64, 512), (1, 64), False), True), (((512, 512), (1, 512), True), False),
-                     (((256, 1), (1, 256), False), False), (((4, 256, 512), (131072, 512, 1), False), False),
-                     (((7,), (3,), False), False), (((3, 5, 2), (10, 1, 5), False), True),
-                     (((3, 5, 2), (10, 1, 5), True), False), (((8, 1, 4), (4, 4, 1), False), False),
-                     (((4, 1), (1, 4), False), False), (((2, 3), (1, 2), False), True)]:
-    grader.assert_equal(needs_restickify(*_args), _want, name="one edge")
+data, seed = probe.received()
+_cases = [((2, 8, 64, 256), (131072, 64, 1, 512), False), ((64, 512), (1, 64), False), ((512, 512), (1, 512), True),
+          ((256, 1), (1, 256), False), ((4, 256, 512), (131072, 512, 1), False), ((7,), (3,), False),
+          ((3, 5, 2), (10, 1, 5), False), ((3, 5, 2), (10, 1, 5), True), ((8, 1, 4), (4, 4, 1), False),
+          ((4, 1), (1, 4), False), ((2, 3), (1, 2), False)]
+_rng = _random.Random(seed)
+for _ in range(12):
+    _shape = [_rng.choice([1, 2, 3, 5, 64]) for _ in range(_rng.randint(1, 4))]
+    _strides, _s = [], 1
+    for _n in reversed(_shape):
+        _strides.insert(0, _s)
+        _s *= _n
+    _perm = _rng.sample(range(len(_shape)), len(_shape))
+    _cases.append((tuple(_shape[p] for p in _perm), tuple(_strides[p] for p in _perm), _rng.random() < 0.3))
+grader.assert_equal(isinstance(data.get("cases"), list) and all(type(x) is bool for x in data["cases"]), True,
+                    name="every answer a bool")
+grader.assert_equal(data.get("cases"), [_ref(*c) for c in _cases], name="edges of shapes, strides and weights")
 _w = _op_workload("sdpa", (1, 4, 96, 32), "fp16")
 _rs = _L.restickify_table(_simulate(_w, "spyre"))
 _pairs = {(p, c) for p, c in zip(_rs[_rs["restickify"] != ""]["producer"], _rs[_rs["restickify"] != ""]["consumer"])}
-for _e in _L.edge_table(_w.segments[0].gm).itertuples():
-    grader.assert_equal(needs_restickify(tuple(_e.shape), tuple(_e.strides), bool(_e.is_weight)),
-                        (_e.producer, _e.consumer) in _pairs, name="an edge of another graph")
+_want = [(_e.producer, _e.consumer) in _pairs for _e in _L.edge_table(_w.segments[0].gm).itertuples()]
+grader.assert_equal(_want.count(True) > 0, True, name="the compiler inserted a restickify")
+grader.assert_equal(data.get("edges"), _want, name="the edges of another graph, against the compiler")
 ### END HIDDEN TESTS
 
 # %%
@@ -418,24 +508,64 @@ for cores, work in ((32, STAGE["work"]), (12, lowering.work_table(REPORT12))):
                     divide_work(dims, cores) == split_of(g["split"].iloc[0]), True,
                     hint="largest divisor that fits the cores left; try every order, keep the one using most cores")
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+from common.sim import lowering as _L
+from common.sim import simulate_op as _simulate_op
+
+probe = Probe()
+_v = probe.seed
+for _i, (_op, _shape, _cores) in enumerate([
+        ("add", (3, 32, 64), 32), ("add", (6, 10, 100), 32), ("softmax", (1000, 64), 32), ("add", (5, 7, 640), 24),
+        ("matmul", (1, 4096, 4096), 32), ("matmul", (96, 128, 320), 20), ("clone", (65,), 32), ("add", (30, 64), 1),
+        ("add", (2 + _v % 7, 6 + _v % 11, 64 * (1 + _v % 5)), 12 + _v % 21), ("matmul", (48 + _v % 50, 64, 192), 32)]):
+    _dims = tuple(tuple(d) for d in _L.work_table(_simulate_op(_op, _shape, "spyre", cores=_cores)).iloc[0]["dims"])
+    probe.send(f"op_{_i}", divide_work(_dims, _cores))
+_rng = _random.Random(_v)
+_forced_cases = [((("d0", 3), ("d1", 32), ("stick", 1)), 32, None), ((("d0", 3), ("d1", 32), ("stick", 1)), 32, {"d0": 3}),
+                 ((("B", 4), ("M", 8), ("N", 48)), 32, {"N": 4}),
+                 ((("d0", 6), ("d1", 10 + _v % 7 * 2), ("stick", 5)), 32, {"stick": 5}),
+                 ((("d0", 12), ("d1", 2), ("stick", 9)), 24, {"d0": 3, "stick": 3}), ((("M", 64), ("N", 64)), 32, {"M": 1})]
+for _ in range(6):  # dims, cores and a forced split of this learner's variant
+    _dims = tuple((f"x{j}", _rng.choice([1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 20, 27, 30])) for j in range(_rng.randint(1, 4)))
+    _f = {l: n for l, n in _dims[:1] if n > 1 and _rng.random() < 0.5}
+    _f = {l: min(d for d in range(2, n + 1) if n % d == 0) for l, n in _f.items()}
+    _forced_cases.append((_dims, _rng.choice([4, 8, 12, 16, 24, 32]), _f or None))
+for _i, (_dims, _cores, _f) in enumerate(_forced_cases):
+    probe.send(f"forced_{_i}", divide_work(_dims, _cores, forced=None if _f is None else dict(_f)))
+### JUDGEMENT
+import random as _random
+
+from answers import divide_work as _dw
 from common.checks import grader
 from common.sim import lowering as _L
 from common.sim import simulate_op as _simulate_op
 
-for _op, _shape, _cores in [("add", (3, 32, 64), 32), ("add", (6, 10, 100), 32), ("softmax", (1000, 64), 32),
-                            ("add", (5, 7, 640), 24), ("matmul", (1, 4096, 4096), 32), ("matmul", (96, 128, 320), 20),
-                            ("clone", (65,), 32), ("add", (30, 64), 1)]:
+data, seed = probe.received()
+_v = seed
+for _i, (_op, _shape, _cores) in enumerate([
+        ("add", (3, 32, 64), 32), ("add", (6, 10, 100), 32), ("softmax", (1000, 64), 32), ("add", (5, 7, 640), 24),
+        ("matmul", (1, 4096, 4096), 32), ("matmul", (96, 128, 320), 20), ("clone", (65,), 32), ("add", (30, 64), 1),
+        ("add", (2 + _v % 7, 6 + _v % 11, 64 * (1 + _v % 5)), 12 + _v % 21), ("matmul", (48 + _v % 50, 64, 192), 32)]):
     _w = _L.work_table(_simulate_op(_op, _shape, "spyre", cores=_cores)).iloc[0]
     _want = {} if _w["split"] == "none" else {a: int(b) for a, b in (p.split("/") for p in _w["split"].split())}
-    grader.assert_equal(divide_work(_w["dims"], _cores), _want, name="work division of one op")
-from answers import divide_work as _dw, variant as _variant
-
-_v = _variant("divide_work")
-for _dims, _cores, _forced in [((("B", 4), ("M", 8), ("N", 48)), 32, {"N": 4}), ((("d0", 6), ("d1", 10 + _v % 7 * 2),
-                               ("stick", 5)), 32, {"stick": 5}), ((("d0", 12), ("d1", 2), ("stick", 9)), 24,
-                               {"d0": 3, "stick": 3}), ((("M", 64), ("N", 64)), 32, {"M": 1})]:
-    grader.assert_equal(divide_work(_dims, _cores, forced=_forced), _dw(_dims, _cores, forced=_forced),
-                        name="work division after a forced split")
+    grader.assert_equal(_dw(_w["dims"], _cores), _want, name="the key agrees with the compiler")
+    grader.assert_equal(data.get(f"op_{_i}"), _want, name=f"work division of {_op} {_shape} on {_cores} cores")
+_rng = _random.Random(_v)
+_forced_cases = [((("d0", 3), ("d1", 32), ("stick", 1)), 32, None), ((("d0", 3), ("d1", 32), ("stick", 1)), 32, {"d0": 3}),
+                 ((("B", 4), ("M", 8), ("N", 48)), 32, {"N": 4}),
+                 ((("d0", 6), ("d1", 10 + _v % 7 * 2), ("stick", 5)), 32, {"stick": 5}),
+                 ((("d0", 12), ("d1", 2), ("stick", 9)), 24, {"d0": 3, "stick": 3}), ((("M", 64), ("N", 64)), 32, {"M": 1})]
+for _ in range(6):
+    _dims = tuple((f"x{j}", _rng.choice([1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 20, 27, 30])) for j in range(_rng.randint(1, 4)))
+    _f = {l: n for l, n in _dims[:1] if n > 1 and _rng.random() < 0.5}
+    _f = {l: min(d for d in range(2, n + 1) if n % d == 0) for l, n in _f.items()}
+    _forced_cases.append((_dims, _rng.choice([4, 8, 12, 16, 24, 32]), _f or None))
+grader.assert_equal(_dw((("d0", 3), ("d1", 32), ("stick", 1)), 32, forced={"d0": 3}), {"d0": 3, "d1": 8},
+                    name="the key's worked example")
+for _i, (_dims, _cores, _f) in enumerate(_forced_cases):
+    grader.assert_equal(data.get(f"forced_{_i}"), _dw(_dims, _cores, forced=_f), name="work division, forced split")
 ### END HIDDEN TESTS
 
 # %%
@@ -525,15 +655,48 @@ for label, lx in (("default", STAGE["lx"]), ("tight", lowering.lx_table(TIGHT)))
         check_equal(f"{label} budget, {row['op']}: fits next to {resident / 1e3:.0f} kB", fits_lx(
             tile, resident, int(row["lx_budget_bytes"])), bool(row["lx_bytes_per_core"] <= row["lx_budget_bytes"]))
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_tiles = [("8x64x256", "fp16"), ("1x64x64", "fp16"), ("128x64x512", "fp16"), ("32x32x32", "fp32"), ("7x128x256", "int8")]
+_tiles += [(f"{_rng.choice([1, 3, 8, 16, 40, 128])}x{_rng.choice([32, 64, 128])}x{_rng.choice([64, 96, 320, 512])}",
+            _rng.choice(["fp16", "bf16", "fp32", "int8"])) for _ in range(6)]
+probe.send("ws", [lx_working_set(_t, _d) for _t, _d in _tiles])
+_fits = [("128x64x512", 100000, 312992, "fp16"), ("128x64x512", 100001, 312992, "fp16"),
+         ("32x32x32", 0, 12287, "fp32"), ("32x32x32", 0, 12287, "fp16")]
+for _t, _d in _tiles[5:]:  # at the edge of the budget: exactly full, one byte over
+    _tm, _tk, _tn = (int(n) for n in _t.split("x"))
+    _r = _rng.randint(0, 500_000)
+    _b = _r + (_tm * _tk + _tk * _tn + _tm * _tn) * {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}[_d]
+    _fits += [(_t, _r, _b, _d), (_t, _r + 1, _b, _d)]
+probe.send("fits", [fits_lx(_t, _r, _b, _d) for _t, _r, _b, _d in _fits])
+### JUDGEMENT
+import random as _random
+
+from answers import fits_lx as _fits_ref, lx_working_set as _ws_ref
 from common.checks import grader
 
-for _tile, _dtype, _ws in [("1x64x64", "fp16", 8448), ("128x64x512", "fp16", 212992), ("32x32x32", "fp32", 12288),
-                           ("7x128x256", "int8", 35456)]:
-    grader.assert_equal(lx_working_set(_tile, _dtype), _ws, name="working set")
-grader.assert_equal(fits_lx("128x64x512", 100000, 312992), True, name="exactly full fits")
-grader.assert_equal(fits_lx("128x64x512", 100001, 312992), False, name="one byte over")
-grader.assert_equal(fits_lx("32x32x32", 0, 12287, "fp32"), False, name="dtype matters")
-grader.assert_equal(fits_lx("32x32x32", 0, 12287, "fp16"), True, name="dtype matters")
+data, seed = probe.received()
+_rng = _random.Random(seed)
+_tiles = [("8x64x256", "fp16"), ("1x64x64", "fp16"), ("128x64x512", "fp16"), ("32x32x32", "fp32"), ("7x128x256", "int8")]
+_tiles += [(f"{_rng.choice([1, 3, 8, 16, 40, 128])}x{_rng.choice([32, 64, 128])}x{_rng.choice([64, 96, 320, 512])}",
+            _rng.choice(["fp16", "bf16", "fp32", "int8"])) for _ in range(6)]
+grader.assert_equal([_ws_ref(t, d) for t, d in _tiles[:5]], [37888, 8448, 212992, 12288, 35456], name="the key")
+_ws = data.get("ws")
+grader.assert_equal(isinstance(_ws, list) and all(type(w) is int for w in _ws), True, name="working sets are ints")
+grader.assert_equal(_ws, [_ws_ref(t, d) for t, d in _tiles], name="working sets")
+_fits = [("128x64x512", 100000, 312992, "fp16"), ("128x64x512", 100001, 312992, "fp16"),
+         ("32x32x32", 0, 12287, "fp32"), ("32x32x32", 0, 12287, "fp16")]
+for _t, _d in _tiles[5:]:
+    _r = _rng.randint(0, 500_000)
+    _b = _r + _ws_ref(_t, _d)
+    _fits += [(_t, _r, _b, _d), (_t, _r + 1, _b, _d)]
+_got = data.get("fits")
+grader.assert_equal(isinstance(_got, list) and all(type(f) is bool for f in _got), True, name="answers are bools")
+grader.assert_equal(_got, [_fits_ref(*f) for f in _fits], name="fits next to the resident bytes")
 ### END HIDDEN TESTS
 
 # %%
@@ -616,23 +779,41 @@ check_equal("most slowed op: the event whose duration grew by the largest factor
 check_equal("ops whose bound changed agree with the timeline",
             eff.get("bound_changes") == int((tl["bound_before"] != tl["bound_after"]).sum()), True)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+from common.grading.probe import Probe
+from common.models.block import TinyTransformerBlock as _Block
 from common.sim import lowering as _L
+from common.sim.workload import graph_workload as _gw
 
-for _opts in ({"lx_budget_bytes": 131072}, {"cores": 4}, {"coarse_tiles": 4}):
-    _c = _L.compare_options(WORKLOAD, {"cores": 16}, _opts)
-    _e = option_effect(_c)
-    _lp = _c.counters.loc["lpddr_to_lx_bytes"] + _c.counters.loc["lx_to_lpddr_bytes"]
-    grader.assert_scalar(_e.get("time_ratio"), _c.after.time_s / _c.before.time_s, rel=1e-9, name="time ratio")
-    grader.assert_scalar(_e.get("lpddr_ratio"), float(_lp["after"] / _lp["before"]), rel=1e-9, name="LPDDR5 ratio")
-    grader.assert_scalar(_e.get("spill_bytes_added"), float(_c.counters.loc["lx_spill_bytes", "change"]), rel=1e-9,
-                         abs_tol=1e-9, name="spills added")
-    _t = _c.timeline
-    _g = _t["duration_s_after"] / _t["duration_s_before"]
-    grader.assert_type(_e.get("most_slowed_op"), str, name="most slowed op is a str")
-    grader.assert_equal(_e["most_slowed_op"] in [str(v) for v in _t["event"][_g >= _g.max() * (1 - 1e-9)]], True,
-                        name="most slowed op")
-    grader.assert_equal(_e.get("bound_changes"), int((_t["bound_before"] != _t["bound_after"]).sum()), name="bounds")
+probe = Probe()
+_d, _t = 128 + 64 * (probe.seed % 3), 64 + 32 * (probe.seed % 3)  # another block than the notebook's
+_w = _gw(_Block(_d, _d // 64, 2 * _d).half(), (torch.zeros(2, _t, _d, dtype=torch.float16),), dtype="fp16",
+         name="hidden block")
+for _i, _opts in enumerate(({"lx_budget_bytes": 65536}, {"cores": 4}, {"coarse_tiles": 4}, {"cores": 3 + probe.seed % 9})):
+    probe.send(f"effect_{_i}", option_effect(_L.compare_options(_w, {"cores": 16}, _opts)))
+### JUDGEMENT
+import torch
+
+from answers import option_effect as _ref
+from common.checks import grader
+from common.models.block import TinyTransformerBlock as _Block
+from common.sim import lowering as _L
+from common.sim.workload import graph_workload as _gw
+
+data, seed = probe.received()
+_d, _t = 128 + 64 * (seed % 3), 64 + 32 * (seed % 3)
+_w = _gw(_Block(_d, _d // 64, 2 * _d).half(), (torch.zeros(2, _t, _d, dtype=torch.float16),), dtype="fp16",
+         name="hidden block")
+for _i, _opts in enumerate(({"lx_budget_bytes": 65536}, {"cores": 4}, {"coarse_tiles": 4}, {"cores": 3 + seed % 9})):
+    _want = _ref(_L.compare_options(_w, {"cores": 16}, _opts))
+    _got = data.get(f"effect_{_i}")
+    _got = _got if isinstance(_got, dict) else {}
+    grader.assert_scalar(_got.get("time_ratio"), _want["time_ratio"], rel=1e-9, name=f"{_opts}: time ratio")
+    grader.assert_scalar(_got.get("lpddr_ratio"), _want["lpddr_ratio"], rel=1e-9, name=f"{_opts}: LPDDR5 ratio")
+    grader.assert_scalar(_got.get("spill_bytes_added"), _want["spill_bytes_added"], rel=1e-9, abs_tol=1e-9,
+                         name=f"{_opts}: spills added")
+    grader.assert_type(_got.get("most_slowed_op"), str, name="most slowed op is a str")
+    grader.assert_equal(_got["most_slowed_op"] in _want["most_slowed_op"], True, name=f"{_opts}: most slowed op")
+    grader.assert_equal(_got.get("bound_changes"), _want["bound_changes"], name=f"{_opts}: bound changes")
 ### END HIDDEN TESTS
 
 # %%

@@ -24,28 +24,47 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
 * ``number_misses(rows)`` — the (attribute, system, number) of every number >= 16 in a TPU, LPU or Spyre tiling or
   layout row that is not one of that machine's catalog figures (``CATALOG_NUMBERS``: facts, compute units, the
   numbers in its matrix-unit text, elements per stick); small counts (2 corelets, 8 sublanes) are free.
-* ``variant(name)`` — a seed per offering and learner (from the offering's secret), for fresh hidden inputs.
+* ``gate_reference(d, seed, x)`` — the original ``Gate`` (``.item()``, ``if``) built with ``seed``, on ``x``.
+* ``no_gain_backend(savings)`` — the first backend (pivot order) whose fused time is within 1 % of op by op.
+* ``canon(groups)`` — groups as sorted lists of sorted node names; AssertionError if not lists of str.
+
+Hidden tests are probe + judgement (``common.grading.probe``): the judgement rebuilds every input from the seed the
+probe used and calls these on it, never on an object the learner's kernel held.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 import re
 from collections import Counter
 
+import torch
 from common.chips import chips_of_kind
 from common.compile_tools import op_name, ops_in_kernel_name
 from common.fusion import classify
 
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
+
+def gate_reference(d: int, seed: int, x: torch.Tensor) -> torch.Tensor:
+    """Lab 3's ``Gate(d, seed)(x)``: parameters made in the same order after ``torch.manual_seed(seed)``."""
+    torch.manual_seed(seed)
+    up, down = torch.nn.Linear(d, 2 * d), torch.nn.Linear(2 * d, d)
+    with torch.no_grad():
+        h = up(x)
+        scale = h.abs().mean().item()
+        h = torch.relu(h) if h.sum() > 0 else torch.tanh(h)
+        return down(h / (scale + 1e-3))
 
 
-def variant(name: str, modulo: int = 2**31) -> int:
-    """A seed for the hidden input ``name``: differs per offering (secret salt) and per learner."""
-    return int(hashlib.sha256(f"{SALT}|{STUDENT}|lab3|{name}".encode()).hexdigest()[:12], 16) % modulo
+def no_gain_backend(savings) -> str:
+    t = savings.pivot(index="backend", columns="program", values="time_s")
+    return str(t.index[(t["fused"] - t["op by op"]).abs() <= 0.01 * t["op by op"]][0])
+
+
+def canon(groups) -> list[list[str]]:
+    if not isinstance(groups, list) or not all(isinstance(g, list) and all(isinstance(n, str) for n in g)
+                                               for g in groups):
+        raise AssertionError("hidden test 'groups' failed: expected a list of lists of node names (str)")
+    return sorted(sorted(g) for g in groups)
 
 
 def count_ops(gm) -> Counter:

@@ -150,16 +150,29 @@ check_equal("graph breaks", fixed.graph_break_count, 0)
 for name, xs in (("positive branch", x_gate.abs()), ("negative branch", -3 * x_gate.abs())):
     check_tensor(f"output ({name})", GateFixed()(xs), Gate()(xs).detach(), atol=1e-5, rtol=1e-4)
 ### BEGIN HIDDEN TESTS
+from common.capture import explain_dynamo as _explain
+from common.grading.probe import Probe
+
+probe = Probe()  # the learner's GateFixed on inputs and widths of this learner's variant
+for _i, (_d, _s) in enumerate(((8 + probe.seed % 25, probe.seed % 1000), (48, 7 + probe.seed % 13))):
+    _x = torch.randn(5, _d, generator=torch.Generator().manual_seed(_s))
+    for _j, _xs in enumerate((_x.abs() + 0.1, -_x.abs() - 0.1, _x)):
+        probe.send(f"out_{_i}_{_j}", GateFixed(_d, seed=_s)(_xs).detach())
+    _r = _explain(GateFixed(_d, seed=_s), _x)
+    probe.send(f"graphs_{_i}", [_r.graph_count, _r.graph_break_count])
+### JUDGEMENT
+import torch
+
+from answers import gate_reference
 from common.checks import grader
 
-for _d, _seed in ((16, 3), (48, 7)):
-    _x = torch.randn(5, _d, generator=torch.Generator().manual_seed(_seed))
-    for _xs in (_x.abs() + 0.1, -_x.abs() - 0.1, _x):
-        grader.assert_tensor(GateFixed(_d, seed=_seed)(_xs).detach(), Gate(_d, seed=_seed)(_xs).detach(),
-                             atol=1e-5, rtol=1e-4, name=f"GateFixed d={_d}")
-    _r = explain_dynamo(GateFixed(_d, seed=_seed), _x)
-    grader.assert_equal(_r.graph_count, 1, name="one graph")
-    grader.assert_equal(_r.graph_break_count, 0, name="no breaks")
+data, seed = probe.received()
+for _i, (_d, _s) in enumerate(((8 + seed % 25, seed % 1000), (48, 7 + seed % 13))):
+    _x = torch.randn(5, _d, generator=torch.Generator().manual_seed(_s))
+    for _j, _xs in enumerate((_x.abs() + 0.1, -_x.abs() - 0.1, _x)):
+        grader.assert_tensor(data.get(f"out_{_i}_{_j}"), gate_reference(_d, _s, _xs), atol=1e-5, rtol=1e-4,
+                             name=f"GateFixed d={_d} against Gate")
+    grader.assert_equal(data.get(f"graphs_{_i}"), [1, 0], name="one graph, no breaks")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -281,34 +294,64 @@ for rec, gm in zip(SEEN, [*captured.forward, *captured.backward]):
 print(captured.table(my_count_ops).to_string())
 ### BEGIN HIDDEN TESTS
 import torch.fx as _fx
-from answers import count_ops as _co, variant as _variant
-from common.checks import grader
-from common.compile_tools import capture_with as _cw
+from torch import nn as _nn
 
-_d = 4 + _variant("count_ops_width") % 9
+from common.compile_tools import capture_with as _cw
+from common.grading.probe import Probe
+
+probe = Probe()
+_d = 4 + probe.seed % 9  # this learner's width: other graphs than the ones printed above
 for _dec in ("none", "inductor"):
     SEEN.clear()
-    _cap = _cw(inspecting_backend, nn.Sequential(nn.Linear(_d, 2 * _d), nn.GELU(), nn.LayerNorm(2 * _d),
-               nn.Linear(2 * _d, _d), nn.SiLU()), torch.randn(3, _d), decompositions=_dec)
-    grader.assert_equal(len(SEEN), 2, name="forward and backward recorded")
-    for _rec, _gm in zip(SEEN, [*_cap.forward, *_cap.backward]):
-        grader.assert_equal(dict(_rec["ops"]), dict(_co(_gm)), name=f"op counts ({_dec})")
-        grader.assert_equal(_rec["n_inputs"], sum(n.op == "placeholder" for n in _gm.graph.nodes), name="inputs")
-grader.assert_equal(dict(my_count_ops(_cap.dynamo[0])), dict(_co(_cap.dynamo[0])), name="torch-level graph counts")
+    _cap = _cw(inspecting_backend, _nn.Sequential(_nn.Linear(_d, 2 * _d), _nn.GELU(), _nn.LayerNorm(2 * _d),
+               _nn.Linear(2 * _d, _d), _nn.SiLU()), torch.randn(3, _d), decompositions=_dec)
+    probe.send(f"seen_{_dec}", [[dict(_rec["ops"]), _rec["n_inputs"]] for _rec in SEEN])
+probe.send("dynamo", dict(my_count_ops(_cap.dynamo[0])))
 
 
-class _Methods(nn.Module):  # call_module and call_method nodes (symbolic_trace keeps them)
-    def __init__(self):
+class _Methods(_nn.Module):  # call_module and call_method nodes (symbolic_trace keeps them)
+    def __init__(self, d):
         super().__init__()
-        self.fc, self.act = nn.Linear(_d, _d), nn.ReLU()
+        self.fc, self.act = _nn.Linear(d, d), _nn.ReLU()
 
     def forward(self, x):
         return self.act(self.fc(x)).view(-1).softmax(0).max(0)[0] + x.sum()
 
 
-_gm = _fx.symbolic_trace(_Methods())
-grader.assert_equal(dict(my_count_ops(_gm)), dict(_co(_gm)), name="call_module / call_method nodes")
+probe.send("methods", dict(my_count_ops(_fx.symbolic_trace(_Methods(_d)))))
 SEEN.clear()
+### JUDGEMENT
+import torch
+import torch.fx as _fx
+from torch import nn as _nn
+
+from answers import count_ops as _co
+from common.checks import grader
+from common.compile_tools import capture_with as _cw
+
+data, seed = probe.received()
+_d = 4 + seed % 9
+for _dec in ("none", "inductor"):
+    _cap = _cw(lambda gm, example_inputs: gm.forward, _nn.Sequential(
+        _nn.Linear(_d, 2 * _d), _nn.GELU(), _nn.LayerNorm(2 * _d), _nn.Linear(2 * _d, _d), _nn.SiLU()),
+        torch.randn(3, _d), decompositions=_dec)
+    _want = [[dict(_co(g)), sum(n.op == "placeholder" for n in g.graph.nodes)] for g in [*_cap.forward,
+                                                                                          *_cap.backward]]
+    grader.assert_equal(data.get(f"seen_{_dec}"), _want, name=f"forward and backward records, op counts ({_dec})")
+grader.assert_equal(data.get("dynamo"), dict(_co(_cap.dynamo[0])), name="torch-level graph counts")
+
+
+class _Methods(_nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc, self.act = _nn.Linear(d, d), _nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.fc(x)).view(-1).softmax(0).max(0)[0] + x.sum()
+
+
+grader.assert_equal(data.get("methods"), dict(_co(_fx.symbolic_trace(_Methods(_d)))),
+                    name="call_module / call_method nodes")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -436,15 +479,49 @@ for b in ("aot_eager", "inductor"):
                 bool(c + n * per[b] <= n * per["eager"] and (n == 1 or c + (n - 1) * per[b] > (n - 1) * per["eager"])),
                 True)
 ### BEGIN HIDDEN TESTS
-from answers import break_even_calls as _be, variant as _variant
+import pandas as _pd
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_v = probe.seed
+_cases = ((0.5 + _v % 7, 3e-3, 1e-3), (1e-4, 2e-3, 1e-3), (4.0, 1e-3, 1e-3), (3.0, 1e-3, 2e-3),
+          (2.0, 5e-3, 1e-3), (0.01 + _v % 997 * 1e-3, 4e-3, 2.5e-3 + _v % 5 * 1e-4))
+for _i, (_c, _e, _m) in enumerate(_cases):
+    _t = lambda: _pd.DataFrame({"backend": ["inductor", "eager", "aot_eager"], "compile_s": [_c, 0.0, 0.1],  # noqa: E731
+                                "median_s": [_m, _e, 1.5 * _e]})
+    probe.send(f"default_{_i}", break_even_calls(_t()))
+    probe.send(f"aot_eager_{_i}", break_even_calls(_t(), "aot_eager"))
+_rows = [{"backend": str(b), "compile_s": float(c), "median_s": float(m)}
+         for b, c, m in zip(timing["backend"], timing["compile_s"], timing["median_s"])]
+probe.send("timing", _rows)  # the table measured above, sent before any call can change it
+for _b in ("aot_eager", "inductor"):
+    probe.send(f"measured_{_b}", break_even_calls(_pd.DataFrame(_rows), _b))
+### JUDGEMENT
+import math
+
+import pandas as pd
+
+from answers import break_even_calls as _be
 from common.checks import grader
 
-_v = _variant("break_even")
-for _c, _e, _m in ((0.5 + _v % 7, 3e-3, 1e-3), (1e-4, 2e-3, 1e-3), (4.0, 1e-3, 1e-3), (3.0, 1e-3, 2e-3)):
+data, seed = probe.received()
+grader.assert_equal(_be(pd.DataFrame({"backend": ["eager", "inductor"], "compile_s": [0.0, 2.0],
+                                      "median_s": [5e-3, 1e-3]})), 500, name="worked example (the key)")
+_cases = ((0.5 + seed % 7, 3e-3, 1e-3), (1e-4, 2e-3, 1e-3), (4.0, 1e-3, 1e-3), (3.0, 1e-3, 2e-3),
+          (2.0, 5e-3, 1e-3), (0.01 + seed % 997 * 1e-3, 4e-3, 2.5e-3 + seed % 5 * 1e-4))
+for _i, (_c, _e, _m) in enumerate(_cases):
     _t = pd.DataFrame({"backend": ["inductor", "eager", "aot_eager"], "compile_s": [_c, 0.0, 0.1],
                        "median_s": [_m, _e, 1.5 * _e]})
-    grader.assert_equal(break_even_calls(_t), _be(_t), name="break-even of other timings")
-    grader.assert_equal(break_even_calls(_t, "aot_eager"), _be(_t, "aot_eager"), name="a backend slower than eager")
+    grader.assert_equal(data.get(f"default_{_i}"), _be(_t), name="break-even of other timings")
+    grader.assert_equal(data.get(f"aot_eager_{_i}"), _be(_t, "aot_eager"), name="a backend slower than eager")
+_rows = data.get("timing")
+grader.assert_equal(isinstance(_rows, list) and sorted(r.get("backend") for r in _rows if isinstance(r, dict)),
+                    ["aot_eager", "eager", "inductor"], name="the measured table")
+for _b in ("aot_eager", "inductor"):
+    _n = data.get(f"measured_{_b}")
+    grader.assert_equal(_n, _be(pd.DataFrame(_rows), _b), name=f"break-even of the measured {_b}")
+    grader.assert_equal(_n == math.inf or (type(_n) is int and _n >= 1), True, name="a whole number of calls")
 ### END HIDDEN TESTS
 
 # %%
@@ -514,23 +591,59 @@ check_equal("every op is 'aten.<op>' and <op> is in the kernel's name",
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from answers import fused_kernels as _fk, kernel_names as _kn, variant as _variant
+from common.grading.probe import Probe
+
+probe = Probe()
+for _k in range(2):  # Inductor-like output code of this learner's variant: definitions, calls, decoys
+    _rng = _random.Random(probe.seed + _k)
+    _ops = ["add", "mul", "gelu", "native_layer_norm", "_softmax", "rsqrt", "mean", "pow", "silu", "_unsafe_view"]
+    _lines = []
+    for _i in range(6 + _k * 3):
+        _name = (f"{_rng.choice(['cpp', 'triton_poi', 'triton_per', 'triton_red'])}_fused_"
+                 f"{'_'.join(sorted(_rng.sample(_ops, 2)))}_{_i}")
+        _kind = "cpp_pybinding(['float*'], r'x')" if _name.startswith("cpp") else "triton('triton_', 'x')"
+        _lines += [f"{_name} = async_compile.{_kind}", f"{_name}(buf{_i})", "extern_kernels.mm(buf0, buf1, out=buf2)"]
+    _lines += ["other_thing = async_compile.wait(globals())", "fused_later = 3", "def call(args):",
+               f"    {_name}(buf0, buf1)"]
+    _n = 6 + _k * 3
+    probe.send(f"synthetic_{_k}", kernel_names("\n".join(_rng.sample(_lines[:_n], _n) + _lines[_n:])))
+probe.send("none", kernel_names("no kernels here"))
+probe.send("code", CODE)  # the code compiled above, sent before the learner's function sees it
+probe.send("names", kernel_names(CODE))
+probe.send("rmsnorm_kernel", RMSNORM_KERNEL)
+probe.send("rmsnorm_ops_is_set", type(RMSNORM_OPS) is set)
+probe.send("rmsnorm_ops", sorted(RMSNORM_OPS))
+### JUDGEMENT
+import random as _random
+
+from answers import fused_kernels as _fk, kernel_names as _kn
 from common.checks import grader
 
-_rng = _random.Random(_variant("kernel_names"))
-_ops = ["add", "mul", "gelu", "native_layer_norm", "_softmax", "rsqrt", "mean", "pow", "silu", "_unsafe_view"]
-_lines = []
-for _i in range(6):
-    _name = f"{_rng.choice(['cpp', 'triton_poi', 'triton_per', 'triton_red'])}_fused_{'_'.join(sorted(_rng.sample(_ops, 2)))}_{_i}"
-    _kind = "cpp_pybinding(['float*'], r'x')" if _name.startswith("cpp") else "triton('triton_', 'x')"
-    _lines += [f"{_name} = async_compile.{_kind}", f"{_name}(buf{_i})", "extern_kernels.mm(buf0, buf1, out=buf2)"]
-_lines += ["other_thing = async_compile.wait(globals())", "fused_later = 3", "def call(args):",
-           f"    {_name}(buf0, buf1)"]
-_code = "\n".join(_rng.sample(_lines[:6], 6) + _lines[6:])
-grader.assert_equal(kernel_names(_code), _kn(_code), name="kernel names of other code")
-grader.assert_equal(kernel_names("no kernels here"), [], name="no kernels")
-grader.assert_equal(kernel_names(CODE), _kn(CODE), name="kernel names of this code")
-grader.assert_equal(sorted(RMSNORM_OPS), sorted(_fk(CODE)[RMSNORM_KERNEL]), name="RMSNorm ops")
+data, seed = probe.received()
+for _k in range(2):
+    _rng = _random.Random(seed + _k)
+    _ops = ["add", "mul", "gelu", "native_layer_norm", "_softmax", "rsqrt", "mean", "pow", "silu", "_unsafe_view"]
+    _lines = []
+    for _i in range(6 + _k * 3):
+        _name = (f"{_rng.choice(['cpp', 'triton_poi', 'triton_per', 'triton_red'])}_fused_"
+                 f"{'_'.join(sorted(_rng.sample(_ops, 2)))}_{_i}")
+        _kind = "cpp_pybinding(['float*'], r'x')" if _name.startswith("cpp") else "triton('triton_', 'x')"
+        _lines += [f"{_name} = async_compile.{_kind}", f"{_name}(buf{_i})", "extern_kernels.mm(buf0, buf1, out=buf2)"]
+    _lines += ["other_thing = async_compile.wait(globals())", "fused_later = 3", "def call(args):",
+               f"    {_name}(buf0, buf1)"]
+    _n = 6 + _k * 3
+    grader.assert_equal(data.get(f"synthetic_{_k}"), _kn("\n".join(_rng.sample(_lines[:_n], _n) + _lines[_n:])),
+                        name="kernel names of other code")
+grader.assert_equal(data.get("none"), [], name="no kernels")
+_code = data.get("code")
+grader.assert_type(_code, str, name="the compiled code")
+_names = _kn(_code)
+grader.assert_equal(len(_names) > 0 and any("rsqrt" in k for k in _names), True, name="Inductor's code has an RMSNorm kernel")
+grader.assert_equal(data.get("names"), _names, name="kernel names of this code")
+_kernel = data.get("rmsnorm_kernel")
+grader.assert_equal(_kernel in _names and "rsqrt" in _kernel, True, name="RMSNorm kernel")
+grader.assert_equal(data.get("rmsnorm_ops_is_set"), True, name="RMSNORM_OPS is a set")
+grader.assert_equal(data.get("rmsnorm_ops"), sorted(_fk(_code)[_kernel]), name="RMSNorm ops")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -634,10 +747,19 @@ except DFAError as exc:
 check_tensor("fused graph output", fused_block(*block_args), block(*block_args), atol=1e-5, rtol=1e-5)
 print(fused_block.code)
 ### BEGIN HIDDEN TESTS
-from answers import find_groups as _fg, variant as _variant
-from common.checks import grader
-from common.fusion import fuse_groups as _fu
+import torch.nn.functional as _F
 from torch.fx.experimental.proxy_tensor import make_fx as _mf
+
+from common.capture import capture_aten as _ca
+from common.grading.probe import Probe
+from common.models import build_model as _bm, step_inputs as _si
+
+probe = Probe()
+
+
+def _worked(x, w):
+    y = torch.relu(x @ w) * 3.0
+    return torch.exp(y + y.sum(-1, keepdim=True)) - 1.0
 
 
 def _two(x, a, b):
@@ -645,7 +767,7 @@ def _two(x, a, b):
 
 
 def _chain(x):
-    return torch.sigmoid(F.gelu(x * 2.0 + 1.0)) * x.unsqueeze(0).squeeze(0)
+    return torch.sigmoid(_F.gelu(x * 2.0 + 1.0)) * x.unsqueeze(0).squeeze(0)
 
 
 def _fanout(x, w):
@@ -654,18 +776,81 @@ def _fanout(x, w):
     return torch.sigmoid(g) * h.cos() + (g * 2).exp()
 
 
-_n = 3 + _variant("fusion_groups") % 5
-_cases = [(_two, (torch.randn(_n, 8), torch.randn(8, 8), torch.randn(8, 8))), (_chain, (torch.randn(3, _n),)),
-          (_fanout, (torch.randn(_n, _n), torch.randn(_n, _n))), (block, block_args)]
-for _f, _a in _cases:
+def _block(x, w, b, r):  # Part 4's block
+    h = torch.addmm(b, x, w)
+    y = _F.gelu(h, approximate="tanh") * 0.5 + r
+    m = y.mean(-1, keepdim=True)
+    z = (y - m) * torch.rsqrt(((y - m) ** 2).mean(-1, keepdim=True) + 1e-5)
+    return torch.sigmoid(z) * z
+
+
+_n = 3 + probe.seed % 5
+for _f, _shapes in ((_worked, ((4, 8), (8, 6))), (_two, ((_n, 8), (8, 8), (8, 8))), (_chain, ((3, _n),)),
+                    (_fanout, ((_n, _n), (_n, _n))), (_block, ((16, 32), (32, _n * 8), (_n * 8,), (16, _n * 8)))):
+    probe.send(_f.__name__, my_find_groups(_mf(_f)(*(torch.randn(*s) for s in _shapes))))
+_m = _bm("test")
+_args, _kw = _si(_m, "prefill", 1, 4)
+probe.send("decoder", my_find_groups(_ca(_m, _args, _kw, fake=True)))
+### JUDGEMENT
+import torch
+import torch.nn.functional as _F
+from torch.fx.experimental.proxy_tensor import make_fx as _mf
+
+from answers import canon, find_groups as _fg
+from common.capture import capture_aten as _ca
+from common.checks import grader
+from common.errors import DFAError
+from common.fusion import fuse_groups as _fu
+from common.models import build_model as _bm, step_inputs as _si
+
+data, seed = probe.received()
+
+
+def _worked(x, w):
+    y = torch.relu(x @ w) * 3.0
+    return torch.exp(y + y.sum(-1, keepdim=True)) - 1.0
+
+
+def _two(x, a, b):
+    return torch.relu(x @ a) + torch.sigmoid(x @ b) * torch.tanh(x)
+
+
+def _chain(x):
+    return torch.sigmoid(_F.gelu(x * 2.0 + 1.0)) * x.unsqueeze(0).squeeze(0)
+
+
+def _fanout(x, w):
+    h = torch.addmm(x[0], x, w)
+    g = torch.tanh(h).transpose(0, 1).contiguous().transpose(0, 1)
+    return torch.sigmoid(g) * h.cos() + (g * 2).exp()
+
+
+def _block(x, w, b, r):
+    h = torch.addmm(b, x, w)
+    y = _F.gelu(h, approximate="tanh") * 0.5 + r
+    m = y.mean(-1, keepdim=True)
+    z = (y - m) * torch.rsqrt(((y - m) ** 2).mean(-1, keepdim=True) + 1e-5)
+    return torch.sigmoid(z) * z
+
+
+grader.assert_equal(canon(data.get("_worked")), [["add", "exp", "sub"], ["mm", "mul", "relu"]],
+                    name="the worked example's groups")
+_n = 3 + seed % 5
+torch.manual_seed(seed)
+for _f, _shapes in ((_worked, ((4, 8), (8, 6))), (_two, ((_n, 8), (8, 8), (8, 8))), (_chain, ((3, _n),)),
+                    (_fanout, ((_n, _n), (_n, _n))), (_block, ((16, 32), (32, _n * 8), (_n * 8,), (16, _n * 8)))):
+    _a = [torch.randn(*s) for s in _shapes]
     _gm = _mf(_f)(*_a)
-    _mine = my_find_groups(_gm)
-    grader.assert_equal(canon(_mine), canon(_fg(_gm)), name=f"groups of {_f.__name__}")
-    grader.assert_tensor(_fu(_gm, _mine)(*_a), _f(*_a), atol=1e-5, rtol=1e-5, name=f"numerics {_f.__name__}")
-_m = build_model("test")
-_args, _kw = step_inputs(_m, "prefill", 1, 4)
-_gm = capture_aten(_m, _args, _kw, fake=True)
-grader.assert_equal(canon(my_find_groups(_gm)), canon(_fg(_gm)), name="decoder groups")
+    _groups = data.get(_f.__name__)
+    grader.assert_equal(canon(_groups), canon(_fg(_gm)), name=f"groups of {_f.__name__}")
+    try:
+        _fused = _fu(_gm, _groups)
+    except DFAError as _exc:
+        raise AssertionError(f"hidden test 'legal groups of {_f.__name__}' failed: {_exc}") from None
+    grader.assert_tensor(_fused(*_a), _f(*_a), atol=1e-5, rtol=1e-5, name=f"numerics {_f.__name__}")
+_m = _bm("test")
+_args, _kw = _si(_m, "prefill", 1, 4)
+grader.assert_equal(canon(data.get("decoder")), canon(_fg(_ca(_m, _args, _kw, fake=True))), name="decoder groups")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -738,14 +923,74 @@ fused_row = spill.set_index("program").loc["fused"]
 check_equal("the fused Spyre bundle spills", bool(fused_row["spill_bytes"] > 0), True,
             hint="a small budget: the per-core slice of the intermediates must not fit")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-import pandas as _pd
+import random as _random
 
-_fake = _pd.DataFrame({"backend": ["a", "a", "b", "b", "c", "c"], "program": ["op by op", "fused"] * 3,
-                       "time_s": [2.0, 1.0, 3.0, 2.995, 5.0, 5.0]})
-grader.assert_equal(no_gain_backend(_fake), "b", name="no-gain backend on other numbers")
-grader.assert_type(SPILL_LX_BUDGET, int, name="SPILL_LX_BUDGET is an int")
-grader.assert_in_range(SPILL_LX_BUDGET, 32768, 2_000_000, name="budget in range")
+import pandas as _pd
+import torch.nn.functional as _F
+
+from common.capture import capture_aten as _ca
+from common.fusion import fusion_savings as _fs
+from common.grading.probe import Probe
+
+probe = Probe()
+for _k in range(3):  # tables of other numbers: one backend gains nothing, rows in any order
+    _rng = _random.Random(probe.seed * 3 + _k)
+    _b = _rng.sample(["gpu", "tpu", "wse", "lpu", "spyre", "npu"], 4)
+    _rows = []
+    for _i, _name in enumerate(_b):
+        _t = _rng.uniform(1e-6, 1e-3)
+        _f = _t * (1 + _rng.uniform(-0.009, 0.009) if _i == 0 else _rng.choice([0.3, 0.6, 0.9, 0.97, 1.05]))
+        _rows += [{"backend": _name, "chip": f"{_name}-x", "program": "op by op", "kernels": 5, "time_s": _t},
+                  {"backend": _name, "chip": f"{_name}-x", "program": "fused", "kernels": 1, "time_s": _f}]
+    probe.send(f"table_{_k}", no_gain_backend(_pd.DataFrame(_rng.sample(_rows, len(_rows)))))
+
+
+class _Chain(torch.nn.Module):  # Part 4's chain
+    def forward(self, x):
+        return _F.gelu(x * 1.5 + 0.5) * torch.sigmoid(x)
+
+
+probe.send("chain", no_gain_backend(_fs(_ca(_Chain(), (torch.empty(512, 4096, dtype=torch.bfloat16),)))))
+probe.send("spill_budget", SPILL_LX_BUDGET)
+### JUDGEMENT
+import random as _random
+
+import pandas as pd
+import torch
+import torch.nn.functional as _F
+
+from answers import no_gain_backend as _ng
+from common.capture import capture_aten as _ca
+from common.checks import grader
+from common.fusion import fusion_savings as _fs
+
+data, seed = probe.received()
+for _k in range(3):
+    _rng = _random.Random(seed * 3 + _k)
+    _b = _rng.sample(["gpu", "tpu", "wse", "lpu", "spyre", "npu"], 4)
+    _rows = []
+    for _i, _name in enumerate(_b):
+        _t = _rng.uniform(1e-6, 1e-3)
+        _f = _t * (1 + _rng.uniform(-0.009, 0.009) if _i == 0 else _rng.choice([0.3, 0.6, 0.9, 0.97, 1.05]))
+        _rows += [{"backend": _name, "chip": f"{_name}-x", "program": "op by op", "kernels": 5, "time_s": _t},
+                  {"backend": _name, "chip": f"{_name}-x", "program": "fused", "kernels": 1, "time_s": _f}]
+    _table = pd.DataFrame(_rng.sample(_rows, len(_rows)))
+    grader.assert_equal(_ng(_table), _b[0], name="the key finds the planted backend")
+    grader.assert_equal(data.get(f"table_{_k}"), _ng(_table), name="no-gain backend on other numbers")
+
+
+class _Chain(torch.nn.Module):
+    def forward(self, x):
+        return _F.gelu(x * 1.5 + 0.5) * torch.sigmoid(x)
+
+
+_gm = _ca(_Chain(), (torch.empty(512, 4096, dtype=torch.bfloat16),))
+grader.assert_equal(data.get("chain"), _ng(_fs(_gm)), name="no-gain backend of Part 4's chain")
+_budget = data.get("spill_budget")
+grader.assert_equal(type(_budget) is int, True, name="SPILL_LX_BUDGET is an int")
+grader.assert_in_range(_budget, 32768, 2_000_000, name="budget in range")
+_fused = _fs(_gm, ("spyre",), lx_budget_bytes=_budget).set_index("program").loc["fused"]
+grader.assert_equal(bool(_fused["spill_bytes"] > 0), True, name="the fused Spyre bundle spills under that budget")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -824,28 +1069,79 @@ for shape in ((100, 192, 300), (4096, 4096, 1000)):
                     (want["sticks"], tuple(want["device_shape"]), want["padding_bytes"]), True,
                     hint="rows x ceil(last / per stick); (sticks per row, *outer dims, per stick)")
 ### BEGIN HIDDEN TESTS
-from answers import mxu_tiling as _mt, sticks as _st, variant as _variant
-from common.checks import grader
+from common.chips import get_chip as _gc
+from common.grading.probe import Probe
 
-for _shape, _chip in (((129, 129, 129), "tpu-v6e"), ((257, 64, 70), "tpu-v5e"), ((1, 4096, 4096), "tpu-v5e")):
-    _t = simulate_op("matmul", _shape, "tpu", chip=_chip).programs[0].kernels[0].tiling
-    _c = get_chip(_chip)
-    _mine = mxu_tiling(*_shape, int(_c.fact("mxu_dim")), int(_c.fact("sublanes")))
+probe = Probe()
+_v = probe.seed
+_stick = int(_gc("spyre").fact("stick_bytes"))
+for _i, (_shape, _chip) in enumerate((((129, 129, 129), "tpu-v6e"), ((257, 64, 70), "tpu-v5e"),
+                                      ((1, 4096, 4096), "tpu-v5e"), ((100, 192, 300), "tpu-v5e"),
+                                      ((4096, 4096, 1000), "tpu-v5e"), ((3 + _v % 200, 130 + _v % 300, 700), "tpu-v6e"))):
+    _c = _gc(_chip)
+    probe.send(f"catalog_{_i}", mxu_tiling(*_shape, int(_c.fact("mxu_dim")), int(_c.fact("sublanes"))))
+for _i, (_shape, _mxu, _sub) in enumerate((((100 + _v % 50, 200, 300), 96, 16), ((33, 65 + _v % 30, 130), 64, 4),
+                                           ((7, 7, 7), 32, 8), ((1 + _v % 9, 512, 96 + _v % 64), 48, 2))):
+    probe.send(f"other_mxu_{_i}", mxu_tiling(*_shape, _mxu, _sub))
+_cases = [((100, 150), 2, _stick, -1), ((100, 150), 2, _stick, 0), ((100, 192), 2, _stick, -1),
+          ((192, 300), 2, _stick, -1), ((4096, 4096), 2, _stick, -1), ((4096, 1000), 2, _stick, -1),
+          ((3, 7, 65 + _v % 40), 2, 128, -1), ((10, 33), 4, 128, 0), ((64,), 2, 128, -1),
+          ((5, 9 + _v % 20, 4), 2, 64, 1), ((6, 70), 1, 256, -1), ((2, 3, 300), 4, 64, 0), ((2 + _v % 3, 5, 77), 2, 32, -2)]
+for _i, (_shape, _eb, _sb, _dim) in enumerate(_cases):
+    probe.send(f"sticks_{_i}", sticks(_shape, _eb, _sb, dim=_dim))
+### JUDGEMENT
+from answers import mxu_tiling as _mt, sticks as _st
+from common.checks import grader
+from common.chips import get_chip as _gc
+from common.sim import simulate_op as _simulate_op
+
+data, seed = probe.received()
+_v = seed
+_stick = int(_gc("spyre").fact("stick_bytes"))
+
+
+def _got(key):
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+for _i, (_shape, _chip) in enumerate((((129, 129, 129), "tpu-v6e"), ((257, 64, 70), "tpu-v5e"),
+                                      ((1, 4096, 4096), "tpu-v5e"), ((100, 192, 300), "tpu-v5e"),
+                                      ((4096, 4096, 1000), "tpu-v5e"), ((3 + _v % 200, 130 + _v % 300, 700), "tpu-v6e"))):
+    _t = _simulate_op("matmul", _shape, "tpu", chip=_chip).programs[0].kernels[0].tiling
+    _c = _gc(_chip)
+    _want = _mt(*_shape, int(_c.fact("mxu_dim")), int(_c.fact("sublanes")))
     for _k in ("M_padded", "K_padded", "N_padded", "mxu_passes"):
-        grader.assert_equal(_mine[_k], _t[_k], name=f"{_chip} {_shape} {_k}")
-    grader.assert_scalar(_mine["efficiency"], _t["efficiency"], rel=1e-9, name="efficiency")
-_v = _variant("tiling")
-for _shape, _mxu, _sub in (((100 + _v % 50, 200, 300), 96, 16), ((33, 65 + _v % 30, 130), 64, 4)):  # no catalog MXU
-    _mine, _want = mxu_tiling(*_shape, _mxu, _sub), _mt(*_shape, _mxu, _sub)
+        grader.assert_equal(_want[_k], _t[_k], name=f"the key agrees with the simulated TPU ({_k})")
+        grader.assert_equal(_got(f"catalog_{_i}").get(_k), _want[_k], name=f"{_chip} {_shape} {_k}")
+    grader.assert_scalar(_got(f"catalog_{_i}").get("efficiency"), _t["efficiency"], rel=1e-9, name="efficiency")
+for _i, (_shape, _mxu, _sub) in enumerate((((100 + _v % 50, 200, 300), 96, 16), ((33, 65 + _v % 30, 130), 64, 4),
+                                           ((7, 7, 7), 32, 8), ((1 + _v % 9, 512, 96 + _v % 64), 48, 2))):
+    _want = _mt(*_shape, _mxu, _sub)
     for _k in ("M_padded", "K_padded", "N_padded", "mxu_passes"):
-        grader.assert_equal(_mine[_k], _want[_k], name=f"mxu {_mxu} {_shape} {_k}")
-    grader.assert_scalar(_mine["efficiency"], _want["efficiency"], rel=1e-9, name="efficiency, other MXU")
-for _shape, _eb, _stick, _dim in (((3, 7, 65 + _v % 40), 2, 128, -1), ((10, 33), 4, 128, 0), ((64,), 2, 128, -1),
-                                  ((5, 9 + _v % 20, 4), 2, 64, 1), ((6, 70), 1, 256, -1), ((2, 3, 300), 4, 64, 0)):
-    _got, _want = sticks(_shape, _eb, _stick, dim=_dim), _st(_shape, _eb, _stick, dim=_dim)
-    grader.assert_equal(_got["sticks"], _want["sticks"], name=f"sticks {_shape}")
-    grader.assert_equal(tuple(_got["device_shape"]), _want["device_shape"], name=f"device shape {_shape}")
-    grader.assert_equal(_got["padding_bytes"], _want["padding_bytes"], name=f"padding {_shape}")
+        grader.assert_equal(_got(f"other_mxu_{_i}").get(_k), _want[_k], name=f"mxu {_mxu} {_shape} {_k}")
+    grader.assert_scalar(_got(f"other_mxu_{_i}").get("efficiency"), _want["efficiency"], rel=1e-9,
+                         name="efficiency, other MXU")
+_cases = [((100, 150), 2, _stick, -1), ((100, 150), 2, _stick, 0), ((100, 192), 2, _stick, -1),
+          ((192, 300), 2, _stick, -1), ((4096, 4096), 2, _stick, -1), ((4096, 1000), 2, _stick, -1),
+          ((3, 7, 65 + _v % 40), 2, 128, -1), ((10, 33), 4, 128, 0), ((64,), 2, 128, -1),
+          ((5, 9 + _v % 20, 4), 2, 64, 1), ((6, 70), 1, 256, -1), ((2, 3, 300), 4, 64, 0), ((2 + _v % 3, 5, 77), 2, 32, -2)]
+grader.assert_equal(_st((100, 150), 2, _stick), {"sticks": 300, "device_shape": (3, 100, 64), "padding_bytes": 8400},
+                    name="the key's worked example")
+for _i, (_shape, _eb, _sb, _dim) in enumerate(_cases):
+    _want = _st(_shape, _eb, _sb, dim=_dim)
+    grader.assert_equal(_got(f"sticks_{_i}").get("sticks"), _want["sticks"], name=f"sticks {_shape}")
+    grader.assert_equal(_got(f"sticks_{_i}").get("device_shape"), list(_want["device_shape"]),
+                        name=f"device shape {_shape}")
+    grader.assert_equal(_got(f"sticks_{_i}").get("padding_bytes"), _want["padding_bytes"], name=f"padding {_shape}")
+for _shape in ((100, 192, 300), (4096, 4096, 1000)):  # the key agrees with the simulated Spyre's operands
+    _plan = _simulate_op("matmul", _shape, "spyre").programs[0].kernels[0].tiling["sdsc"][0]
+    _m, _k, _n = _shape
+    for _tensor, _tshape in ((_plan["a_operand"], (_m, _k)), (_plan["b_operand"], (_k, _n)), ("mm", (_m, _n))):
+        _s, _sim = _st(_tshape, 2, _stick), _plan["tensors"][_tensor]
+        grader.assert_equal((_s["sticks"], tuple(_s["device_shape"]), _s["padding_bytes"]),
+                            (_sim["sticks"], tuple(_sim["device_shape"]), _sim["padding_bytes"]),
+                            name="the key agrees with the simulated Spyre")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -897,28 +1193,66 @@ for b, r in steps.items():
 import random as _random
 from types import SimpleNamespace as _NS
 
-from answers import schedule_overhead as _so, variant as _variant
+from common.grading.probe import Probe
+from common.sim import simulate_llm as _sim
+
+probe = Probe()
+for _b, _model, _phase, _kw in (("spyre", "tiny-block", "prefill", {}), ("gpu", "tiny-block", "prefill", {"graphs": True}),
+                                ("tpu", "tiny-block", "prefill", {}), ("gpu", "test", "decode", {}),
+                                ("tpu", "test", "decode", {})):
+    probe.send(f"{_b}_{_model}_{_phase}", schedule_overhead(_sim(_model, _b, phase=_phase, batch=2, seq=16, **_kw)))
+for _k in range(2):  # hand-made traces (no simulator, no attribution to read): overlaps, gaps, another engine
+    _rng = _random.Random(probe.seed * 2 + _k)
+    _evs, _t = [], 0.0
+    for _i in range(12 + 4 * _k):
+        _t += _rng.choice([0.0, 0.0, 1e-6 * _rng.randint(1, 5)])
+        _d = 1e-6 * _rng.randint(1, 9)
+        _evs.append(_NS(engine=_rng.choice(["cores", "cores", "dma"]), kind=_rng.choice(["compute", "compute", "sync"]),
+                        start=_t, end=_t + _d, duration=_d, name=f"e{_i}"))
+        _t += _d * _rng.choice([0.5, 1.0])
+    _rng.shuffle(_evs)
+    probe.send(f"trace_{_k}", schedule_overhead(_NS(events=_evs, critical_engine="cores",
+                                                    time_s=max(e.end for e in _evs) + 2e-6)))
+### JUDGEMENT
+import random as _random
+from types import SimpleNamespace as _NS
+
+from answers import schedule_overhead as _so
 from common.checks import grader
 from common.sim import simulate_llm as _sim
 
-for _b, _kw in (("spyre", {}), ("gpu", {"graphs": True}), ("tpu", {})):
-    _r = _sim("tiny-block", _b, phase="prefill", batch=2, seq=16, **_kw)
-    _o, _want = schedule_overhead(_r), _so(_r)
-    for _k in ("busy_s", "named_s", "idle_s", "overhead_share"):
-        grader.assert_scalar(_o[_k], _want[_k], rel=1e-6, abs_tol=1e-12, name=f"{_b} {_k}")
-# a hand-made trace (no simulator, no attribution to read): overlapping events, gaps, another engine
-_rng = _random.Random(_variant("schedule_overhead"))
-_evs, _t = [], 0.0
-for _i in range(12):
-    _t += _rng.choice([0.0, 0.0, 1e-6 * _rng.randint(1, 5)])
-    _d = 1e-6 * _rng.randint(1, 9)
-    _evs.append(_NS(engine=_rng.choice(["cores", "cores", "dma"]), kind=_rng.choice(["compute", "compute", "sync"]),
-                    start=_t, end=_t + _d, duration=_d))
-    _t += _d * _rng.choice([0.5, 1.0])
-_fake = _NS(events=_evs, critical_engine="cores", time_s=max(e.end for e in _evs) + 2e-6)
-_o, _want = schedule_overhead(_fake), _so(_fake)
-for _k in ("busy_s", "named_s", "idle_s", "overhead_share"):
-    grader.assert_scalar(_o[_k], _want[_k], rel=1e-6, abs_tol=1e-12, name=f"hand-made trace {_k}")
+data, seed = probe.received()
+_keys = ("busy_s", "named_s", "idle_s", "overhead_share")
+
+
+def _check(key, want, what):
+    got = data.get(key)
+    got = got if isinstance(got, dict) else {}
+    for k in _keys:
+        grader.assert_scalar(got.get(k), want[k], rel=1e-6, abs_tol=1e-12, name=f"{what} {k}")
+
+
+for _b, _model, _phase, _kw in (("spyre", "tiny-block", "prefill", {}), ("gpu", "tiny-block", "prefill", {"graphs": True}),
+                                ("tpu", "tiny-block", "prefill", {}), ("gpu", "test", "decode", {}),
+                                ("tpu", "test", "decode", {})):
+    _r = _sim(_model, _b, phase=_phase, batch=2, seq=16, **_kw)
+    _want = _so(_r)
+    if _phase == "decode":  # the key agrees with the simulator's own scheduling share
+        grader.assert_scalar(_want["overhead_share"], _r.attribution["scheduling"] / _r.time_s, rel=1e-6,
+                             abs_tol=1e-9, name="the key's overhead share")
+    _check(f"{_b}_{_model}_{_phase}", _want, f"{_b} {_model} {_phase}")
+for _k in range(2):
+    _rng = _random.Random(seed * 2 + _k)
+    _evs, _t = [], 0.0
+    for _i in range(12 + 4 * _k):
+        _t += _rng.choice([0.0, 0.0, 1e-6 * _rng.randint(1, 5)])
+        _d = 1e-6 * _rng.randint(1, 9)
+        _evs.append(_NS(engine=_rng.choice(["cores", "cores", "dma"]), kind=_rng.choice(["compute", "compute", "sync"]),
+                        start=_t, end=_t + _d, duration=_d, name=f"e{_i}"))
+        _t += _d * _rng.choice([0.5, 1.0])
+    _rng.shuffle(_evs)
+    _check(f"trace_{_k}", _so(_NS(events=_evs, critical_engine="cores", time_s=max(e.end for e in _evs) + 2e-6)),
+           "hand-made trace")
 ### END HIDDEN TESTS
 
 # %%
@@ -1052,14 +1386,24 @@ from common.checks import check_no_problems
 check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
+from common.grading.probe import Probe
+
+probe = Probe()
+probe.send("rows", MY_ROWS)
+### JUDGEMENT
 from answers import LANDSCAPE_VOCAB, number_misses
 from common.checks import grader
-from common.landscape_rows import vocabulary_misses
+from common.landscape import SYSTEMS
+from common.landscape_rows import row_problems, vocabulary_misses
 
-_n_cells = len(ATTRIBUTES) * len(SYSTEMS)
-_misses = vocabulary_misses(MY_ROWS, LANDSCAPE_VOCAB)
-grader.assert_in_range(1 - len(_misses) / _n_cells, 0.8, 1.0, name="rows that name the right mechanism")
-grader.assert_equal(number_misses(MY_ROWS), [], name="tile and stick numbers agree with the catalog")
+data, seed = probe.received()
+_rows = data.get("rows")
+_attributes = ("IR stages", "fusion strategy", "tiling decision")
+grader.assert_equal(isinstance(_rows, dict) and row_problems(_rows, _attributes), [], name="rows complete")
+_misses = vocabulary_misses(_rows, LANDSCAPE_VOCAB)
+grader.assert_in_range(1 - len(_misses) / (len(_attributes) * len(SYSTEMS)), 0.8, 1.0,
+                       name="rows that name the right mechanism")
+grader.assert_equal(number_misses(_rows), [], name="tile and stick numbers agree with the catalog")
 ### END HIDDEN TESTS
 
 # %%
