@@ -91,7 +91,8 @@ def _layout(shape, elem_bytes: int, chip="spyre") -> dict:
     """Stick layout of a row-major tensor on ``chip`` (its catalog stick): innermost dim padded to whole sticks,
     device shape (sticks, *outer, epc). The stick comes from the chip, never a free parameter: a stick width of
     one's choosing is the Deep Dives' exercise (their answer keys hold it, not the student package)."""
-    stick_bytes = int(get_chip(chip).fact("stick_bytes"))
+    # looked up by name: a Chip copied with another stick (dataclasses.replace) still gets the catalog's
+    stick_bytes = int(get_chip(getattr(chip, "name", chip)).fact("stick_bytes"))
     shape = tuple(int(s) for s in shape) or (1,)
     epc = max(1, stick_bytes // elem_bytes)  # elements per stick
     per_row = -(-shape[-1] // epc)
