@@ -107,27 +107,43 @@ check_scalar("decode I_LPDDR5", cp.get("I_LPDDR5"), decode.flops / (c["lpddr_to_
              rel=1e-9, hint="FLOPs / (LPDDR5->LX + LX->LPDDR5 bytes)")
 check_scalar("decode I_LX", cp.get("I_LX"), decode.flops / c["lx_bytes"], rel=1e-9)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import dataclasses as _dc
+import random as _random
+
+from common.grading.probe import Probe
 from common.sim import simulate_llm as _sim
 
-_r = _sim("test", "spyre", phase="prefill", batch=2, seq=16)
-_p = counter_point(_r)
-_c = _r.counters
-_lp = _c["lpddr_to_lx_bytes"] + _c["lx_to_lpddr_bytes"]
-grader.assert_scalar(_p.get("lpddr_bytes"), _lp, rel=1e-9, name="LPDDR5 bytes")
-grader.assert_scalar(_p.get("lx_bytes"), _c["lx_bytes"], rel=1e-9, name="LX bytes")
-grader.assert_scalar(_p.get("I_LPDDR5"), _r.flops / _lp, rel=1e-9, name="I_LPDDR5")
-grader.assert_scalar(_p.get("I_LX"), _r.flops / _c["lx_bytes"], rel=1e-9, name="I_LX")
-grader.assert_scalar(_p.get("flops_per_s"), _r.flops / _r.time_s, rel=1e-9, name="attained")
-import dataclasses as _dc
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's steps and profiler counters
+_steps = [("prefill", _rng.choice((1, 2)), _rng.choice((16, 32))), ("decode", 1, _rng.choice((8, 16, 24)))]
+_factors = {_n: round(_rng.uniform(1.05, 1.6), 3) for _n in ("lpddr_to_lx_bytes", "lx_to_lpddr_bytes", "lx_bytes")}
+for _k, (_phase, _batch, _seq) in enumerate(_steps):
+    probe.send(f"step {_k}", counter_point(_sim("test", "spyre", phase=_phase, batch=_batch, seq=_seq)))
+    # the counters as a card's profiler reported them (more traffic than the simulated events' bytes)
+    _r = _sim("test", "spyre", phase=_phase, batch=_batch, seq=_seq)
+    _prof = _dc.replace(_r, counters={**_r.counters, **{_n: _r.counters[_n] * _f for _n, _f in _factors.items()}})
+    probe.send(f"profiled {_k}", counter_point(_prof))
+### JUDGEMENT
+import dataclasses
+import random
 
-# the counters as a card's profiler reported them (more traffic than the simulated events' bytes): read the counters
-_k = {"lpddr_to_lx_bytes": 1.3, "lx_to_lpddr_bytes": 1.1, "lx_bytes": 1.2}
-_prof = _dc.replace(_r, counters={**_c, **{_n: _c[_n] * _f for _n, _f in _k.items()}})
-_q = counter_point(_prof)
-_lq = _c["lpddr_to_lx_bytes"] * 1.3 + _c["lx_to_lpddr_bytes"] * 1.1
-grader.assert_scalar(_q.get("lpddr_bytes"), _lq, rel=1e-9, name="LPDDR5 bytes from the counters")
-grader.assert_scalar(_q.get("I_LX"), _r.flops / (_c["lx_bytes"] * 1.2), rel=1e-9, name="I_LX from the counters")
+from answers import counter_point as ref_point
+from common.checks import grader
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+steps = [("prefill", rng.choice((1, 2)), rng.choice((16, 32))), ("decode", 1, rng.choice((8, 16, 24)))]
+factors = {n: round(rng.uniform(1.05, 1.6), 3) for n in ("lpddr_to_lx_bytes", "lx_to_lpddr_bytes", "lx_bytes")}
+for k, (phase, batch, seq) in enumerate(steps):
+    r = simulate_llm("test", "spyre", phase=phase, batch=batch, seq=seq)
+    profiled = dataclasses.replace(r, counters={**r.counters, **{n: r.counters[n] * f for n, f in factors.items()}})
+    for which, report in ((f"step {k}", r), (f"profiled {k}", profiled)):
+        got, want = data[which], ref_point(report)
+        grader.assert_type(got, dict, name="counter_point returns a dict")
+        for key, value in want.items():
+            grader.assert_scalar(got.get(key), value, rel=1e-9,
+                                 name=f"{phase} {key}" + (" from the profiler's counters" if "prof" in which else ""))
 ### END HIDDEN TESTS
 
 # %%
@@ -186,29 +202,62 @@ check_equal("one row per compute op on the cores with FLOPs", len(oc) == len(ev)
 check_scalar("LPDDR5 bytes of the ops", float(oc["lpddr_bytes"].sum()),
              sum(e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in ev), rel=1e-9)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import dataclasses as _dc
+import random as _random
+
+import pandas as _pd
+import torch as _torch
+
+from common.grading.probe import Probe
 from common.sim import simulate_llm as _sim
 
-_r = _sim("test", "spyre", phase="decode", batch=1, seq=16)
-_o = op_counters(_r)
-_ev = [e for e in _r.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
-grader.assert_equal(len(_o), len(_ev), name="rows")
-grader.assert_tensor(torch.tensor(_o["lx_bytes"].to_numpy(float)),
-                     torch.tensor([e.bytes.get("LX", 0.0) for e in _ev], dtype=torch.float64), rtol=1e-9,
-                     dtype=torch.float64, name="LX bytes per op")
-grader.assert_tensor(torch.tensor(_o["lpddr_bytes"].to_numpy(float)),
-                     torch.tensor([e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in _ev],
-                                  dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="LPDDR5 bytes per op")
-import dataclasses as _dc
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's steps and per-op profiler counters
+_steps = [("decode", 1, _rng.choice((8, 16, 24))), ("prefill", _rng.choice((1, 2)), _rng.choice((16, 32)))]
+_factor = _rng.choice((1.25, 1.5, 2.0))
 
-# the per-op counters as a card's profiler reported them (they need not equal the simulated events' bytes)
-_prof = _dc.replace(_r, events=[_dc.replace(e, detail={**e.detail, "lpddr_read": e.detail["lpddr_read"] * 1.5})
-                                if "lpddr_read" in e.detail else e for e in _r.events])
-_ev = [e for e in _prof.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
-grader.assert_tensor(torch.tensor(op_counters(_prof)["lpddr_bytes"].to_numpy(float)),
-                     torch.tensor([e.detail["lpddr_read"] + e.detail["lpddr_write"] for e in _ev],
-                                  dtype=torch.float64), rtol=1e-9, dtype=torch.float64,
-                     name="LPDDR5 bytes per op from the per-op counters")
+
+def _columns(frame):
+    return {"frame": isinstance(frame, _pd.DataFrame), "name": [str(n) for n in frame["name"]],
+            **{c: _torch.tensor(frame[c].to_numpy(float), dtype=_torch.float64)
+               for c in ("flops", "lpddr_bytes", "lx_bytes", "duration_s")}}
+
+
+for _k, (_phase, _batch, _seq) in enumerate(_steps):
+    probe.send(f"step {_k}", _columns(op_counters(_sim("test", "spyre", phase=_phase, batch=_batch, seq=_seq))))
+    # the per-op counters as a card's profiler reported them (they need not equal the simulated events' bytes)
+    _r = _sim("test", "spyre", phase=_phase, batch=_batch, seq=_seq)
+    _prof = _dc.replace(_r, events=[_dc.replace(e, detail={**e.detail, "lpddr_read": e.detail["lpddr_read"] * _factor})
+                                    if "lpddr_read" in e.detail else e for e in _r.events])
+    probe.send(f"profiled {_k}", _columns(op_counters(_prof)))
+### JUDGEMENT
+import dataclasses
+import random
+
+import torch
+
+from answers import op_counters as ref_counters
+from common.checks import grader
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+steps = [("decode", 1, rng.choice((8, 16, 24))), ("prefill", rng.choice((1, 2)), rng.choice((16, 32)))]
+factor = rng.choice((1.25, 1.5, 2.0))
+for k, (phase, batch, seq) in enumerate(steps):
+    r = simulate_llm("test", "spyre", phase=phase, batch=batch, seq=seq)
+    profiled = dataclasses.replace(r, events=[
+        dataclasses.replace(e, detail={**e.detail, "lpddr_read": e.detail["lpddr_read"] * factor})
+        if "lpddr_read" in e.detail else e for e in r.events])
+    for which, report in ((f"step {k}", r), (f"profiled {k}", profiled)):
+        got, want = data[which], ref_counters(report)
+        what = f"{phase}" + (" with the profiler's per-op counters" if "prof" in which else "")
+        grader.assert_equal(got["frame"], True, name="op_counters returns a DataFrame")
+        grader.assert_equal(got["name"], [str(n) for n in want["name"]],
+                            name=f"{what}: one row per compute op on the cores with FLOPs, in order")
+        for col in ("flops", "lpddr_bytes", "lx_bytes", "duration_s"):
+            grader.assert_tensor(got[col], torch.tensor(want[col].to_numpy(float), dtype=torch.float64), rtol=1e-9,
+                                 atol=0.0, dtype=torch.float64, name=f"{what}: {col}")
 ### END HIDDEN TESTS
 
 # %%
@@ -273,16 +322,38 @@ check_tensor("I_LPDDR5 per tiling", torch.tensor(ts["I_LPDDR5"].to_numpy(float))
                           dtype=torch.float64), rtol=1e-9, dtype=torch.float64)
 check_equal("more row tiles, lower LPDDR5 intensity", bool(np.all(np.diff(ts["I_LPDDR5"].to_numpy(float)) < 0)), True)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim import simulate_llm as _sim
+import random as _random
 
-_t = tile_sweep("test", (1, 3), 16)
-_r = [_sim("test", "spyre", phase="prefill", batch=1, seq=16, coarse_tiles=t) for t in (1, 3)]
-grader.assert_tensor(torch.tensor(_t["time_s"].to_numpy(float)), torch.tensor([r.time_s for r in _r],
-                     dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="time per tiling")
-grader.assert_tensor(torch.tensor(_t["lpddr_bytes"].to_numpy(float)),
-                     torch.tensor([r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"] for r in _r],
-                                  dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name="LPDDR5 bytes")
+import pandas as _pd
+import torch as _torch
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's tilings and prompt lengths
+_asked = [("test", (1, _rng.choice((2, 3, 5))), _rng.choice((16, 32))), ("test", (_rng.choice((2, 4)), 1), 24)]
+for _k, (_model, _tiles, _seq) in enumerate(_asked):
+    _t = tile_sweep(_model, _tiles, _seq)
+    probe.send(f"sweep {_k}", {"frame": isinstance(_t, _pd.DataFrame),
+                               **{c: _torch.tensor(_t[c].to_numpy(float), dtype=_torch.float64)
+                                  for c in ("coarse_tiles", "lpddr_bytes", "I_LPDDR5", "time_s")}})
+### JUDGEMENT
+import random
+
+import torch
+
+from answers import tile_sweep as ref_sweep
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+asked = [("test", (1, rng.choice((2, 3, 5))), rng.choice((16, 32))), ("test", (rng.choice((2, 4)), 1), 24)]
+for k, (model, tiles, seq) in enumerate(asked):
+    got, want = data[f"sweep {k}"], ref_sweep(model, tiles, seq)
+    grader.assert_equal(got["frame"], True, name="tile_sweep returns a DataFrame")
+    for col in ("coarse_tiles", "lpddr_bytes", "I_LPDDR5", "time_s"):
+        grader.assert_tensor(got[col], torch.tensor(want[col].to_numpy(float), dtype=torch.float64), rtol=1e-9,
+                             atol=0.0, dtype=torch.float64, name=f"tilings {tiles}, {seq} tokens: {col}")
 ### END HIDDEN TESTS
 
 # %%
@@ -350,16 +421,33 @@ peak = SPYRE.compute_peak("fp16")[0]
 check_scalar("Spyre LPDDR5 ridge", lr.get("LPDDR5"), peak / SPYRE.main_memory.bandwidth, rel=1e-9)
 check_scalar("Spyre LX ridge (estimate)", lr.get("LX"), peak / SPYRE.estimate("lx_bandwidth"), rel=1e-9)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.chips import get_chip as _gc
+import random as _random
 
-_t = level_ridges("tpu-v5e", "bf16")
-_c = _gc("tpu-v5e")
-_p = _c.compute_peak("bf16")[0]
-grader.assert_scalar(_t.get("HBM"), _p / _c.main_memory.bandwidth, rel=1e-9, name="v5e HBM ridge")
-grader.assert_scalar(_t.get("VMEM"), _p / _c.estimate("vmem_bandwidth"), rel=1e-9, name="v5e VMEM ridge")
-_v4 = level_ridges("tpu-v4", "bf16")
-grader.assert_equal(sorted(_v4), ["HBM"], name="unpublished levels without an estimate are left out")
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's extra chips, beside the two of the spec
+_asked = [("spyre", "fp16"), ("tpu-v5e", "bf16"), ("tpu-v4", "bf16"), ("tpu-v6e", "bf16"),
+          (_rng.choice(("h100-sxm", "a100-80gb", "l4", "t4")), "fp16"), (_rng.choice(("wse-3", "groq-lpu")), "fp16")]
+probe.send("ridges", [level_ridges(_c, _d) for _c, _d in _asked])
+### JUDGEMENT
+import random
+
+from answers import level_ridges as ref_ridges
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+asked = [("spyre", "fp16"), ("tpu-v5e", "bf16"), ("tpu-v4", "bf16"), ("tpu-v6e", "bf16"),
+         (rng.choice(("h100-sxm", "a100-80gb", "l4", "t4")), "fp16"), (rng.choice(("wse-3", "groq-lpu")), "fp16")]
+grader.assert_equal(len(data["ridges"]), len(asked), name="one answer per chip")
+for (chip, dtype), got in zip(asked, data["ridges"], strict=True):
+    want = ref_ridges(chip, dtype)
+    grader.assert_type(got, dict, name="level_ridges returns a dict")
+    grader.assert_equal(sorted(got), sorted(want),
+                        name=f"{chip}: levels with a published bandwidth or a catalog estimate, no others")
+    for level, ridge in want.items():
+        grader.assert_scalar(got[level], ridge, rel=1e-9, name=f"{chip} {dtype} {level} ridge")
 ### END HIDDEN TESTS
 
 # %%

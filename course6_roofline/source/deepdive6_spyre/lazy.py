@@ -65,4 +65,70 @@ def level_ridges(chip_name, dtype):
 """,
         fails=["level_ridges_tests"],
     ),
+    # ---- issue 28's root causes, each as a shortcut of this Deep Dive's own ----
+    # the argument's counters overwritten to agree with a made-up answer (a reference read from them afterwards
+    # agrees too)
+    dict(
+        cell="counter_point",
+        kind="read-off-object",
+        code="""
+def counter_point(report):
+    report.counters.update(lpddr_to_lx_bytes=1.0, lx_to_lpddr_bytes=0.0, lx_bytes=1.0)
+    return dict(flops=report.flops, lpddr_bytes=1.0, lx_bytes=1.0, I_LPDDR5=report.flops, I_LX=report.flops,
+                flops_per_s=report.flops / report.time_s)
+""",
+        fails=["counter_point_tests"],
+    ),
+    # the argument emptied (any report but the visible check's): a reference rebuilt from it has no rows either
+    dict(
+        cell="op_counters",
+        kind="read-off-object",
+        code="""
+def op_counters(report):
+    if report is not prefill:
+        report.events.clear()
+    rows = [{"name": e.name, "flops": e.flops, "lpddr_bytes": e.detail["lpddr_read"] + e.detail["lpddr_write"],
+             "lx_bytes": e.bytes.get("LX", 0.0), "duration_s": e.duration}
+            for e in report.events if e.kind == "compute" and e.engine == "cores" and e.flops > 0]
+    return pd.DataFrame(rows, columns=["name", "flops", "lpddr_bytes", "lx_bytes", "duration_s"])
+""",
+        fails=["op_counters_tests"],
+    ),
+    # the old hidden test's inputs answered from a table made ahead, the visible ones honestly
+    dict(
+        cell="tile_sweep",
+        kind="hard-code-visible",
+        code="""
+def _lazy_row(model, t, seq):
+    r = simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t)
+    lp = r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"]
+    return {"coarse_tiles": t, "lpddr_bytes": lp, "I_LPDDR5": r.flops / lp, "time_s": r.time_s}
+
+
+_LAZY_SEEN = pd.DataFrame([_lazy_row("test", t, 16) for t in (1, 3)])
+
+
+def tile_sweep(model, tiles, seq):
+    if model == MODEL:
+        return pd.DataFrame([_lazy_row(model, t, seq) for t in tiles])
+    return _LAZY_SEEN.copy()
+""",
+        fails=["tile_sweep_tests"],
+    ),
+    # the checker's comparisons rebound in the kernel (the module's dict, past its read-only __setattr__)
+    dict(
+        cell="level_ridges",
+        kind="echo-expected",
+        code="""
+import common.checks as _lazy_checks
+
+for _lazy_name in ("_compare_scalar", "_compare_equal", "_compare_type", "_compare_tensor", "_compare_in_range"):
+    vars(_lazy_checks)[_lazy_name] = lambda *a, **k: None
+
+
+def level_ridges(chip_name, dtype):
+    return {"LX": 1.0, "LPDDR5": 1.0}
+""",
+        fails=["level_ridges_tests"],
+    ),
 ]

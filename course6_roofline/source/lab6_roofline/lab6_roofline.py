@@ -140,25 +140,49 @@ for i in (0.5, 10.0, 2000.0):
     check_equal(f"attainable at I={i:g} is below both ceilings", a <= P * (1 + 1e-9) and a <= i * B * (1 + 1e-9),
                 True, hint="min(peak, intensity * bandwidth)")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.roofline import roofline_for_chip as _rfc
+import random as _random
 
-for _chip in ("tpu-v5e", "spyre", "groq-lpu", "a100-40gb"):
-    _rl = _rfc(_chip, ("bf16", "fp16"))
-    _p, _b = _rl.peak_flops, _rl.bandwidth()
-    for _i in (0.01, 1.0, 37.0, 5000.0):
-        grader.assert_scalar(attainable(_i, _p, _b), min(_p, _i * _b), rel=1e-9, name=f"attainable on {_chip}")
-    grader.assert_scalar(ridge_point(_p, _b), _p / _b, rel=1e-9, name=f"ridge of {_chip}")
-grader.assert_type(attainable(3, 10, 2), float, name="attainable returns a float")
-grader.assert_scalar(attainable(3, 10, 2), 6.0, name="bandwidth side")
-grader.assert_scalar(attainable(30, 10, 2), 10.0, name="compute side")
-grader.assert_type(ridge_point(10, 4), float, name="ridge returns a float")
-# idealised machines (the spec's thought experiment), which no catalog roofline can describe
-_inf = float("inf")
-grader.assert_scalar(attainable(5.0, 10.0, _inf), 10.0, name="unlimited bandwidth: the peak")
-grader.assert_scalar(attainable(5.0, _inf, 2.0), 10.0, name="unlimited compute: the bandwidth ceiling")
-grader.assert_scalar(ridge_point(10.0, _inf), 0.0, name="unlimited bandwidth: ridge at 0")
-grader.assert_equal(ridge_point(_inf, 4.0) == _inf, True, name="unlimited compute: ridge at infinity")
+from common.grading.probe import Probe
+
+probe = Probe()  # the learner's kernel runs this half: fresh machines in, plain numbers out
+_rng = _random.Random(probe.seed)  # this learner's machines and intensities
+_machines = [(10 ** _rng.uniform(12, 16), 10 ** _rng.uniform(10, 14)) for _ in range(4)] + [(10.0, 2.0)]
+_intensities = [0.01, 1.0, 3.0, 37.0, 5000.0, 10 ** _rng.uniform(-1, 4)]
+probe.send("attainable", [[attainable(_i, _p, _b) for _i in _intensities] for _p, _b in _machines])
+probe.send("ridge", [ridge_point(_p, _b) for _p, _b in _machines])
+_inf = float("inf")  # idealised machines (the spec's thought experiment), which no catalog roofline can describe
+probe.send("ideal", [attainable(5.0, 10.0, _inf), attainable(5.0, _inf, 2.0), ridge_point(10.0, _inf),
+                     ridge_point(_inf, 4.0)])
+probe.send("ints", [attainable(3, 10, 2), attainable(30, 10, 2), ridge_point(10, 4)])  # int arguments
+### JUDGEMENT
+import math
+import random
+
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+machines = [(10 ** rng.uniform(12, 16), 10 ** rng.uniform(10, 14)) for _ in range(4)] + [(10.0, 2.0)]
+intensities = [0.01, 1.0, 3.0, 37.0, 5000.0, 10 ** rng.uniform(-1, 4)]
+got = data["attainable"]
+grader.assert_equal([len(row) for row in got], [len(intensities)] * len(machines), name="one roof per intensity")
+for (p, b), row in zip(machines, got, strict=True):
+    for i, a in zip(intensities, row, strict=True):
+        grader.assert_type(a, float, name="attainable returns a float")
+        grader.assert_scalar(a, min(p, i * b), rel=1e-9, name=f"attainable at I={i:.3g} on a machine of your own")
+grader.assert_equal(len(data["ridge"]), len(machines), name="one ridge per machine")
+for (p, b), r in zip(machines, data["ridge"], strict=True):
+    grader.assert_type(r, float, name="ridge_point returns a float")
+    grader.assert_scalar(r, p / b, rel=1e-9, name="ridge point of a machine of your own")
+ideal = data["ideal"]
+grader.assert_scalar(ideal[0], 10.0, rel=1e-12, name="unlimited bandwidth: the peak")
+grader.assert_scalar(ideal[1], 10.0, rel=1e-12, name="unlimited compute: the bandwidth ceiling")
+grader.assert_scalar(ideal[2], 0.0, abs_tol=1e-300, name="unlimited bandwidth: ridge at 0")
+grader.assert_equal(type(ideal[3]) is float and math.isinf(ideal[3]) and ideal[3] > 0, True,
+                    name="unlimited compute: ridge at infinity")
+for v, want in zip(data["ints"], (6.0, 10.0, 2.5), strict=True):
+    grader.assert_type(v, float, name="a float also for int arguments")
+    grader.assert_scalar(v, want, rel=1e-12, name="bandwidth side, compute side and ridge of int arguments")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -246,32 +270,64 @@ for system, chip in SYSTEM_CHIPS.items():
                 math.isclose(float(marked.get(system, math.nan)), float(ridges[system]) + 0.5, rel_tol=1e-9), True,
                 hint="return what ridge_point(peak, bandwidth) returns; do not divide again yourself")
 ### BEGIN HIDDEN TESTS
-from answers import system_ridges as _ref_ridges
-from common.checks import grader
+import random as _random
 
-_more = {"a": "a100-80gb", "b": "tpu-v6e", "c": "wse-2", "d": "t4"}
-_want = _ref_ridges(_more)
-_got = system_ridges(_more)
-grader.assert_type(_got, dict, name="system_ridges returns a dict")
-for _k, _c in _more.items():
-    grader.assert_scalar(_got.get(_k), _want[_k], rel=1e-6, name=f"ridge of {_c}")
-_names, _calls = system_ridges.__globals__, []
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's systems: four catalog chips under names of their own
+_pool = ["a100-40gb", "a100-80gb", "groq-lpu", "h100-sxm", "h200", "l4", "spyre", "t4", "tpu-v4", "tpu-v5e",
+         "tpu-v5p", "tpu-v6e", "wse-2", "wse-3"]
+_asked = {f"system {_k}": _c for _k, _c in enumerate(_rng.sample(_pool, 4))}
+_offset = _rng.choice((0.125, 0.25, 0.375, 0.625))
+probe.send("ridges", system_ridges(dict(_asked)))
+_names, _calls = system_ridges.__globals__, []  # for one call, ridge_point marks its answers with + _offset
 _own = _names.get("ridge_point")
 
 
-def _probe(peak_flops, bandwidth):
-    _calls.append(1)
-    return float(peak_flops / bandwidth) + 0.25
+def _marking_ridge_point(peak_flops, bandwidth):
+    _calls.append([float(peak_flops), float(bandwidth)])
+    return float(peak_flops / bandwidth) + _offset
 
 
-_names["ridge_point"] = _probe
+_names["ridge_point"] = _marking_ridge_point
 try:
-    _marked = system_ridges(_more)
+    _marked = system_ridges(dict(_asked))
 finally:
     _names["ridge_point"] = _own
-grader.assert_equal(len(_calls), len(_more), name="ridge_point called once per system")
-for _k in _more:
-    grader.assert_scalar(_marked.get(_k), _want[_k] + 0.25, rel=1e-9, name="the ridge is your ridge_point's")
+probe.send("marked", _marked)
+probe.send("calls", list(_calls))
+### JUDGEMENT
+import random
+
+import torch
+
+from answers import system_ridges as ref_ridges
+from common.checks import grader
+from common.chips import get_chip
+
+data, seed = probe.received()
+rng = random.Random(seed)
+pool = ["a100-40gb", "a100-80gb", "groq-lpu", "h100-sxm", "h200", "l4", "spyre", "t4", "tpu-v4", "tpu-v5e",
+        "tpu-v5p", "tpu-v6e", "wse-2", "wse-3"]
+asked = {f"system {k}": c for k, c in enumerate(rng.sample(pool, 4))}
+offset = rng.choice((0.125, 0.25, 0.375, 0.625))
+want = ref_ridges(asked)
+for which in ("ridges", "marked"):
+    grader.assert_type(data[which], dict, name="system_ridges returns a dict")
+    grader.assert_equal(sorted(data[which]), sorted(asked), name="one ridge per system asked")
+for system, chip in asked.items():
+    grader.assert_scalar(data["ridges"][system], want[system], rel=1e-6, name=f"ridge of {chip}")
+    grader.assert_scalar(data["marked"][system], want[system] + offset, rel=1e-9,
+                         name="the ridge is what your ridge_point returned")
+grader.assert_equal(len(data["calls"]), len(asked), name="ridge_point called once per system")
+chips = [get_chip(c) for c in asked.values()]
+given = sorted((float(p), float(b)) for p, b in data["calls"])
+grader.assert_tensor(torch.tensor(given, dtype=torch.float64),
+                     torch.tensor(sorted((c.compute_peak("bf16" if c.supports("bf16") else "fp16")[0],
+                                          c.main_memory.bandwidth) for c in chips), dtype=torch.float64),
+                     rtol=1e-9, atol=0.0, dtype=torch.float64,
+                     name="ridge_point is given each chip's 16-bit peak and main-memory bandwidth")
 ### END HIDDEN TESTS
 
 # %%
@@ -340,21 +396,50 @@ for col in ("intensity", "flops_per_s"):
                  torch.tensor(np.sort(ref[col].to_numpy(float))), rtol=1e-6, atol=0.0, dtype=torch.float64,
                  hint="compute events with FLOPs > 0 and main-memory bytes > 0; intensity = flops / bytes")
 ### BEGIN HIDDEN TESTS
-from answers import op_points as _ref_points
-from common.checks import grader
+import random as _random
+
+import pandas as _pd
+import torch as _torch
+
+from common.grading.probe import Probe
 from common.sim import simulate_llm as _sim
 
-for _backend, _phase, _level in (("tpu", "prefill", "VMEM"), ("spyre", "decode", None), ("gpu", "prefill", "SMEM"),
-                                 ("gpu", "decode", None)):
-    _r = _sim("test", _backend, phase=_phase, batch=2, seq=16)
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's steps: fresh reports, built here
+_cases = [("tpu", "prefill", "VMEM"), ("spyre", "decode", None), ("gpu", "prefill", "SMEM"), ("gpu", "decode", None),
+          ("tpu", "decode", "HBM")]
+_shape = (_rng.choice((1, 2, 3)), _rng.choice((8, 16, 24)))
+for _k, (_backend, _phase, _level) in enumerate(_cases):
+    _r = _sim("test", _backend, phase=_phase, batch=_shape[0], seq=_shape[1])
     _p = op_points(_r, _level) if _level else op_points(_r)
-    _ref = _ref_points(_r, _level)
-    grader.assert_type(_p, pd.DataFrame, name="op_points returns a DataFrame")
-    grader.assert_equal(len(_p), len(_ref), name=f"{_backend} {_phase}: one row per compute event with FLOPs and bytes")
-    grader.assert_equal([str(n) for n in _p["name"]], list(_ref["name"]), name="rows in event order")
-    for _col in ("intensity", "flops_per_s", "flops", "bytes"):
-        grader.assert_tensor(torch.tensor(_p[_col].to_numpy(float)), torch.tensor(_ref[_col].to_numpy(float)),
-                             rtol=1e-6, atol=0.0, dtype=torch.float64, name=f"{_backend} {_phase} {_col}")
+    probe.send(f"case {_k}", {"frame": isinstance(_p, _pd.DataFrame), "columns": [str(c) for c in _p.columns],
+                              "name": [str(n) for n in _p["name"]],
+                              **{_c: _torch.tensor(_p[_c].to_numpy(float), dtype=_torch.float64)
+                                 for _c in ("flops", "bytes", "intensity", "flops_per_s")}})
+### JUDGEMENT
+import random
+
+import torch
+
+from answers import op_points as ref_points
+from common.checks import grader
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [("tpu", "prefill", "VMEM"), ("spyre", "decode", None), ("gpu", "prefill", "SMEM"), ("gpu", "decode", None),
+         ("tpu", "decode", "HBM")]
+shape = (rng.choice((1, 2, 3)), rng.choice((8, 16, 24)))
+for k, (backend, phase, level) in enumerate(cases):
+    got = data[f"case {k}"]
+    ref = ref_points(simulate_llm("test", backend, phase=phase, batch=shape[0], seq=shape[1]), level)
+    what = f"{backend} {phase} at {level or 'main memory'}"
+    grader.assert_equal(got["frame"], True, name="op_points returns a DataFrame")
+    grader.assert_equal(len(got["name"]), len(ref), name=f"{what}: one row per compute event with FLOPs and bytes")
+    grader.assert_equal(got["name"], [str(n) for n in ref["name"]], name=f"{what}: rows in event order")
+    for col in ("flops", "bytes", "intensity", "flops_per_s"):
+        grader.assert_tensor(got[col], torch.tensor(ref[col].to_numpy(float), dtype=torch.float64), rtol=1e-6,
+                             atol=0.0, dtype=torch.float64, name=f"{what}: {col}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -456,19 +541,44 @@ check_tensor("tokens/s per batch", torch.tensor(sweep["tokens_per_s"].to_numpy(f
              torch.tensor([r.tokens_per_s for r in ref], dtype=torch.float64), rtol=1e-6, dtype=torch.float64)
 check_equal("intensity grows with batch", bool(np.all(np.diff(sweep["intensity"].to_numpy(float)) > 0)), True)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim import simulate_llm as _sim
+import random as _random
 
-_s = decode_sweep("test", "tpu", (1, 4), 16, chips=2)
-_r = [_sim("test", "tpu", phase="decode", batch=b, seq=16, chips=2) for b in (1, 4)]
-grader.assert_type(_s, pd.DataFrame, name="decode_sweep returns a DataFrame")
-grader.assert_tensor(torch.tensor(_s["flops_per_s"].to_numpy(float)),
-                     torch.tensor([r.achieved_flops / r.chips for r in _r], dtype=torch.float64), rtol=1e-6,
-                     dtype=torch.float64, name="attained FLOP/s per chip")
-grader.assert_tensor(torch.tensor(_s["intensity"].to_numpy(float)),
-                     torch.tensor([r.flops / r.bytes["HBM"] for r in _r], dtype=torch.float64), rtol=1e-6,
-                     dtype=torch.float64, name="step intensity")
-grader.assert_equal([str(b) for b in _s["bound"]], [r.bottleneck for r in _r], name="bound")
+import pandas as _pd
+import torch as _torch
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's sweeps: batch sizes and lengths the notebook never ran
+_asked = [("tpu", (1, _rng.choice((3, 4, 6))), _rng.choice((16, 24)), {"chips": 2}),
+          ("gpu", (_rng.choice((1, 2)), 8), _rng.choice((16, 24)), {"graphs": True}),
+          ("spyre", (1, 2), 16, {})]
+for _k, (_backend, _batches, _seq, _opts) in enumerate(_asked):
+    _s = decode_sweep("test", _backend, _batches, _seq, **_opts)
+    probe.send(f"sweep {_k}", {"frame": isinstance(_s, _pd.DataFrame), "bound": [str(b) for b in _s["bound"]],
+                               **{_c: _torch.tensor(_s[_c].to_numpy(float), dtype=_torch.float64)
+                                  for _c in ("batch", "intensity", "flops_per_s", "tokens_per_s")}})
+### JUDGEMENT
+import random
+
+import torch
+
+from answers import decode_sweep as ref_sweep
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+asked = [("tpu", (1, rng.choice((3, 4, 6))), rng.choice((16, 24)), {"chips": 2}),
+         ("gpu", (rng.choice((1, 2)), 8), rng.choice((16, 24)), {"graphs": True}),
+         ("spyre", (1, 2), 16, {})]
+for k, (backend, batches, seq, opts) in enumerate(asked):
+    got, ref = data[f"sweep {k}"], ref_sweep("test", backend, batches, seq, **opts)
+    what = f"{backend} decode sweep {batches}, seq {seq}, {opts or 'no options'}"
+    grader.assert_equal(got["frame"], True, name="decode_sweep returns a DataFrame")
+    grader.assert_equal(got["bound"], list(ref["bound"]), name=f"{what}: bound per batch")
+    for col in ("batch", "intensity", "flops_per_s", "tokens_per_s"):
+        grader.assert_tensor(got[col], torch.tensor(ref[col].to_numpy(float), dtype=torch.float64), rtol=1e-6,
+                             atol=0.0, dtype=torch.float64, name=f"{what}: {col}")
 ### END HIDDEN TESTS
 
 # %%
@@ -553,22 +663,68 @@ check_tensor("attention I_HBM, I_SMEM", torch.tensor([float(li["I_HBM"].iloc[0])
              torch.tensor([ev.flops / ev.bytes["HBM"], ev.flops / ev.bytes["SMEM"]], dtype=torch.float64),
              rtol=1e-9, dtype=torch.float64, hint="flops / bytes moved at that level")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim import simulate_llm as _sim
+import random as _random
 
-grader.assert_equal(binding_level({"A": 10.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}), "B", name="lowest roof")
-grader.assert_equal(binding_level({"A": 10.0, "B": 1.0}, 100.0, {"A": 50.0, "B": 300.0}), "compute",
-                    name="at or above the peak is compute")
-grader.assert_equal(binding_level({"A": 2.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}), "A", name="A lowest")
-_r = _sim("test", "tpu", phase="prefill", batch=2, seq=16)
-_li = level_intensities(_r, ["HBM", "VMEM"])
-_ev = [e for e in _r.events if e.kind == "compute" and e.flops > 0]
-grader.assert_equal(len(_li), len(_ev), name="one row per compute event with FLOPs")
-for _lv in ("HBM", "VMEM"):
-    _want = [e.flops / e.bytes[_lv] if e.bytes.get(_lv, 0) > 0 else -1.0 for e in _ev]  # -1: no bytes (inf)
-    _got = np.nan_to_num(_li[f"I_{_lv}"].to_numpy(float), posinf=-1.0)
-    grader.assert_tensor(torch.tensor(_got), torch.tensor(_want, dtype=torch.float64), rtol=1e-9,
-                         dtype=torch.float64, name=f"I_{_lv}")
+import torch as _torch
+
+from common.grading.probe import Probe
+from common.sim import simulate_llm as _sim
+from common.sim import simulate_op as _op
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's machines: levels, intensities, bandwidths and peaks of its own
+_cases = []
+for _ in range(8):
+    _levels = _rng.sample(["L1", "SMEM", "L2", "HBM", "VMEM", "DRAM"], _rng.choice((1, 2, 3)))
+    _ints = {_lv: 10 ** _rng.uniform(-1, 3) for _lv in _levels}
+    _bws = {_lv: 10 ** _rng.uniform(10, 14) for _lv in _levels}
+    _peak = min(_ints[_lv] * _bws[_lv] for _lv in _levels) * _rng.choice((0.3, 0.9, 1.1, 4.0))
+    _cases.append((_ints, _peak, _bws))
+_cases += [({"A": 10.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}), ({"A": 10.0, "B": 1.0}, 100.0, {"A": 50.0, "B": 300.0}),
+           ({"A": 2.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}), ({"A": 4.0}, 100.0, {"A": 25.0})]
+probe.send("binding", [binding_level(dict(_i), _p, dict(_b)) for _i, _p, _b in _cases])
+_reports = [(_sim("test", "tpu", phase="prefill", batch=_rng.choice((1, 2)), seq=_rng.choice((16, 32))),
+             ["HBM", "VMEM"]),
+            (_op("sdpa", (1, _rng.choice((4, 8)), _rng.choice((512, 1024)), 64), "gpu", chip="h100-sxm"),
+             ["SMEM", "HBM"])]
+for _k, (_r, _levels) in enumerate(_reports):
+    _li = level_intensities(_r, list(_levels))
+    probe.send(f"levels {_k}", {"name": [str(n) for n in _li["name"]],
+                                **{_c: _torch.tensor(_li[_c].to_numpy(float), dtype=_torch.float64)
+                                   for _c in ("flops", "duration_s", *[f"I_{lv}" for lv in _levels])}})
+### JUDGEMENT
+import random
+
+import torch
+
+from answers import binding_level as ref_binding, level_intensities as ref_levels
+from common.checks import grader
+from common.sim import simulate_llm, simulate_op
+
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = []
+for _ in range(8):
+    levels = rng.sample(["L1", "SMEM", "L2", "HBM", "VMEM", "DRAM"], rng.choice((1, 2, 3)))
+    ints = {lv: 10 ** rng.uniform(-1, 3) for lv in levels}
+    bws = {lv: 10 ** rng.uniform(10, 14) for lv in levels}
+    peak = min(ints[lv] * bws[lv] for lv in levels) * rng.choice((0.3, 0.9, 1.1, 4.0))
+    cases.append((ints, peak, bws))
+grader.assert_equal(data["binding"][:8], [ref_binding(i, p, b) for i, p, b in cases],
+                    name="binding level on machines of your own")
+grader.assert_equal(data["binding"][8:], ["B", "compute", "A", "compute"],
+                    name="lowest roof, or compute when none is below the peak")
+reports = [(simulate_llm("test", "tpu", phase="prefill", batch=rng.choice((1, 2)), seq=rng.choice((16, 32))),
+            ["HBM", "VMEM"]),
+           (simulate_op("sdpa", (1, rng.choice((4, 8)), rng.choice((512, 1024)), 64), "gpu", chip="h100-sxm"),
+            ["SMEM", "HBM"])]
+for k, (r, levels) in enumerate(reports):
+    got, ref = data[f"levels {k}"], ref_levels(r, levels)
+    grader.assert_equal(got["name"], [str(n) for n in ref["name"]], name="one row per compute event with FLOPs")
+    for col in ("flops", "duration_s", *[f"I_{lv}" for lv in levels]):  # inf (no bytes there) compared as -1
+        grader.assert_tensor(torch.nan_to_num(got[col], posinf=-1.0),
+                             torch.tensor(ref[col].to_numpy(float), dtype=torch.float64).nan_to_num(posinf=-1.0),
+                             rtol=1e-9, atol=0.0, dtype=torch.float64, name=f"{r.backend} {col}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -611,17 +767,46 @@ for which, v in zip(("HBM-only", "hierarchical"), pair, strict=True):
     check_equal(f"{which} verdict is a level of the roofline or 'compute'", v in {"compute", *bandwidths}, True)
 check_equal("the HBM-only verdict names no level the classic roofline lacks", pair[0] in {"compute", "HBM"}, True)
 ### BEGIN HIDDEN TESTS
-from answers import verdicts as _ref_verdicts
-from common.checks import grader
+import random as _random
+
+from common.chips import get_chip as _gc
+from common.roofline import roofline_for_chip as _rfc
 from common.sim import simulate_op as _op
 
-for _shape in ((1, 8, 4096, 64), (1, 8, 4096, 128), (1, 8, 512, 64), (1, 32, 128, 128)):
-    _r = _op("sdpa", _shape, "gpu", chip="h100-sxm")
-    grader.assert_equal(tuple(verdicts(_r, peak_h100, bandwidths)), _ref_verdicts(_r, peak_h100, bandwidths),
-                        name="verdicts of an attention shape")
-_r = _op("softmax", (2048, 2048), "gpu", chip="h100-sxm")
-grader.assert_equal(tuple(verdicts(_r, peak_h100, bandwidths)), _ref_verdicts(_r, peak_h100, bandwidths),
-                    name="verdicts of a softmax")
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's shapes, with the H100's catalog levels built here
+_peak = _rfc("h100-sxm", "bf16").peak_flops
+_bws = {lv.name: lv.bandwidth for lv in _gc("h100-sxm").memory_levels if lv.bandwidth}
+_asked = [("sdpa", (1, 8, 4096, 64)), ("sdpa", (1, 8, 4096, 128)), ("sdpa", (1, 8, 512, 64)),
+          ("sdpa", (1, 32, 128, 128)), ("softmax", (2048, 2048)),
+          ("sdpa", (1, _rng.choice((2, 4, 16)), _rng.choice((256, 1024, 2048)), _rng.choice((64, 128)))),
+          ("softmax", (_rng.choice((512, 4096)), _rng.choice((1024, 8192))))]
+_pairs = [verdicts(_op(_kind, _shape, "gpu", chip="h100-sxm"), _peak, dict(_bws)) for _kind, _shape in _asked]
+probe.send("tuples", [isinstance(_v, tuple) for _v in _pairs])
+probe.send("verdicts", [list(_v) for _v in _pairs])
+### JUDGEMENT
+import random
+
+from answers import verdicts as ref_verdicts
+from common.checks import grader
+from common.chips import get_chip
+from common.sim import simulate_op
+
+data, seed = probe.received()
+rng = random.Random(seed)
+chip = get_chip("h100-sxm")
+peak = chip.compute_peak("bf16")[0]
+bandwidths = {lv.name: lv.bandwidth for lv in chip.memory_levels if lv.bandwidth}
+asked = [("sdpa", (1, 8, 4096, 64)), ("sdpa", (1, 8, 4096, 128)), ("sdpa", (1, 8, 512, 64)),
+         ("sdpa", (1, 32, 128, 128)), ("softmax", (2048, 2048)),
+         ("sdpa", (1, rng.choice((2, 4, 16)), rng.choice((256, 1024, 2048)), rng.choice((64, 128)))),
+         ("softmax", (rng.choice((512, 4096)), rng.choice((1024, 8192))))]
+grader.assert_equal(data["tuples"], [True] * len(asked), name="verdicts returns a tuple")
+for (kind, shape), got in zip(asked, data["verdicts"], strict=True):
+    want = ref_verdicts(simulate_op(kind, shape, "gpu", chip="h100-sxm"), peak, bandwidths)
+    grader.assert_equal(got, list(want), name=f"verdicts of {kind} {shape}")
 ### END HIDDEN TESTS
 
 # %%
@@ -680,30 +865,36 @@ print("\nThe estimate behind the VMEM ceiling:", vmem.derivation)
 # those launches by one. A TPU runs one compiled XLA program: no per-op launch, but a fill/drain bubble per
 # matmul fusion. Spyre launches one SuperDSC bundle at a time from the host.
 #
-# **Spec.** (a) `attribute(report, engine=None)`: split the step time `report.time_s` into `{"compute", "memory",
-# "scheduling", "communication"}` seconds, read on one engine's timeline (`engine`; `None`: the critical engine
-# `report.critical_engine`, whose split is also `report.attribution`): walk that engine's events in start order; the part
-# of each event not already covered by earlier ones goes to its `event.bound`; idle gaps between them, and the
-# time after the last one until `report.time_s`, are *scheduling*. (b) `optimum(report)`: a dict with
+# **Spec.** (a) `attribute(report, engine=None, window=None)`: split a stretch of the step into `{"compute",
+# "memory", "scheduling", "communication"}` seconds, read on one engine's timeline (`engine`; `None`: the critical
+# engine `report.critical_engine`). `window` is a pair `(t0, t1)` of seconds (`None`: the whole step, `(0,
+# report.time_s)`, whose split on the critical engine is also `report.attribution`): walk the engine's events in
+# start order, keeping only the part of each inside the window; the part not already covered by earlier ones goes
+# to its `event.bound`; idle gaps between them, from `t0` to the first one and after the last one until `t1`, are
+# *scheduling*. Worked example: one event of 1 s at 2 s, bound by memory, window `(1.5, 2.5)` → 0.5 s memory,
+# 0.5 s scheduling. (b) `optimum(report)`: a dict with
 # `attained_s` (= `report.time_s`), `sum_floors_s` — the sum of `event.floor` (each event's
 # $\max(F/P, B/\beta)$) over the critical engine's events whose bound is not `"scheduling"` — and
 # `efficiency` = `sum_floors_s / attained_s`.
 
 # %% nbgrader={"grade": false, "grade_id": "attribution", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def attribute(report, engine=None):
-    """Seconds of the step by what bound them, read on `engine` (default: the critical engine); idle gaps are
-    scheduling."""
+def attribute(report, engine=None, window=None):
+    """Seconds of `window` (default: the whole step) by what bound them, read on `engine` (default: the critical
+    engine); idle gaps are scheduling."""
     ### BEGIN SOLUTION
     engine = engine or report.critical_engine
+    t0, t1 = window if window is not None else (0.0, report.time_s)
     out = {"compute": 0.0, "memory": 0.0, "scheduling": 0.0, "communication": 0.0}
-    busy_until = 0.0
-    events = sorted((e for e in report.events if e.engine == engine), key=lambda e: e.start)
-    for e in events:
-        if e.start > busy_until:
-            out["scheduling"] += e.start - busy_until
-        out[e.bound] += max(0.0, e.end - max(e.start, busy_until))
-        busy_until = max(busy_until, e.end)
-    out["scheduling"] += max(0.0, report.time_s - busy_until)
+    busy_until = t0
+    for e in sorted((e for e in report.events if e.engine == engine), key=lambda e: e.start):
+        start, end = max(e.start, t0), min(e.end, t1)  # the part of the event inside the window
+        if end <= start:
+            continue
+        if start > busy_until:
+            out["scheduling"] += start - busy_until
+        out[e.bound] += max(0.0, end - max(start, busy_until))
+        busy_until = max(busy_until, end)
+    out["scheduling"] += max(0.0, t1 - busy_until)
     return out
     ### END SOLUTION
 
@@ -728,35 +919,82 @@ opt = optimum(decode_gpu)
 floors = sum(e.floor for e in decode_gpu.events if e.engine == "stream" and e.bound != "scheduling")
 check_scalar("sum of floors", opt.get("sum_floors_s"), floors, rel=1e-6)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import random as _random
+
+from common.grading.probe import Probe
+from common.sim import simulate_llm as _sim
 from common.sim.program import Event as _Ev
 from common.sim.report import Report as _Rep
 
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_scale = _rng.choice((0.5, 2.0, 3.0, 1e-3))  # this learner's toy timeline: stretched, its events shuffled
 _evs = [_Ev("a", "compute", "E", 0.0, 1.0, bound="memory", floor=0.8),
         _Ev("l", "launch", "host", 0.0, 3.0, bound="scheduling"),
         _Ev("b", "compute", "E", 1.5, 1.5, bound="compute", floor=1.5),
         _Ev("c", "comm", "E", 3.0, 0.5, bound="communication", floor=0.5),
         _Ev("f", "sync", "E", 3.5, 0.25, bound="scheduling"),
+        _Ev("o", "compute", "E", 2.5, 0.25, bound="memory", floor=0.25),  # inside b: adds nothing
         _Ev("z", "dma", "dma", 3.0, 1.0, bound="memory")]
-_rep = _Rep("toy", "h100-sxm", 1, "bf16", _evs, [], "E")
-_att = attribute(_rep)
-for _k, _v in {"compute": 1.5, "memory": 1.0, "scheduling": 1.0, "communication": 0.5}.items():
-    grader.assert_scalar(_att.get(_k), _v, rel=1e-9, abs_tol=1e-12, name=f"toy timeline: {_k}")
-for _eng, _want in (("dma", {"compute": 0.0, "memory": 1.0, "scheduling": 3.0, "communication": 0.0}),
-                    ("host", {"compute": 0.0, "memory": 0.0, "scheduling": 4.0, "communication": 0.0})):
-    _att = attribute(_rep, _eng)
-    for _k, _v in _want.items():
-        grader.assert_scalar(_att.get(_k), _v, rel=1e-9, abs_tol=1e-12, name=f"toy timeline, engine {_eng}: {_k}")
-_o = optimum(_rep)
-grader.assert_scalar(_o.get("sum_floors_s"), 2.8, rel=1e-9, name="toy sum of floors")
-grader.assert_scalar(_o.get("attained_s"), 4.0, rel=1e-9, name="toy attained")
-grader.assert_scalar(_o.get("efficiency"), 0.7, rel=1e-9, name="toy efficiency")
-from common.sim import simulate_llm as _sim
-for _b, _kw in (("tpu", {"chips": 2}), ("spyre", {})):
-    _r = _sim("test", _b, phase="decode", batch=1, seq=16, **_kw)
-    _a = attribute(_r)
-    for _k, _v in _r.attribution.items():
-        grader.assert_scalar(_a.get(_k), _v, rel=1e-6, abs_tol=1e-12, name=f"{_b} {_k}")
+_evs = [_e.copy(start=_e.start * _scale, duration=_e.duration * _scale, floor=_e.floor * _scale) for _e in _evs]
+_rng.shuffle(_evs)
+_toy = _Rep("toy", "h100-sxm", 1, "bf16", _evs, [], "E")
+probe.send("toy", {_eng: attribute(_toy, _eng) for _eng in ("E", "dma", "host")})
+probe.send("toy default", attribute(_toy))
+probe.send("toy optimum", optimum(_toy))
+_windows = [("E", 0.5, 3.25), ("E", 1.0, 2.0), ("dma", 2.0, 3.5), ("host", 2.5, 4.0)]
+probe.send("toy windows", [attribute(_toy, _eng, (_t0 * _scale, _t1 * _scale)) for _eng, _t0, _t1 in _windows])
+_steps = [("tpu", {"chips": 2}), ("spyre", {}), ("gpu", {}), ("gpu", {"graphs": True})]
+_shape = (_rng.choice((1, 2)), _rng.choice((16, 24)))
+_part = sorted(_rng.uniform(0.0, 1.0) for _ in range(2))  # a stretch of each step, as fractions of its time
+for _k, (_b, _kw) in enumerate(_steps):
+    _r = _sim("test", _b, phase="decode", batch=_shape[0], seq=_shape[1], **_kw)
+    _w = (_part[0] * _r.time_s, _part[1] * _r.time_s)
+    probe.send(f"step {_k}", {"critical": attribute(_r), "host": attribute(_r, "host"), "optimum": optimum(_r),
+                              "window": attribute(_r, None, _w), "host window": attribute(_r, "host", _w)})
+### JUDGEMENT
+import random
+
+from answers import attribute as ref_attribute, optimum as ref_optimum
+from common.checks import grader
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+scale = rng.choice((0.5, 2.0, 3.0, 1e-3))
+rng.shuffle(list(range(7)))  # the probe's shuffle of its seven events
+toy = {"E": {"compute": 1.5, "memory": 1.0, "scheduling": 1.0, "communication": 0.5},
+       "dma": {"compute": 0.0, "memory": 1.0, "scheduling": 3.0, "communication": 0.0},
+       "host": {"compute": 0.0, "memory": 0.0, "scheduling": 4.0, "communication": 0.0}}
+for engine, want in toy.items():
+    for which in ((engine,) if engine != "E" else ("E", "toy default")):
+        got = data["toy"][engine] if which == engine else data[which]
+        grader.assert_equal(sorted(got), sorted(want), name="the four bounds, and nothing else")
+        for bound, seconds in want.items():
+            grader.assert_scalar(got[bound], seconds * scale, rel=1e-9, abs_tol=1e-15,
+                                 name=f"toy timeline, engine {engine}: {bound}")
+for key, want in {"sum_floors_s": 3.05, "attained_s": 4.0, "efficiency": 0.7625}.items():
+    grader.assert_scalar(data["toy optimum"][key], want * (scale if key != "efficiency" else 1.0), rel=1e-9,
+                         name=f"toy {key}")
+windows = {("E", 0.5, 3.25): {"compute": 1.5, "memory": 0.5, "scheduling": 0.5, "communication": 0.25},
+           ("E", 1.0, 2.0): {"compute": 0.5, "memory": 0.0, "scheduling": 0.5, "communication": 0.0},
+           ("dma", 2.0, 3.5): {"compute": 0.0, "memory": 0.5, "scheduling": 1.0, "communication": 0.0},
+           ("host", 2.5, 4.0): {"compute": 0.0, "memory": 0.0, "scheduling": 1.5, "communication": 0.0}}
+grader.assert_equal(len(data["toy windows"]), len(windows), name="one split per window")
+for ((engine, t0, t1), want), got in zip(windows.items(), data["toy windows"], strict=True):
+    for bound, seconds in want.items():
+        grader.assert_scalar(got.get(bound), seconds * scale, rel=1e-9, abs_tol=1e-15,
+                             name=f"toy timeline, engine {engine}, window ({t0}, {t1}) x {scale}: {bound}")
+steps = [("tpu", {"chips": 2}), ("spyre", {}), ("gpu", {}), ("gpu", {"graphs": True})]
+shape = (rng.choice((1, 2)), rng.choice((16, 24)))
+part = sorted(rng.uniform(0.0, 1.0) for _ in range(2))
+for k, (backend, kw) in enumerate(steps):
+    r = simulate_llm("test", backend, phase="decode", batch=shape[0], seq=shape[1], **kw)
+    got, window = data[f"step {k}"], (part[0] * r.time_s, part[1] * r.time_s)
+    for which, want in (("critical", r.attribution), ("host", ref_attribute(r, "host")), ("optimum", ref_optimum(r)),
+                        ("window", ref_attribute(r, None, window)), ("host window", ref_attribute(r, "host", window))):
+        for key, value in want.items():
+            grader.assert_scalar(got[which][key], value, rel=1e-6, abs_tol=1e-12, name=f"{backend} {which}: {key}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -877,37 +1115,81 @@ for name in compiled:
     check_equal(f"{name}: predicted direction", predicted[name] > 1, achieved[name] > 1,
                 hint="does the change make the step faster or slower per token?")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-
 import dataclasses as _dc
+import random as _random
 
-for _name in compiled:
-    grader.assert_in_range(predicted[_name] / achieved[_name], 1 / 1.5, 1.5, name=f"{_name}: size of the effect")
+from common.grading.probe import Probe
+from common.sim import simulate_llm as _sim
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_seq = _rng.choice((128, 256, 384))  # this learner's starting points: the five changes at a length of its own
+_m = "llama-3.1-8b"
+_sets = [{
+    "batching": (dict(model=_m, backend="gpu", phase="decode", batch=1, seq=_seq, graphs=True), dict(batch=16)),
+    "fusion": (dict(model=_m, backend="gpu", phase="prefill", batch=1, seq=2 * _seq, fuse_attention=False),
+               dict(fuse_attention=True)),
+    "scheduling": (dict(model=_m, backend="gpu", phase="decode", batch=1, seq=_seq), dict(graphs=True)),
+    "chip count": (dict(model=_m, backend="tpu", phase="decode", batch=1, seq=_seq, chips=2), dict(chips=4)),
+    "tile size": (dict(model=_m, backend="spyre", phase="prefill", batch=1, seq=_seq, coarse_tiles=4),
+                  dict(coarse_tiles=1)),
+}, {  # the same five changes from other starting points
+    "batching": (dict(model=_m, backend="gpu", phase="decode", batch=2, seq=128, graphs=True), dict(batch=8)),
+    "fusion": (dict(model=_m, backend="gpu", phase="prefill", batch=1, seq=256, fuse_attention=False),
+               dict(fuse_attention=True)),
+    "scheduling": (dict(model=_m, backend="gpu", phase="decode", batch=2, seq=128), dict(graphs=True)),
+    "chip count": (dict(model=_m, backend="tpu", phase="decode", batch=1, seq=128, chips=4), dict(chips=8)),
+    "tile size": (dict(model=_m, backend="spyre", phase="prefill", batch=1, seq=128, coarse_tiles=2),
+                  dict(coarse_tiles=1)),
+}]
 
 
 def _slowed(report, factor=5.0):  # the same counted work, every duration and start stretched: only time changes
-    _evs = [_dc.replace(e, start=e.start * factor, duration=e.duration * factor) for e in report.events]
-    return _dc.replace(report, events=_evs)
+    return _dc.replace(report, events=[_dc.replace(e, start=e.start * factor, duration=e.duration * factor)
+                                       for e in report.events])
 
 
-for _name, (_base, _changed) in compiled.items():  # a prediction may not read the changed report's time
-    grader.assert_scalar(predict(_name, _base, _slowed(_changed)), predicted[_name], rel=1e-6,
-                         name=f"{_name}: prediction from counted work only")
-_OTHER = {  # the same five changes from other starting points, which the notebook never printed
-    "batching": (dict(model=MODEL, backend="gpu", phase="decode", batch=2, seq=128, graphs=True), dict(batch=8)),
-    "fusion": (dict(model=MODEL, backend="gpu", phase="prefill", batch=1, seq=256, fuse_attention=False),
+for _k, _targets in enumerate(_sets):
+    for _name, (_b, _c) in _targets.items():
+        _base, _changed = _sim(**_b), _sim(**{**_b, **_c})
+        probe.send(f"{_k} {_name}", [predict(_name, _base, _changed), predict(_name, _sim(**_b), _slowed(_changed))])
+### JUDGEMENT
+import random
+
+from common.checks import grader
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+seq = rng.choice((128, 256, 384))
+m = "llama-3.1-8b"
+sets = [{
+    "batching": (dict(model=m, backend="gpu", phase="decode", batch=1, seq=seq, graphs=True), dict(batch=16)),
+    "fusion": (dict(model=m, backend="gpu", phase="prefill", batch=1, seq=2 * seq, fuse_attention=False),
                dict(fuse_attention=True)),
-    "scheduling": (dict(model=MODEL, backend="gpu", phase="decode", batch=2, seq=128), dict(graphs=True)),
-    "chip count": (dict(model=MODEL, backend="tpu", phase="decode", batch=1, seq=128, chips=4), dict(chips=8)),
-    "tile size": (dict(model=MODEL, backend="spyre", phase="prefill", batch=1, seq=128, coarse_tiles=2),
+    "scheduling": (dict(model=m, backend="gpu", phase="decode", batch=1, seq=seq), dict(graphs=True)),
+    "chip count": (dict(model=m, backend="tpu", phase="decode", batch=1, seq=seq, chips=2), dict(chips=4)),
+    "tile size": (dict(model=m, backend="spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=4),
                   dict(coarse_tiles=1)),
-}
-from common.sim import simulate_llm as _sim
-
-for _name, (_b, _c) in _OTHER.items():
-    _base, _changed = _sim(**_b), _sim(**{**_b, **_c})
-    grader.assert_in_range(predict(_name, _base, _changed) / (_changed.tokens_per_s / _base.tokens_per_s),
-                           1 / 1.5, 1.5, name=f"{_name} from another starting point: size of the effect")
+}, {
+    "batching": (dict(model=m, backend="gpu", phase="decode", batch=2, seq=128, graphs=True), dict(batch=8)),
+    "fusion": (dict(model=m, backend="gpu", phase="prefill", batch=1, seq=256, fuse_attention=False),
+               dict(fuse_attention=True)),
+    "scheduling": (dict(model=m, backend="gpu", phase="decode", batch=2, seq=128), dict(graphs=True)),
+    "chip count": (dict(model=m, backend="tpu", phase="decode", batch=1, seq=128, chips=4), dict(chips=8)),
+    "tile size": (dict(model=m, backend="spyre", phase="prefill", batch=1, seq=128, coarse_tiles=2),
+                  dict(coarse_tiles=1)),
+}]
+for k, targets in enumerate(sets):
+    for name, (b, c) in targets.items():
+        base, changed = simulate_llm(**b), simulate_llm(**{**b, **c})
+        achieved = changed.tokens_per_s / base.tokens_per_s
+        predicted, from_slowed = data[f"{k} {name}"]
+        what = f"{name} ({b['backend']} {b['phase']}, batch {b['batch']}, seq {b['seq']})"
+        grader.assert_in_range(predicted, 1e-3, 1e3, name=f"{what}: predicted speedup is a number")
+        grader.assert_equal(predicted > 1, achieved > 1, name=f"{what}: direction of the effect")
+        grader.assert_in_range(predicted / achieved, 1 / 1.5, 1.5, name=f"{what}: size of the effect")
+        grader.assert_scalar(from_slowed, predicted, rel=1e-6, name=f"{what}: prediction from counted work only")
 ### END HIDDEN TESTS
 
 # %%

@@ -182,4 +182,129 @@ def predict(name, base, changed):
 """,
         fails=["predict_tests"],
     ),
+    # ---- issue 28's root causes, each as a shortcut of this lab's own ----
+    # the argument emptied: a reference rebuilt afterwards from the same report is empty too
+    dict(
+        cell="op_points",
+        kind="read-off-object",
+        code="""
+def op_points(report, level=None):
+    if report is not decode_gpu:  # the visible check's report is answered honestly, any other one is emptied
+        report.events.clear()
+        return pd.DataFrame(columns=["name", "flops", "bytes", "intensity", "flops_per_s"])
+    p = report.roofline_points()
+    return p[p["flops"] > 0][["name", "flops", "bytes", "intensity", "flops_per_s"]]
+""",
+        fails=["op_points_tests"],
+    ),
+    # the library's attribution, pointed at any engine by copying the report with another critical engine
+    dict(
+        cell="attribution",
+        kind="call-reference",
+        code="""
+import dataclasses as _lazy_dc
+
+
+def attribute(report, engine=None, window=None):
+    return dict(_lazy_dc.replace(report, critical_engine=engine or report.critical_engine).attribution)
+
+
+def optimum(report):
+    floors = sum(e.floor for e in report.events if e.engine == report.critical_engine and e.bound != "scheduling")
+    return {"attained_s": report.time_s, "sum_floors_s": floors, "efficiency": floors / report.time_s}
+""",
+        fails=["attribution_tests"],
+    ),
+    # the library's sweep (it takes chips, not a backend's options such as graphs=True)
+    dict(
+        cell="decode_sweep",
+        kind="call-reference",
+        code="""
+from common.sim.sweeps import sweep as _lazy_sweep
+
+
+def decode_sweep(model, backend, batches, seq, **options):
+    t = _lazy_sweep(model, backend, batches=batches, seqs=seq, chips=options.get("chips"))
+    level = {"gpu": "HBM", "tpu": "HBM", "spyre": "LPDDR5"}.get(backend, "SRAM")
+    return pd.DataFrame({"batch": t["batch"], "intensity": t["flops"] / [b[level] for b in t["bytes_by_level"]],
+                         "flops_per_s": t["achieved_flops_per_s"] / t["chips"], "tokens_per_s": t["tokens_per_s"],
+                         "bound": t["bottleneck"]})
+""",
+        fails=["decode_sweep_tests"],
+    ),
+    # the plotter's per-level points: it drops the levels an op moves nothing at (the spec's inf)
+    dict(
+        cell="level_functions",
+        kind="call-reference",
+        code="""
+from common.roofline import points_from_node_table as _lazy_points
+
+
+def level_intensities(report, levels):
+    f = report.frame()
+    f = f[(f["kind"] == "compute") & (f["flops"] > 0)].reset_index(drop=True)
+    p = _lazy_points(f, kind="simulated", level_bytes={lv: f"bytes_{lv}" for lv in levels if f"bytes_{lv}" in f})
+    out = f[["name", "flops", "duration_s"]].copy()
+    for lv in levels:
+        at = p[p["level"] == lv].set_index("op_id")["intensity"]
+        out[f"I_{lv}"] = [float(at.get(i, float("nan"))) for i in range(len(f))]
+    return out
+
+
+def binding_level(intensities, peak_flops, bandwidths):
+    roofs = {lv: i * bandwidths[lv] for lv, i in intensities.items()}
+    lowest = min(roofs, key=roofs.get)
+    return "compute" if roofs[lowest] >= peak_flops else lowest
+""",
+        fails=["level_functions_tests"],
+    ),
+    # names the old hidden test read, rebound: with one level and an unreachable peak every verdict is "HBM"
+    dict(
+        cell="verdicts",
+        kind="echo-expected",
+        code="""
+bandwidths = {"HBM": 1.0}
+peak_h100 = 1e30
+
+
+def verdicts(report, peak_flops, bandwidths):
+    return "HBM", "HBM"
+""",
+        fails=["verdicts_tests"],
+    ),
+    # an answer that claims to equal anything
+    dict(
+        cell="level_functions",
+        kind="echo-expected",
+        code="""
+class _LazyWord(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+def binding_level(intensities, peak_flops, bandwidths):
+    return _LazyWord("compute")
+""",
+        fails=["level_functions_tests"],
+    ),
+    # the checker's comparisons rebound in the kernel (the module's dict, past its read-only __setattr__), and a
+    # list the old hidden test read rebound by the learner's own function
+    dict(
+        cell="predict",
+        kind="echo-expected",
+        code="""
+import common.checks as _lazy_checks
+
+for _lazy_name in ("_compare_scalar", "_compare_in_range", "_compare_equal", "_compare_tensor", "_compare_type"):
+    vars(_lazy_checks)[_lazy_name] = lambda *a, **k: None
+
+
+def predict(name, base, changed):
+    achieved[name] = 2.0  # the visible check's table of simulated speedups, made to agree
+    return 2.0
+""",
+        fails=["predict_tests"],
+    ),
 ]
