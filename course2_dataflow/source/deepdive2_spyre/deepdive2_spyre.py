@@ -157,26 +157,15 @@ check_equal("edges via LPDDR5 = DMA reads of an op's output",
 check_equal("on-chip edges are inside one kernel", bool(EDGES.loc[EDGES["via"] == "LX", "same_kernel"].all()), True)
 print(EDGES.to_string())
 ### BEGIN HIDDEN TESTS
-import pandas as _pd
 import torch as _torch
 from torch._subclasses.fake_tensor import FakeTensorMode as _FTM
 
-from common.checks import grader
+from common.grading.probe import Probe
 from common.sim import graphview as _gv
 from common.sim import simulate as _simulate
 from common.sim.workload import graph_workload as _gw
 
-
-def _ref_edges(_p):
-    _owner = {_o.name: _k for _k in _p.kernels for _o in _k.ops}
-    _out = []
-    for _k in _p.kernels:
-        for _i, _o in enumerate(_k.ops):
-            for _q in _o.in_bytes:
-                if _q in _owner:
-                    _v = "host" if _k.kind == "fallback" else _k.tiling["sdsc"][_i]["inputs_from"][_q]
-                    _out.append((_q, _o.name, _owner[_q] is _k, _v))
-    return _out
+probe = Probe()
 
 
 class _Chain(_torch.nn.Module):  # per-core slices that do not fit a small LX budget: edges spill to LPDDR5
@@ -186,15 +175,55 @@ class _Chain(_torch.nn.Module):  # per-core slices that do not fit a small LX bu
 
 with _FTM():
     _x = _torch.empty(1024, 16384, dtype=_torch.float16)
-_progs = [_gv.attention_report("test", 1, 16).programs[0],
-          _simulate(_gw(_Chain(), (_x,), dtype="fp16"), "spyre", lx_budget_bytes=500_000).programs[0]]
-for _p in _progs:
+_progs = {"test": _gv.attention_report("test", 1, 16).programs[0],
+          "variant": _gv.attention_report("tiny-block", 1 + probe.seed % 2, 8 + probe.seed % 33).programs[0],
+          "spilled": _simulate(_gw(_Chain(), (_x,), dtype="fp16"), "spyre", lx_budget_bytes=500_000).programs[0]}
+for _name, _p in _progs.items():
     _e = edge_table(_p)
-    grader.assert_type(_e, _pd.DataFrame, name="edge_table returns a DataFrame")
-    _mine = [(str(a), str(b), bool(c), str(d)) for a, b, c, d in
-             zip(_e["producer"], _e["consumer"], _e["same_kernel"], _e["via"])]
-    grader.assert_equal(_mine, _ref_edges(_p), name="edges, in program order")
-grader.assert_equal(sorted(set(_e["via"])), ["LPDDR5"], name="a spilled edge inside a kernel goes via LPDDR5")
+    probe.send(_name, {"type": type(_e).__name__, "columns": [str(_c) for _c in _e.columns],
+                       "rows": [list(_r) for _r in _e[["producer", "consumer", "same_kernel", "via"]].itertuples(
+                           index=False)]})
+### JUDGEMENT
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from common.checks import grader
+from common.sim import graphview, simulate
+from common.sim.workload import graph_workload
+
+data, seed = probe.received()
+
+
+class ChainModule(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 2 + 1)
+
+
+def reference_edges(program):
+    owner = {o.name: k for k in program.kernels for o in k.ops}
+    out = []
+    for k in program.kernels:
+        for i, o in enumerate(k.ops):
+            for q in o.in_bytes:
+                if q in owner:
+                    via = "host" if k.kind == "fallback" else k.tiling["sdsc"][i]["inputs_from"][q]
+                    out.append([q, o.name, owner[q] is k, via])
+    return out
+
+
+with FakeTensorMode():
+    big = torch.empty(1024, 16384, dtype=torch.float16)
+programs = {"test": graphview.attention_report("test", 1, 16).programs[0],
+            "variant": graphview.attention_report("tiny-block", 1 + seed % 2, 8 + seed % 33).programs[0],
+            "spilled": simulate(graph_workload(ChainModule(), (big,), dtype="fp16"), "spyre",
+                                lx_budget_bytes=500_000).programs[0]}
+for label, program in programs.items():
+    mine = data[label]
+    grader.assert_equal(mine["type"], "DataFrame", name="edge_table returns a DataFrame")
+    grader.assert_equal(mine["columns"], ["producer", "consumer", "same_kernel", "via"], name="columns")
+    grader.assert_equal(mine["rows"], reference_edges(program), name=f"edges, in program order ({label})")
+grader.assert_equal(sorted({r[3] for r in data["spilled"]["rows"]}), ["LPDDR5"],
+                    name="a spilled edge inside a kernel goes via LPDDR5")
 ### END HIDDEN TESTS
 
 # %%
@@ -262,14 +291,18 @@ for k in PROGRAM.kernels:
 check_equal("read edges", int(SUMMARY["reads"].sum()), int((DMA["direction"] == "LPDDR5->LX").sum()))
 print(SUMMARY.to_string())
 ### BEGIN HIDDEN TESTS
+import random as _random
+
 import pandas as _pd
 import torch as _torch
 from torch._subclasses.fake_tensor import FakeTensorMode as _FTM
 
-from common.checks import grader
+from common.grading.probe import Probe
 from common.sim import graphview as _gv
 from common.sim import simulate as _simulate
 from common.sim.workload import graph_workload as _gw
+
+probe = Probe()
 
 
 class _Chain(_torch.nn.Module):
@@ -277,25 +310,78 @@ class _Chain(_torch.nn.Module):
         return _torch.exp(x * 2 + 1)
 
 
+def _random_edges(seed):   # a made-up DMA table: kernels interleaved, PCIe rows, one-direction kernels
+    rng = _random.Random(seed)
+    dirs = ("LPDDR5->LX", "LX->LPDDR5", "host->LPDDR5", "LPDDR5->host")
+    return _pd.DataFrame([{"kernel": f"k{rng.randint(0, 5)}", "op": f"op{i}", "tensor": f"t{i}",
+                           "direction": rng.choice(dirs), "kind": "input", "bytes": float(128 * rng.randint(1, 999)),
+                           "sticks": 1} for i in range(25)])
+
+
 with _FTM():
     _x = _torch.empty(1024, 16384, dtype=_torch.float16)
-for _r in (_simulate(_gw(_Chain(), (_x,), dtype="fp16"), "spyre", lx_budget_bytes=500_000),
-           _gv.attention_report("test", 2, 24)):
-    _d = _gv.dma_edges(_r.programs[0])
+_tables = {"spilled": _gv.dma_edges(_simulate(_gw(_Chain(), (_x,), dtype="fp16"), "spyre",
+                                             lx_budget_bytes=500_000).programs[0]),
+           "attention": _gv.dma_edges(_gv.attention_report("test", 2, 24).programs[0]),
+           "made_up": _random_edges(probe.seed)}
+for _name, _d in _tables.items():
     _s = dma_summary(_d)
-    grader.assert_type(_s, _pd.DataFrame, name="a DataFrame")
-    _dev = _d[_d["direction"].isin(["LPDDR5->LX", "LX->LPDDR5"])]
-    grader.assert_equal([str(i) for i in _s.index], list(dict.fromkeys(_dev["kernel"])), name="kernels, in order")
-    for _k in _s.index:
-        _rk = _dev[(_dev["kernel"] == _k) & (_dev["direction"] == "LPDDR5->LX")]
-        _wk = _dev[(_dev["kernel"] == _k) & (_dev["direction"] == "LX->LPDDR5")]
-        grader.assert_equal(int(_s.loc[_k, "reads"]), len(_rk), name="reads per kernel")
-        grader.assert_equal(int(_s.loc[_k, "writes"]), len(_wk), name="writes per kernel")
-        grader.assert_scalar(float(_s.loc[_k, "read_bytes"]), float(_rk["bytes"].sum()), rel=1e-9, name="read bytes")
-        grader.assert_scalar(float(_s.loc[_k, "write_bytes"]), float(_wk["bytes"].sum()), rel=1e-9,
-                             name="write bytes")
-    grader.assert_scalar(float(_s["write_bytes"].sum()), float(_r.counters["lx_to_lpddr_bytes"]), rel=1e-9,
-                         name="writes = counter (spills included)")
+    probe.send(_name, {"type": type(_s).__name__, "index": [str(_i) for _i in _s.index],
+                       "columns": [str(_c) for _c in _s.columns],
+                       "values": {str(_c): list(_s[_c]) for _c in _s.columns}})
+### JUDGEMENT
+import random
+
+import pandas as pd
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from common.checks import grader
+from common.sim import graphview, simulate
+from common.sim.workload import graph_workload
+
+data, seed = probe.received()
+
+
+class ChainModule(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 2 + 1)
+
+
+def random_edges(seed):
+    rng = random.Random(seed)
+    dirs = ("LPDDR5->LX", "LX->LPDDR5", "host->LPDDR5", "LPDDR5->host")
+    return pd.DataFrame([{"kernel": f"k{rng.randint(0, 5)}", "op": f"op{i}", "tensor": f"t{i}",
+                          "direction": rng.choice(dirs), "kind": "input", "bytes": float(128 * rng.randint(1, 999)),
+                          "sticks": 1} for i in range(25)])
+
+
+with FakeTensorMode():
+    big = torch.empty(1024, 16384, dtype=torch.float16)
+spilled = simulate(graph_workload(ChainModule(), (big,), dtype="fp16"), "spyre", lx_budget_bytes=500_000)
+tables = {"spilled": graphview.dma_edges(spilled.programs[0]),
+          "attention": graphview.dma_edges(graphview.attention_report("test", 2, 24).programs[0]),
+          "made_up": random_edges(seed)}
+columns = ["reads", "read_bytes", "writes", "write_bytes"]
+for label, table in tables.items():
+    mine = data[label]
+    grader.assert_equal(mine["type"], "DataFrame", name="dma_summary returns a DataFrame")
+    grader.assert_equal(mine["columns"], columns, name="columns")
+    device = [(k, d, b) for k, d, b in zip(table["kernel"], table["direction"], table["bytes"])
+              if d in ("LPDDR5->LX", "LX->LPDDR5")]
+    kernels = list(dict.fromkeys(k for k, _, _ in device))
+    grader.assert_equal(mine["index"], kernels, name=f"kernels, in order of first appearance ({label})")
+    for col, direction in (("reads", "LPDDR5->LX"), ("writes", "LX->LPDDR5")):
+        grader.assert_equal(mine["values"][col], [sum(k == kk and d == direction for k, d, _ in device)
+                                                  for kk in kernels], name=f"{col} per kernel ({label})")
+        grader.assert_tensor(torch.tensor(mine["values"][col.removesuffix("s") + "_bytes"], dtype=torch.float64),
+                             torch.tensor([sum(float(b) for k, d, b in device if k == kk and d == direction)
+                                           for kk in kernels], dtype=torch.float64),
+                             rtol=1e-9, atol=0.0, dtype=torch.float64, name=f"{col} bytes per kernel ({label})")
+grader.assert_scalar(float(sum(data["spilled"]["values"]["write_bytes"])), float(spilled.counters["lx_to_lpddr_bytes"]),
+                     rel=1e-9, name="writes = counter (spills included)")
+grader.assert_scalar(float(sum(data["spilled"]["values"]["read_bytes"])), float(spilled.counters["lpddr_to_lx_bytes"]),
+                     rel=1e-9, name="reads = counter")
 ### END HIDDEN TESTS
 
 # %%
@@ -391,24 +477,54 @@ for row in RESTICK.itertuples():  # the compiler's own count for the restickifie
     check_equal(f"sticks of {row.restickify} {row.view_shape}", stick_plan(row.view_shape, CORES)["sticks"],
                 int(row.sticks_out))
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import random as _random
 
-# (shape, cores, dtype, stick bytes, sticks, padding bytes, busiest core's sticks), counted by hand; the widths
-# 32, 64 and 256 are ones the catalog and the simulator's stick_layout never use
-for _shape, _cores, _dtype, _sb, _sticks, _pad, _per in [
-        ((7,), 1, 'fp32', 128, 1, 100, 1), ((5, 65), 3, 'fp16', 128, 10, 630, 4),
-        ((2, 3, 129), 32, 'int8', 128, 12, 762, 1), ((64, 64), 32, 'bf16', 128, 64, 0, 2),
-        ((5, 65), 3, 'fp16', 64, 15, 310, 5), ((2, 3, 129), 32, 'int8', 256, 6, 762, 1),
-        ((10, 200), 4, 'fp32', 64, 130, 320, 33), ((1, 1, 33), 2, 'fp16', 32, 3, 30, 2),
-        ((64, 64), 32, 'bf16', 256, 64, 8192, 2)]:
-    _m = stick_plan(_shape, _cores, _dtype, _sb)
-    grader.assert_type(_m, dict, name="a dict")
-    grader.assert_equal(_m["sticks"], _sticks, name=f"sticks ({_sb}-byte sticks)")
-    grader.assert_equal(_m["padding_bytes"], _pad, name="padding bytes")
-    grader.assert_equal(_m["device_bytes"], _sticks * _sb, name="device bytes")
-    grader.assert_equal(_m["sticks_per_core"], _per, name="sticks per core (the busiest core)")
-    grader.assert_equal(_m["bytes_per_core"], _per * _sb, name="bytes per core")
-grader.assert_equal(stick_plan((5, 65), 3, "fp16")["sticks"], 10, name="default stick: the catalog's")
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [((7,), 1, "fp32", 128), ((5, 65), 3, "fp16", 128), ((2, 3, 129), 32, "int8", 128), ((64, 64), 32, "bf16", 128),
+          ((5, 65), 3, "fp16", 64), ((2, 3, 129), 32, "int8", 256), ((10, 200), 4, "fp32", 64),
+          ((1, 1, 33), 2, "fp16", 32), ((64, 64), 32, "bf16", 256)]
+_cases += [(tuple(_rng.randint(1, 300) for _ in range(_rng.randint(1, 3))), _rng.randint(1, 32),
+            _rng.choice(("fp16", "bf16", "fp32", "int8")), _rng.choice((32, 64, 96, 256, 512))) for _ in range(4)]
+_keys = ("sticks", "device_bytes", "padding_bytes", "sticks_per_core", "bytes_per_core")
+_plans = [stick_plan(*_c) for _c in _cases] + [stick_plan((5, 65), 3, "fp16")]
+probe.send("types", [type(_p).__name__ for _p in _plans])
+probe.send("plans", [{_k: dict(_p).get(_k) for _k in _keys} for _p in _plans])
+### JUDGEMENT
+import math
+import random
+
+from common.checks import grader
+from common.chips import DTYPE_BYTES
+
+data, seed = probe.received()
+rng = random.Random(seed)
+# (shape, cores, dtype, stick bytes) -> (sticks, padding bytes, busiest core's sticks), counted by hand; the widths
+# 32, 64 and 256 are ones the catalog and the simulator's stick layout never use
+by_hand = [(((7,), 1, "fp32", 128), (1, 100, 1)), (((5, 65), 3, "fp16", 128), (10, 630, 4)),
+           (((2, 3, 129), 32, "int8", 128), (12, 762, 1)), (((64, 64), 32, "bf16", 128), (64, 0, 2)),
+           (((5, 65), 3, "fp16", 64), (15, 310, 5)), (((2, 3, 129), 32, "int8", 256), (6, 762, 1)),
+           (((10, 200), 4, "fp32", 64), (130, 320, 33)), (((1, 1, 33), 2, "fp16", 32), (3, 30, 2)),
+           (((64, 64), 32, "bf16", 256), (64, 8192, 2))]
+drawn = [(tuple(rng.randint(1, 300) for _ in range(rng.randint(1, 3))), rng.randint(1, 32),
+          rng.choice(("fp16", "bf16", "fp32", "int8")), rng.choice((32, 64, 96, 256, 512))) for _ in range(4)]
+for shape, cores, dtype, sb in drawn:   # this learner's shapes, counted by the formula of the spec
+    per_row = math.ceil(shape[-1] * DTYPE_BYTES[dtype] / sb)
+    sticks = math.prod(shape[:-1]) * per_row
+    by_hand.append(((shape, cores, dtype, sb), (sticks, sticks * sb - math.prod(shape) * DTYPE_BYTES[dtype],
+                                                math.ceil(sticks / cores))))
+by_hand.append((((5, 65), 3, "fp16", 128), (10, 630, 4)))   # the default stick: the catalog's 128 bytes
+grader.assert_equal(data["types"], ["dict"] * len(by_hand), name="stick_plan returns a dict")
+grader.assert_equal(len(data["plans"]), len(by_hand), name="one plan per call")
+for ((shape, cores, dtype, sb), (sticks, pad, per)), mine in zip(by_hand, data["plans"]):
+    where = f"{shape} {dtype} on {cores} cores, {sb}-byte sticks"
+    grader.assert_equal(mine["sticks"], sticks, name=f"sticks of {where}")
+    grader.assert_equal(mine["padding_bytes"], pad, name=f"padding bytes of {where}")
+    grader.assert_equal(mine["device_bytes"], sticks * sb, name=f"device bytes of {where}")
+    grader.assert_equal(mine["sticks_per_core"], per, name=f"sticks per core (the busiest core) of {where}")
+    grader.assert_equal(mine["bytes_per_core"], per * sb, name=f"bytes per core of {where}")
 ### END HIDDEN TESTS
 
 # %%
@@ -512,36 +628,65 @@ check_in_range("imbalance = busiest / mean", float(BUSY.max() / BUSY.mean()), 1.
 print(f"SIMULATED busy time per core: max {BUSY.max() * 1e9:.0f} ns (core {int(BUSY.argmax())}), "
       f"mean {BUSY.mean() * 1e9:.0f} ns, imbalance {float(BUSY.max() / BUSY.mean()):.2f}")
 ### BEGIN HIDDEN TESTS
-import torch as _torch
-
-from common.checks import grader
-from common.chips import get_chip as _get_chip
-from common.sim import graphview as _gv
-
 import copy as _copy
 
+from common.chips import get_chip as _get_chip
+from common.grading.probe import Probe
+from common.sim import graphview as _gv
 
-def _resplit(_r, _seed):
+probe = Probe()
+
+
+def _resplit(r, seed):
     """The report as another work division would have left it: each compute event's cores_used redrawn, the
     detail reduced to what the spec reads."""
-    _q = _copy.deepcopy(_r)
-    for _i, _e in enumerate(_q.events):
-        if _e.kind == "compute" and _e.engine == "cores":
-            _e.detail = {"cores_used": 1 + (7 * _i + _seed) % _get_chip("spyre").compute_units}
-    return _q
+    q = _copy.deepcopy(r)
+    for i, e in enumerate(q.events):
+        if e.kind == "compute" and e.engine == "cores":
+            e.detail = {"cores_used": 1 + (7 * i + seed) % _get_chip("spyre").compute_units}
+    return q
 
 
-for _r in (_gv.attention_report("test", 1, 24), _resplit(_gv.attention_report("test", 2, 16), 3),
-           _gv.attention_report("tiny-block", 1, 16, cores=8)):
-    _b = core_busy(_r)
-    _ref = [0.0] * _get_chip("spyre").compute_units
-    for _e in _r.events:
-        if _e.kind == "compute" and _e.engine == "cores":
-            for _c in range(int(_e.detail["cores_used"])):
-                _ref[_c] += _e.duration
-    grader.assert_tensor(_b, _torch.tensor(_ref, dtype=_torch.float64), rtol=1e-9, atol=0.0, dtype=_torch.float64,
-                         name="busy seconds per core")
-grader.assert_equal(float(_b[8:].abs().sum()), 0.0, name="cores beyond the cores option stay idle")
+_reports = {"test": _gv.attention_report("test", 1, 24),
+            "resplit": _resplit(_gv.attention_report("test", 2, 16), probe.seed % 1000),
+            "eight_cores": _gv.attention_report("tiny-block", 1, 16, cores=8),
+            "variant": _gv.attention_report("tiny-block", 1, 8 + probe.seed % 33, cores=1 + probe.seed % 32)}
+for _name, _r in _reports.items():
+    probe.send(_name, core_busy(_r))
+### JUDGEMENT
+import copy
+
+import torch
+
+from common.checks import grader
+from common.chips import get_chip
+from common.sim import graphview
+
+data, seed = probe.received()
+units = get_chip("spyre").compute_units
+
+
+def resplit(report, seed):
+    q = copy.deepcopy(report)
+    for i, e in enumerate(q.events):
+        if e.kind == "compute" and e.engine == "cores":
+            e.detail = {"cores_used": 1 + (7 * i + seed) % units}
+    return q
+
+
+reports = {"test": graphview.attention_report("test", 1, 24),
+           "resplit": resplit(graphview.attention_report("test", 2, 16), seed % 1000),
+           "eight_cores": graphview.attention_report("tiny-block", 1, 16, cores=8),
+           "variant": graphview.attention_report("tiny-block", 1, 8 + seed % 33, cores=1 + seed % 32)}
+for label, report in reports.items():
+    busy = [0.0] * units
+    for e in report.events:
+        if e.kind == "compute" and e.engine == "cores":
+            for c in range(int(e.detail["cores_used"])):
+                busy[c] += e.duration
+    grader.assert_tensor(data[label], torch.tensor(busy, dtype=torch.float64), rtol=1e-9, atol=0.0,
+                         dtype=torch.float64, name=f"busy seconds per core ({label})")
+grader.assert_equal(float(data["eight_cores"][8:].abs().sum()), 0.0, name="cores beyond the cores option stay idle")
 ### END HIDDEN TESTS
 
 # %%
@@ -610,22 +755,35 @@ check_equal("your prediction = the compiler's restickify edges", sorted(PREDICTE
             hint="transposed_inputs minus param_inputs, per op; compare with gv.restickify_edges(PROGRAM)")
 print("predicted restickify edges:", sorted(PREDICTED))
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+from common.grading.probe import Probe
 from common.sim import graphview as _gv5
-from common.sim import simulate as _simulate
 from common.sim.pipeline import decompose as _decompose
 from common.sim.run import make_policy as _mp
 from common.sim.run import op_workload as _opw
 
-for _w in (_opw("sdpa", (1, 2, 64, 32), "fp16"), _opw("matmul", (16, 32, 8), "fp16"),
-           _gv5.attention_workload("test", 1, 8)):
-    _ops = _decompose(_w.segments[0].gm, _mp("spyre"))
-    _mine = predict_restickify(_ops)
-    grader.assert_type(_mine, set, name="a set")
-    _prog = _simulate(_w, "spyre", chips=1).programs[0]
-    _ref = {(next(iter(_o.in_bytes)), _c.name) for _k in _prog.kernels for _o in _k.ops
-            if _o.op == "spyre.restickify" for _c in _k.ops if _o.name in _c.in_bytes}
-    grader.assert_equal(sorted((str(a), str(b)) for a, b in _mine), sorted(_ref), name="restickify edges")
+probe = Probe()
+_workloads = {"sdpa": _opw("sdpa", (1, 2, 64, 32), "fp16"), "matmul": _opw("matmul", (16, 32, 8), "fp16"),
+              "test": _gv5.attention_workload("test", 1, 8),
+              "variant": _gv5.attention_workload("tiny-block", 1 + probe.seed % 2, 8 + probe.seed % 33)}
+for _name, _w in _workloads.items():
+    _mine = predict_restickify(_decompose(_w.segments[0].gm, _mp("spyre")))
+    probe.send(_name, {"type": type(_mine).__name__, "pairs": [list(_pair) for _pair in _mine]})
+### JUDGEMENT
+from common.checks import grader
+from common.sim import graphview, simulate
+from common.sim.run import op_workload
+
+data, seed = probe.received()
+workloads = {"sdpa": op_workload("sdpa", (1, 2, 64, 32), "fp16"), "matmul": op_workload("matmul", (16, 32, 8), "fp16"),
+             "test": graphview.attention_workload("test", 1, 8),
+             "variant": graphview.attention_workload("tiny-block", 1 + seed % 2, 8 + seed % 33)}
+for label, workload in workloads.items():
+    program = simulate(workload, "spyre", chips=1).programs[0]
+    compiled = {(next(iter(o.in_bytes)), c.name) for k in program.kernels for o in k.ops
+                if o.op == "spyre.restickify" for c in k.ops if o.name in c.in_bytes}
+    grader.assert_equal(data[label]["type"], "set", name="predict_restickify returns a set")
+    grader.assert_equal(sorted(data[label]["pairs"]), sorted([a, b] for a, b in compiled),
+                        name=f"restickify edges ({label})")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -17,11 +17,14 @@ learner's kernel. Each function is the spec of its stub, written once:
   ``lpddr_write > 0``, over the plans of non-fallback kernels; sorted.
 * ``fusion_bytes(chain, numel, b)``: (len(chain) * 2 numel b, 2 numel b): each op reads and writes numel
   elements op by op; fused, the chain reads once and writes once.
+* ``mxu_plan(b, m, k, n, mxu, sublanes)``: M padded to the sublane tile, K and N to the MXU edge; passes = b x
+  (K/mxu) x (N/mxu); efficiency = useful / padded MACs.
 * ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)``: the learner's landscape rows (``MY_ROWS``), judged by
   ``common.landscape_rows.vocabulary_misses``: a cell passes when it names a term of the system's mechanism
   (generous synonyms) and none that contradicts it (another system's mechanism: a static machine scheduled at
   run time, a GPU graph in HLO). ``landscape_consistency(rows, tpu, spyre)``: the TPU and Spyre fusion rows must
-  say what the learner's own Part 4 run showed (the fused attention kernel; the bundle cut at a CPU fallback).
+  say what the lab's Part 4 run shows (``part4_reports``: the fused attention kernel; the bundle cut at the causal
+  mask's ``arange``, a CPU fallback), naming that evidence, not only the course's words for the mechanism.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ def dma_edges(program) -> list[tuple[str, str]]:
     return sorted(edges)
 
 
+def mxu_plan(b: int, m: int, k: int, n: int, mxu: int, sublanes: int) -> dict:
+    mp, kp, np_ = -(-m // sublanes) * sublanes, -(-k // mxu) * mxu, -(-n // mxu) * mxu
+    return {"M_padded": mp, "K_padded": kp, "N_padded": np_, "passes": b * (kp // mxu) * (np_ // mxu),
+            "efficiency": m * k * n / (mp * kp * np_)}
+
+
 def qk_intensity(seq: int, head_dim: int, bytes_per_el: float) -> float:
     return 2 * seq * seq * head_dim / (bytes_per_el * (2 * seq * head_dim + seq * seq))
 
@@ -127,7 +136,8 @@ LANDSCAPE_VOCAB = {
     "fusion boundaries": {
         "GPU": ((r"kernel", r"\bfus(e|ed|es|ion)", r"\bgemm", r"cublas", r"cudnn", r"librar", r"triton", r"matmul",
                  r"graph break", r"epilogue", r"flash"),
-                (r"wafer", r"spatial", r"superdsc", r"bundle", r"\bsticks?\b", r"\bmxu\b", r"one (cycle[- ]exact )?program")),
+                (r"wafer", r"spatial", r"superdsc", r"bundle", r"\bsticks?\b", r"\bmxu\b",
+                 r"one (cycle[- ]exact )?program")),
         "TPU": ((r"matmul", r"\bmxu\b", r"\bfus(e|ed|es|ion)", r"epilogue", r"flash", r"attention", r"softmax",
                  r"\bhlo\b", r"\bxla\b", r"\bdot\b", r"convolution"),
                 (r"wafer", r"superdsc", r"bundle", r"fallback", r"wavelet")),
@@ -137,7 +147,8 @@ LANDSCAPE_VOCAB = {
         "LPU": ((r"whole (graph|model|program)", r"one (single )?program", r"single program", r"entire", r"\bcycle",
                  r"no (fusion )?boundar", r"everything", r"all (the )?ops", r"chip[- ]to[- ]chip", r"across chips",
                  r"nothing"),
-                (r"kernel launch", r"fallback", r"graph break", r"bundle", r"wafer", r"\bhbm\b", r"superdsc", r"eager")),
+                (r"kernel launch", r"fallback", r"graph break", r"bundle", r"wafer", r"\bhbm\b", r"superdsc",
+                 r"eager")),
         "Spyre": ((r"fallback", r"\bcpu\b", r"\bhost", r"graph[- ]break", r"bundle", r"unsupported", r"\blx\b",
                    r"scratchpad", r"\bdma\b", r"\bsticks?\b", r"restickify"),
                   (r"wafer", r"cycle[- ]exact", r"\bmxu\b", r"flash", r"wavelet", r"\bhbm\b")),
@@ -162,17 +173,46 @@ LANDSCAPE_VOCAB = {
 }
 
 
+def part4_reports(d_model: int = 256, heads: int = 4, batch: int = 2, seq: int = 32):
+    """The TPU and Spyre reports of the lab's Part 4 (the block's attention, FAST shapes), simulated here on fake
+    tensors: the same programs ``run_each`` compiles in the notebook, without the learner's objects."""
+    import torch
+    from torch import nn
+
+    from common.models import TinyTransformerBlock
+    from common.sim import simulate
+    from common.sim.run import make_policy
+    from common.sim.workload import graph_workload
+
+    class AttentionPart(nn.Module):
+        def __init__(self, block):
+            super().__init__()
+            self.block = block
+
+        def forward(self, h):  # h: (B, T, d_model)
+            return self.block.attention(h)
+
+    workload = graph_workload(AttentionPart(TinyTransformerBlock(d_model, heads).eval()),
+                              (torch.zeros(batch, seq, d_model),))
+    return tuple(simulate(workload, b, dtype=make_policy(b).dtype) for b in ("tpu", "spyre"))
+
+
 def landscape_consistency(rows, tpu_report, spyre_report) -> list[str]:
-    """The fusion rows that disagree with the learner's own Part 4 run: a TPU program holding an attention kernel
-    must be described as fusing the attention (flash attention, softmax); a Spyre program with a CPU fallback as
-    cutting its bundles there."""
+    """The fusion rows that disagree with Part 4's run: a TPU program holding an attention kernel must be described
+    as fusing the attention (flash attention, softmax); a Spyre program with a CPU fallback as cutting its bundles
+    there, naming the op that fell back (the evidence of the run, e.g. the causal mask's arange)."""
     fusion = rows.get("fusion boundaries", {}) if isinstance(rows, dict) else {}
     problems = []
     if any(k.kind == "attention" for k in tpu_report.programs[0].kernels):
         if not re.search(r"flash|attention|softmax", str(fusion.get("TPU", "")), re.IGNORECASE):
             problems.append("TPU: the attention became one fused kernel in Part 4")
-    if spyre_report.counters.get("fallback_count", 0) > 0:
-        if not re.search(r"fallback|\bcpu\b|\bhost|graph[- ]break|unsupported", str(fusion.get("Spyre", "")),
-                         re.IGNORECASE):
+    fallback_ops = {o.op.removeprefix("aten.") for k in spyre_report.programs[0].kernels if k.kind == "fallback"
+                    for o in k.ops}
+    if fallback_ops:
+        spyre = str(fusion.get("Spyre", ""))
+        if not re.search(r"fallback|\bcpu\b|\bhost|graph[- ]break|unsupported", spyre, re.IGNORECASE):
             problems.append("Spyre: a bundle ended at the CPU fallback in Part 4")
+        named = "|".join(re.escape(op) for op in sorted(fallback_ops))
+        if not re.search(rf"\b({named})\b|\bmask", spyre, re.IGNORECASE):
+            problems.append("Spyre: name the op that fell back to the CPU in Part 4 (where the bundle stopped)")
     return problems

@@ -137,10 +137,52 @@ check_equal("call_module nodes of the block", stats.get("call_module"), 8, hint=
 check_equal("nodes of the block", stats.get("nodes"), len(gm.graph.nodes))
 print(stats)
 ### BEGIN HIDDEN TESTS
+import torch as _torch
+import torch.fx as _fx
+
+from common.grading.probe import Probe
+from common.models import TinyTransformerBlock as _TB
+
+probe = Probe()  # this half runs in the learner's kernel: fresh graphs in, plain data out
+_d, _h = 16 * (1 + probe.seed % 4), 2 ** (probe.seed // 4 % 3)
+
+
+class _WithAttr(_torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = _torch.nn.Parameter(_torch.ones(3))
+
+    def forward(self, a, b):
+        c = a * self.w + b
+        return c.sum(-1), _torch.relu(c) * c
+
+
+for _name, _m in (("block", _TB(256, 4)), ("with_attr", _WithAttr()),
+                  ("variant", _TB(_d, _h, causal=bool(probe.seed % 2)))):
+    probe.send(_name, graph_stats(_fx.symbolic_trace(_m)))
+probe.send("example", graph_stats(_fx.symbolic_trace(lambda x: _torch.relu(x) * x)))
+### JUDGEMENT
+import torch
+import torch.fx as fx
+
 from common.checks import grader
+from common.models import TinyTransformerBlock
+
+data, seed = probe.received()
+d, h = 16 * (1 + seed % 4), 2 ** (seed // 4 % 3)
 
 
-def _ref(g):
+class WithAttr(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, a, b):
+        c = a * self.w + b
+        return c.sum(-1), torch.relu(c) * c
+
+
+def reference(g):
     out = dict.fromkeys(("placeholder", "get_attr", "call_function", "call_method", "call_module", "output"), 0)
     for n in g.graph.nodes:
         out[n.op] += 1
@@ -149,18 +191,11 @@ def _ref(g):
     return out
 
 
-class _WithAttr(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = nn.Parameter(torch.ones(3))
-
-    def forward(self, a, b):
-        c = a * self.w + b
-        return c.sum(-1), torch.relu(c) * c
-
-
-for _g in (gm, fx.symbolic_trace(_WithAttr()), fx.symbolic_trace(TinyTransformerBlock(32, 2, causal=False))):
-    grader.assert_equal(graph_stats(_g), _ref(_g), name="graph_stats")
+for name, m in (("block", TinyTransformerBlock(256, 4)), ("with_attr", WithAttr()),
+                ("variant", TinyTransformerBlock(d, h, causal=bool(seed % 2)))):
+    grader.assert_equal(data[name], reference(fx.symbolic_trace(m)), name=f"graph_stats of {name}")
+grader.assert_equal(data["example"], {"placeholder": 1, "get_attr": 0, "call_function": 2, "call_method": 0,
+                                      "call_module": 0, "output": 1, "nodes": 4, "edges": 4}, name="worked example")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -213,21 +248,53 @@ check_equal("every bound agrees with its own intensity and the ridge",
             True, hint="compute iff intensity >= peak / bandwidth")
 print(table.to_string(index=False))
 ### BEGIN HIDDEN TESTS
-from answers import node_annotations as _ref
-from common.checks import grader
+import torch as _torch
+import torch.fx as _fx
 
-torch.manual_seed(3)
-_g = fx.symbolic_trace(TinyTransformerBlock(64, 2))
-_xa = torch.randn(3, 24, 64)
-# rooflines no catalog chip has (ridges 7.3, 41 and 160 FLOP/B): the bound must come from the arguments
-for _peak, _bw in ((2.2e13, 3.0e12), (5.0e13, 1.22e12), (4.0e14, 2.5e12)):
-    _t = node_annotations(_g, (_xa,), _peak, _bw)
-    _r = _ref(_g, (_xa,), _peak, _bw)
-    grader.assert_equal(list(_t["node"]), list(_r["node"]), name="rows")
-    grader.assert_equal(list(_t["bound"]), list(_r["bound"]), name=f"bound at ridge {_peak / _bw:.3g}")
-    grader.assert_tensor(torch.tensor(_t["bytes"].to_numpy(float)), torch.tensor(_r["bytes"].to_numpy(float)),
-                         rtol=1e-9, atol=0.0, dtype=torch.float64, name="bytes")
-    grader.assert_equal([tuple(s) for s in _t["shape"]], [tuple(s) for s in _r["shape"]], name="shapes")
+from common.chips import get_chip as _get_chip
+from common.grading.probe import Probe
+from common.models import TinyTransformerBlock as _TB
+
+probe = Probe()
+_torch.manual_seed(probe.seed)
+_g = _fx.symbolic_trace(_TB(64, 2))
+_xa = _torch.randn(1 + probe.seed % 3, 8 * (2 + probe.seed // 3 % 4), 64)
+_h100 = _get_chip("h100-sxm")
+# rooflines no catalog chip has (ridges 7.3, 41, 160 and one per learner), and the lab's catalog chip
+_roofs = ((2.2e13, 3.0e12), (5.0e13, 1.22e12), (4.0e14, 2.5e12), ((3 + probe.seed % 97) * 1e12, 1.0e12),
+          (_h100.compute_peak("fp32")[0], _h100.main_memory.bandwidth))
+for _i, (_peak, _bw) in enumerate(_roofs):
+    _tab = node_annotations(_g, (_xa,), _peak, _bw)
+    probe.send(f"roof{_i}", {"columns": [str(c) for c in _tab.columns],
+                             "values": {str(c): list(_tab[c]) for c in _tab.columns}})
+### JUDGEMENT
+import torch
+import torch.fx as fx
+
+from answers import node_annotations as reference
+from common.checks import grader
+from common.chips import get_chip
+from common.models import TinyTransformerBlock
+
+data, seed = probe.received()
+torch.manual_seed(seed)
+traced = fx.symbolic_trace(TinyTransformerBlock(64, 2))
+xa = torch.randn(1 + seed % 3, 8 * (2 + seed // 3 % 4), 64)
+h100 = get_chip("h100-sxm")
+roofs = ((2.2e13, 3.0e12), (5.0e13, 1.22e12), (4.0e14, 2.5e12), ((3 + seed % 97) * 1e12, 1.0e12),
+         (h100.compute_peak("fp32")[0], h100.main_memory.bandwidth))
+columns = ["node", "op", "shape", "flops", "bytes", "intensity", "bound"]
+for i, (peak, bw) in enumerate(roofs):
+    mine, ref = data[f"roof{i}"], reference(traced, (xa,), peak, bw)
+    grader.assert_equal(mine["columns"], columns, name="columns")
+    got = mine["values"]
+    grader.assert_equal(got["node"], list(ref["node"]), name="rows: the nodes that do work, in graph order")
+    grader.assert_equal(got["op"], list(ref["op"]), name="op names")
+    grader.assert_equal(got["shape"], [list(s) for s in ref["shape"]], name="shapes")
+    for col in ("flops", "bytes", "intensity"):
+        grader.assert_tensor(torch.tensor(got[col], dtype=torch.float64), torch.tensor(ref[col].to_numpy(float)),
+                             rtol=1e-9, atol=0.0, dtype=torch.float64, name=col)
+    grader.assert_equal(got["bound"], list(ref["bound"]), name=f"bound at ridge {peak / bw:.3g} FLOP/B")
 ### END HIDDEN TESTS
 
 # %%
@@ -282,11 +349,23 @@ check_equal("intensity grows with seq", all(a < b for a, b in zip(_grows, _grows
 check_equal("the written scores cap it below 2 * head_dim / bytes_per_el", all(v < 2 * 64 / 2 for v in _grows), True,
             hint="the seq x seq scores are written once")
 ### BEGIN HIDDEN TESTS
-from answers import qk_intensity as _ref
+from common.grading.probe import Probe
+
+probe = Probe()
+_cases = [(2, 1, 4), (512, 128, 2), (8192, 64, 1), (3000, 80, 4), (128, 256, 2), (65536, 128, 2),
+          (100 + probe.seed % 5000, 16 * (1 + probe.seed % 9), (1, 2, 4)[probe.seed % 3])]
+probe.send("values", [qk_intensity(*_c) for _c in _cases])
+### JUDGEMENT
+from answers import qk_intensity as reference
 from common.checks import grader
 
-for _s, _d, _b in ((512, 128, 2), (8192, 64, 1), (3000, 80, 4), (128, 256, 2), (65536, 128, 2)):
-    grader.assert_scalar(qk_intensity(_s, _d, _b), _ref(_s, _d, _b), rel=1e-9, name=f"seq {_s}, head_dim {_d}")
+data, seed = probe.received()
+cases = [(2, 1, 4), (512, 128, 2), (8192, 64, 1), (3000, 80, 4), (128, 256, 2), (65536, 128, 2),
+         (100 + seed % 5000, 16 * (1 + seed % 9), (1, 2, 4)[seed % 3])]
+grader.assert_equal(len(data["values"]), len(cases), name="one value per call")
+for (s, d, b), value in zip(cases, data["values"]):
+    grader.assert_type(value, float, name="qk_intensity returns a float")
+    grader.assert_scalar(value, reference(s, d, b), rel=1e-9, name=f"seq {s}, head_dim {d}, {b}-byte elements")
 ### END HIDDEN TESTS
 
 # %%
@@ -329,12 +408,25 @@ check_equal("worked example", fusion_bytes(["a", "b", "c"], 10, 2), (120, 40))
 check_equal("fusing one op saves nothing", fusion_bytes(CHAIN[:1], 1000, 4)[0] == fusion_bytes(CHAIN[:1], 1000, 4)[1],
             True)
 ### BEGIN HIDDEN TESTS
-from answers import fusion_bytes as _ref
+from common.grading.probe import Probe
+
+probe = Probe()
+_cases = [(3, 10, 2), (1, 1000, 4), (7, 4096, 2), (2, 10**6, 4), (12, 333, 1), (1, 50, 8), (5, 2**20, 2),
+          (1 + probe.seed % 17, 1 + probe.seed % 100_003, (1, 2, 4, 8)[probe.seed % 4])]
+_out = [fusion_bytes(["op"] * _n, _numel, _b) for _n, _numel, _b in _cases]
+probe.send("is_tuple", [isinstance(_o, tuple) for _o in _out])
+probe.send("values", _out)
+### JUDGEMENT
+from answers import fusion_bytes as reference
 from common.checks import grader
 
-for _n, _numel, _b in ((7, 4096, 2), (2, 10**6, 4), (12, 333, 1), (1, 50, 8), (5, 2**20, 2)):
-    grader.assert_equal(fusion_bytes(["op"] * _n, _numel, _b), _ref(["op"] * _n, _numel, _b),
-                        name=f"{_n} ops on {_numel} elements of {_b} B")
+data, seed = probe.received()
+cases = [(3, 10, 2), (1, 1000, 4), (7, 4096, 2), (2, 10**6, 4), (12, 333, 1), (1, 50, 8), (5, 2**20, 2),
+         (1 + seed % 17, 1 + seed % 100_003, (1, 2, 4, 8)[seed % 4])]
+grader.assert_equal(data["is_tuple"], [True] * len(cases), name="fusion_bytes returns a tuple")
+for (n, numel, b), value in zip(cases, data["values"], strict=True):
+    grader.assert_equal([type(v).__name__ for v in value], ["int", "int"], name="two ints")
+    grader.assert_equal(value, list(reference(["op"] * n, numel, b)), name=f"{n} ops on {numel} elements of {b} B")
 ### END HIDDEN TESTS
 
 # %%
@@ -416,24 +508,62 @@ check_equal("the firing order differs from the graph's listing order", trace != 
             True, hint="a FIFO queue of ready nodes, not a walk over gm.graph.nodes")
 print("firing order:", " -> ".join(trace))
 ### BEGIN HIDDEN TESTS
-from answers import run_tokens as _ref
-from common.checks import grader
+import torch as _torch
+import torch.fx as _fx
+
+from common.grading.probe import Probe
+from common.models import TinyTransformerBlock as _TB
+
+probe = Probe()
 
 
 def _f(a, b):
+    h = a * 2
+    g = _torch.relu(h) + h * b
+    return g.sum(-1) + _torch.ones(3).sum(), g
+
+
+_torch.manual_seed(probe.seed)
+_small, _big = _TB(32, 2).eval(), _TB(256, 4).eval()
+_gen = _torch.Generator().manual_seed(probe.seed)
+_cases = {"f": (_fx.symbolic_trace(_f), (_torch.randn(4, 3, generator=_gen), _torch.randn(4, 3, generator=_gen))),
+          "small": (_fx.symbolic_trace(_small), (_torch.randn(2, 5, 32, generator=_gen),)),
+          "block": (_fx.symbolic_trace(_big), (_torch.randn(1, 3 + probe.seed % 6, 256, generator=_gen),))}
+for _name, (_g, _args) in _cases.items():
+    with _torch.no_grad():
+        _o, _t = run_dataflow(_g, *_args)
+    probe.send(_name, {"trace": list(_t), "out": list(_o) if isinstance(_o, (tuple, list)) else [_o]})
+### JUDGEMENT
+import torch
+import torch.fx as fx
+
+from answers import run_tokens as reference
+from common.checks import grader
+from common.models import TinyTransformerBlock
+
+data, seed = probe.received()
+
+
+def f(a, b):
     h = a * 2
     g = torch.relu(h) + h * b
     return g.sum(-1) + torch.ones(3).sum(), g
 
 
-for _g, _args in ((fx.symbolic_trace(_f), (torch.randn(4, 3), torch.randn(4, 3))),
-                  (fx.symbolic_trace(TinyTransformerBlock(32, 2).eval()), (torch.randn(2, 5, 32),)),
-                  (gm, (torch.randn(1, 7, D_MODEL),))):
-    _o, _t = run_dataflow(_g, *_args)
-    _ro, _rt = _ref(_g, *_args)
-    grader.assert_equal(_t, _rt, name="firing order")
-    for _a, _b in zip(_o if isinstance(_o, tuple) else (_o,), _ro if isinstance(_ro, tuple) else (_ro,)):
-        grader.assert_tensor(_a, _b, atol=0.0, rtol=0.0, name="output")
+torch.manual_seed(seed)
+small, big = TinyTransformerBlock(32, 2).eval(), TinyTransformerBlock(256, 4).eval()
+gen = torch.Generator().manual_seed(seed)
+cases = {"f": (fx.symbolic_trace(f), (torch.randn(4, 3, generator=gen), torch.randn(4, 3, generator=gen))),
+         "small": (fx.symbolic_trace(small), (torch.randn(2, 5, 32, generator=gen),)),
+         "block": (fx.symbolic_trace(big), (torch.randn(1, 3 + seed % 6, 256, generator=gen),))}
+for name, (graph, args) in cases.items():
+    with torch.no_grad():
+        ref_out, ref_trace = reference(graph, *args)
+    ref_out = list(ref_out) if isinstance(ref_out, tuple) else [ref_out]
+    grader.assert_equal(data[name]["trace"], ref_trace, name=f"firing order ({name})")
+    grader.assert_equal(len(data[name]["out"]), len(ref_out), name=f"number of outputs ({name})")
+    for mine, ref in zip(data[name]["out"], ref_out):
+        grader.assert_tensor(mine, ref, atol=1e-6, rtol=1e-5, name=f"output ({name})")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -464,16 +594,25 @@ from common.checks import check_type
 check_type("CHAIN_ROUNDS", CHAIN_ROUNDS, int)
 check_type("CHAIN_STALLS", CHAIN_STALLS, int)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.dataflow import StreamGraph as _SG, run_stream as _rs
+from common.grading.probe import Probe
 
-_sg = _SG(1)
-_sg.add("src", None, items=list(range(5)))
-_sg.add("a", lambda v: v, ["src"])
-_sg.add("b", lambda v: v, ["a"])
-_r = _rs(_sg)
-grader.assert_equal(CHAIN_ROUNDS, _r.rounds, name="rounds")
-grader.assert_equal(CHAIN_STALLS, _r.total_stalls, name="stalls")
+probe = Probe()
+probe.send("rounds", CHAIN_ROUNDS)
+probe.send("stalls", CHAIN_STALLS)
+### JUDGEMENT
+from common.checks import grader
+from common.dataflow import StreamGraph, run_stream
+
+data, seed = probe.received()
+chain_graph = StreamGraph(1)
+chain_graph.add("src", None, items=list(range(5)))
+chain_graph.add("a", lambda v: v, ["src"])
+chain_graph.add("b", lambda v: v, ["a"])
+run = run_stream(chain_graph)
+grader.assert_type(data["rounds"], int, name="CHAIN_ROUNDS is an int")
+grader.assert_type(data["stalls"], int, name="CHAIN_STALLS is an int")
+grader.assert_equal(data["rounds"], run.rounds, name="rounds")
+grader.assert_equal(data["stalls"], run.total_stalls, name="stalls")
 ### END HIDDEN TESTS
 
 # %%
@@ -542,16 +681,28 @@ with torch.no_grad():
     check_equal("stalls with your capacities", wide.total_stalls, 0)
     check_tensor("streamed output vs eager", torch.cat(wide.outputs["output"]), block(xs), atol=1e-5, rtol=1e-5)
 ### BEGIN HIDDEN TESTS
-from answers import skew_capacities as _ftc
-from common.checks import grader
+import random as _random
+
+import torch as _torch
+import torch.fx as _fx
+
 from common.dataflow import StreamGraph as _SG, stream_from_fx as _sfx
+from common.grading.probe import Probe
+from common.models import TinyTransformerBlock as _TB
+
+probe = Probe()
 
 
-def _items(caps):
-    return sorted((u, v, c) for (u, v), c in caps.items())
+def _random_stream(seed):   # a layered DAG of rate-1 actors with skip edges, one per learner
+    rng = _random.Random(seed)
+    sg, names = _SG(1), ["s"]
+    sg.add("s", None, items=[1, 2, 3])
+    for i in range(1, 10):
+        sg.add(f"n{i}", lambda *v: sum(v), rng.sample(names, min(len(names), rng.randint(1, 3))))
+        names.append(f"n{i}")
+    return sg
 
 
-grader.assert_equal(_items(skew_capacities(sg)), _items(_ftc(sg)), name="block capacities")
 _d = _SG(1)
 _d.add("s", None, items=[1, 2, 3])
 _d.add("p", abs, ["s"])
@@ -559,11 +710,60 @@ _d.add("q", abs, ["p"])
 _d.add("r", abs, ["q"])
 _d.add("j", lambda u, v, w: u + v + w, ["s", "r", "p"])
 _d.add("k", abs, ["j"])
-grader.assert_equal(_items(skew_capacities(_d)), _items(_ftc(_d)), name="diamond")
-grader.assert_equal(skew_capacities(_d)[("s", "j")], 5, name="skip edge s->j")
-_g = fx.symbolic_trace(lambda a: torch.relu(a * 2) + a)
-_s = _sfx(_g, [(torch.ones(2),)] * 3)
-grader.assert_equal(_items(skew_capacities(_s)), _items(_ftc(_s)), name="small graph")
+_torch.manual_seed(probe.seed)
+_blk = _fx.symbolic_trace(_TB(32, 2).eval())
+_graphs = {"diamond": _d, "random": _random_stream(probe.seed),
+           "small": _sfx(_fx.symbolic_trace(lambda a: _torch.relu(a * 2) + a), [(_torch.ones(2),)] * 3),
+           "block": _sfx(_blk, [(_torch.randn(1, 6, 32),) for _ in range(3)])}
+for _name, _sg in _graphs.items():
+    with _torch.no_grad():
+        probe.send(_name, [[_u, _v, _c] for (_u, _v), _c in skew_capacities(_sg).items()])
+### JUDGEMENT
+import random
+
+import torch
+import torch.fx as fx
+
+from answers import skew_capacities as reference
+from common.checks import grader
+from common.dataflow import StreamGraph, run_stream, stream_from_fx
+from common.models import TinyTransformerBlock
+
+data, seed = probe.received()
+
+
+def random_stream(seed):
+    rng = random.Random(seed)
+    stream, names = StreamGraph(1), ["s"]
+    stream.add("s", None, items=[1, 2, 3])
+    for i in range(1, 10):
+        stream.add(f"n{i}", lambda *v: sum(v), rng.sample(names, min(len(names), rng.randint(1, 3))))
+        names.append(f"n{i}")
+    return stream
+
+
+d = StreamGraph(1)
+d.add("s", None, items=[1, 2, 3])
+d.add("p", abs, ["s"])
+d.add("q", abs, ["p"])
+d.add("r", abs, ["q"])
+d.add("j", lambda u, v, w: u + v + w, ["s", "r", "p"])
+d.add("k", abs, ["j"])
+torch.manual_seed(seed)
+blk = fx.symbolic_trace(TinyTransformerBlock(32, 2).eval())
+graphs = {"diamond": d, "random": random_stream(seed),
+          "small": stream_from_fx(fx.symbolic_trace(lambda a: torch.relu(a * 2) + a), [(torch.ones(2),)] * 3),
+          "block": stream_from_fx(blk, [(torch.randn(1, 6, 32),) for _ in range(3)])}
+for name, stream in graphs.items():
+    mine = data[name]
+    grader.assert_equal(sorted(type(c).__name__ for _, _, c in mine), ["int"] * len(stream.edges),
+                        name=f"one int capacity per edge ({name})")
+    grader.assert_equal(sorted(mine), sorted([u, v, c] for (u, v), c in reference(stream).items()),
+                        name=f"capacities ({name})")
+grader.assert_equal({(u, v): c for u, v, c in data["diamond"]}.get(("s", "j")), 5, name="skip edge s->j")
+with torch.no_grad():
+    run = run_stream(graphs["random"].set_capacity({(u, v): c for u, v, c in data["random"]}), keep_trace=False)
+grader.assert_equal(run.total_stalls, 0, name="stalls with your capacities")
 ### END HIDDEN TESTS
 
 # %%
@@ -704,20 +904,81 @@ for P in (2, 4):
                    mine.makespan / max(cp_g, g.total_work() / P), 1.0 - 1e-9, 2.0,
                    hint="list scheduling is within 2x of the bound (Graham); far above it, a PE sits idle")
 ### BEGIN HIDDEN TESTS
-from answers import list_schedule as _ls
-from common.checks import grader
-from common.schedule import random_dag as _rd
+import torch as _torch
+import torch.fx as _fx
 
-for _seed, _P in ((0, 1), (1, 3), (2, 5), (3, 2)):
-    _g = _rd(35, width=4 + _seed, seed=_seed)
+from common.costs import annotate as _annotate
+from common.grading.probe import Probe
+from common.models import TinyTransformerBlock as _TB
+from common.schedule import from_edges as _fe, random_dag as _rd, task_graph as _tg
+
+probe = Probe()
+
+
+class _Requests(_torch.nn.Module):   # prompts of different lengths through one block
+    def __init__(self, block, lengths):
+        super().__init__()
+        self.block, self.lengths = block, tuple(lengths)
+
+    def forward(self, x):
+        return [self.block(x[i:i + 1, :t]) for i, t in enumerate(self.lengths)]
+
+
+_lengths = (8, 16 + 8 * (probe.seed % 3), 40)
+_req = _fx.symbolic_trace(_Requests(_TB(64, 2), _lengths))
+_annotate(_req, _torch.zeros(len(_lengths), max(_lengths), 64))
+_cases = {"hand": (_fe({"a": 2.0, "b": 5.0, "c": 1.0, "d": 1.0, "e": 3.0},
+                       [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e")]), 2),
+          "requests": (_tg(_req, "h100-sxm", "fp32"), 3)}
+for _i, _P in enumerate((1, 3, 5, 2)):
+    _cases[f"random{_i}"] = (_rd(35, width=4 + _i, seed=probe.seed % 10_000 + _i), _P)
+for _name, (_g, _P) in _cases.items():
     _m = static_list_schedule(_g, _P)
-    _m.validate(_g)
-    _r = _ls(_g, _P)
-    grader.assert_equal({n: (s.pe, round(s.start, 9), round(s.end, 9)) for n, s in _m.slots.items()},
-                        {n: (s.pe, round(s.start, 9), round(s.end, 9)) for n, s in _r.slots.items()},
-                        name=f"schedule of random graph {_seed} on {_P} PEs")
-_m = static_list_schedule(g, 3)
-grader.assert_equal(_m.order(), _ls(g, 3).order(), name="order per PE on the block requests")
+    probe.send(_name, {"type": type(_m).__name__,
+                       "slots": {str(_n): [_s.pe, _s.start, _s.end] for _n, _s in _m.slots.items()}})
+### JUDGEMENT
+import torch
+import torch.fx as fx
+
+from answers import list_schedule as reference
+from common.checks import grader
+from common.costs import annotate
+from common.models import TinyTransformerBlock
+from common.schedule import Schedule, Slot, from_edges, random_dag, task_graph
+
+data, seed = probe.received()
+
+
+class RequestBatch(torch.nn.Module):
+    def __init__(self, block, lengths):
+        super().__init__()
+        self.block, self.lengths = block, tuple(lengths)
+
+    def forward(self, x):
+        return [self.block(x[i:i + 1, :t]) for i, t in enumerate(self.lengths)]
+
+
+lengths = (8, 16 + 8 * (seed % 3), 40)
+req = fx.symbolic_trace(RequestBatch(TinyTransformerBlock(64, 2), lengths))
+annotate(req, torch.zeros(len(lengths), max(lengths), 64))
+cases = {"hand": (from_edges({"a": 2.0, "b": 5.0, "c": 1.0, "d": 1.0, "e": 3.0},
+                             [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e")]), 2),
+         "requests": (task_graph(req, "h100-sxm", "fp32"), 3)}
+for i, pes in enumerate((1, 3, 5, 2)):
+    cases[f"random{i}"] = (random_dag(35, width=4 + i, seed=seed % 10_000 + i), pes)
+for name, (graph, pes) in cases.items():
+    mine = data[name]
+    grader.assert_equal(mine["type"], "Schedule", name="static_list_schedule returns a Schedule")
+    grader.assert_equal(sorted(mine["slots"]), sorted(graph.tasks), name=f"every task has one slot ({name})")
+    try:
+        Schedule({n: Slot(n, int(pe), float(s), float(e)) for n, (pe, s, e) in mine["slots"].items()},
+                 pes, "static").validate(graph)
+    except Exception as err:  # noqa: BLE001 (validate names the violation)
+        raise AssertionError(f"hidden test 'a valid schedule ({name})' failed: {err}") from None
+    ref = reference(graph, pes)
+    grader.assert_equal({n: [pe, round(s, 9), round(e, 9)] for n, (pe, s, e) in mine["slots"].items()},
+                        {n: [sl.pe, round(sl.start, 9), round(sl.end, 9)] for n, sl in ref.slots.items()},
+                        name=f"list schedule ({name}, {pes} PEs)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -883,26 +1144,43 @@ check_equal("MXU passes of the attention kernel", sum(mxu_plan(*s, *V5E)["passes
 print(f"QK^T uses {qk['efficiency']:.1%} of the MXU work it pays for: head_dim {D_MODEL // N_HEADS} pads to "
       f"{qk['K_padded']}")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim import simulate_op as _so
+from common.chips import get_chip as _get_chip
+from common.grading.probe import Probe
 
-_v6e = (int(get_chip("tpu-v6e").fact("mxu_dim")), int(get_chip("tpu-v6e").fact("sublanes")))
-for _shape in ((129, 129, 129), (257, 1000, 70), (8, 4096, 300)):   # the simulated compiler agrees on a real chip
-    _t = _so("matmul", _shape, "tpu", chip="tpu-v6e").programs[0].kernels[0].tiling
-    _p = mxu_plan(1, *_shape, *_v6e)
-    grader.assert_equal((_p.get("M_padded"), _p.get("K_padded"), _p.get("N_padded"), _p.get("passes")),
-                        (_t["M_padded"], _t["K_padded"], _t["N_padded"], _t["mxu_passes"]), name=f"v6e {_shape}")
-    grader.assert_scalar(_p.get("efficiency"), _shape[0] * _shape[1] * _shape[2] /
-                         (_t["M_padded"] * _t["K_padded"] * _t["N_padded"]), rel=1e-9, name="efficiency")
-grader.assert_equal(mxu_plan(6, 10, 20, 300, 128, 8).get("passes"), 6 * 3, name="batched passes")
-# arrays no catalog chip has, counted by hand: (b, m, k, n, mxu, sublanes) -> M, K, N padded, passes
-for _args, _want in (((1, 100, 300, 70, 96, 16), (112, 384, 96, 4)), ((3, 33, 64, 65, 32, 4), (36, 64, 96, 18)),
-                     ((2, 7, 513, 200, 512, 2), (8, 1024, 512, 4))):
-    _p = mxu_plan(*_args)
-    grader.assert_equal((_p.get("M_padded"), _p.get("K_padded"), _p.get("N_padded"), _p.get("passes")), _want,
-                        name=f"a {_args[4]}x{_args[4]} array with {_args[5]} sublanes")
-    grader.assert_scalar(_p.get("efficiency"), _args[1] * _args[2] * _args[3] / (_want[0] * _want[1] * _want[2]),
-                         rel=1e-9, name="efficiency")
+probe = Probe()
+_v5e = (int(_get_chip("tpu-v5e").fact("mxu_dim")), int(_get_chip("tpu-v5e").fact("sublanes")))
+_v6e = (int(_get_chip("tpu-v6e").fact("mxu_dim")), int(_get_chip("tpu-v6e").fact("sublanes")))
+_s = probe.seed
+_cases = [(1, 100, 300, 70, *_v5e), (1, 129, 129, 129, *_v6e), (1, 257, 1000, 70, *_v6e), (1, 8, 4096, 300, *_v6e),
+          (6, 10, 20, 300, 128, 8), (1, 100, 300, 70, 96, 16), (3, 33, 64, 65, 32, 4), (2, 7, 513, 200, 512, 2),
+          (1 + _s % 4, 1 + _s % 997, 1 + _s // 7 % 1999, 1 + _s // 11 % 599, (32, 64, 96, 256)[_s % 4],
+           (2, 4, 16)[_s % 3])]
+probe.send("plans", [{_k: dict(mxu_plan(*_c)).get(_k) for _k in ("M_padded", "K_padded", "N_padded", "passes",
+                                                                    "efficiency")} for _c in _cases])
+### JUDGEMENT
+from answers import mxu_plan as reference
+from common.checks import grader
+from common.chips import get_chip
+from common.sim import simulate_op
+
+data, s = probe.received()
+v5e = (int(get_chip("tpu-v5e").fact("mxu_dim")), int(get_chip("tpu-v5e").fact("sublanes")))
+v6e = (int(get_chip("tpu-v6e").fact("mxu_dim")), int(get_chip("tpu-v6e").fact("sublanes")))
+cases = [(1, 100, 300, 70, *v5e), (1, 129, 129, 129, *v6e), (1, 257, 1000, 70, *v6e), (1, 8, 4096, 300, *v6e),
+         (6, 10, 20, 300, 128, 8), (1, 100, 300, 70, 96, 16), (3, 33, 64, 65, 32, 4), (2, 7, 513, 200, 512, 2),
+         (1 + s % 4, 1 + s % 997, 1 + s // 7 % 1999, 1 + s // 11 % 599, (32, 64, 96, 256)[s % 4], (2, 4, 16)[s % 3])]
+plans = data["plans"]
+grader.assert_equal(len(plans), len(cases), name="one plan per call")
+keys = ("M_padded", "K_padded", "N_padded", "passes")
+for args, mine in zip(cases, plans):
+    ref = reference(*args)
+    grader.assert_equal([mine[k] for k in keys], [ref[k] for k in keys], name=f"padded M, K, N and passes of {args}")
+    grader.assert_scalar(mine["efficiency"], ref["efficiency"], rel=1e-9, name=f"efficiency of {args}")
+grader.assert_equal([plans[0][k] for k in keys], [104, 384, 128, 3], name="worked example")
+for args, mine in zip(cases[1:4], plans[1:4]):   # the simulated compiler agrees on a real chip
+    t = simulate_op("matmul", args[1:4], "tpu", chip="tpu-v6e").programs[0].kernels[0].tiling
+    grader.assert_equal([mine[k] for k in keys], [t["M_padded"], t["K_padded"], t["N_padded"], t["mxu_passes"]],
+                        name=f"v6e {args[1:4]}: the simulated compiler's tiling")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -945,33 +1223,74 @@ on_chip = sum(w == "LX" for p in plans.values() for w in p["inputs_from"].values
 print(f"{len(dma)} edges are DMA transfers; {on_chip} input edges stayed in the LX scratchpad:")
 print(dma)
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim import simulate_op as _so
-
 import copy as _copy
 
-from answers import dma_edges as _ref
+from common.grading.probe import Probe
+from common.sim import graphview as _gv, simulate_op as _so
+
+probe = Probe()
 
 
-def _what_if(_prog, _seed):
-    """The program as another placement would have left it (what a smaller LX budget or another fusion gives):
-    some inputs moved between LX and LPDDR5, some write-backs added or dropped; only the fields of the spec."""
-    _q = _copy.deepcopy(_prog)
-    for _i, _p in enumerate(_pl for _k in _q.kernels for _pl in _k.tiling.get("sdsc", [])):
-        for _j, _s in enumerate(list(_p["inputs_from"])):
-            if (_i + _j + _seed) % 3 == 0:
-                _p["inputs_from"][_s] = "LX" if _p["inputs_from"][_s] == "LPDDR5" else "LPDDR5"
-        _p["lpddr_write"] = 0.0 if (_i + _seed) % 2 else 4096.0
-        for _key in [k for k in _p if k not in ("name", "op", "inputs_from", "lpddr_write")]:
-            del _p[_key]
-    return _q
+def _what_if(prog, seed):
+    """The program as another placement would have left it: some inputs moved between LX and LPDDR5, some
+    write-backs added or dropped; only the fields of the spec."""
+    q = _copy.deepcopy(prog)
+    for i, p in enumerate(pl for k in q.kernels for pl in k.tiling.get("sdsc", [])):
+        for j, s in enumerate(list(p["inputs_from"])):
+            if (i + j + seed) % 3 == 0:
+                p["inputs_from"][s] = "LX" if p["inputs_from"][s] == "LPDDR5" else "LPDDR5"
+        p["lpddr_write"] = 0.0 if (i + seed) % 2 else 4096.0
+        for key in [k for k in p if k not in ("name", "op", "inputs_from", "lpddr_write")]:
+            del p[key]
+    return q
 
 
-for _r in (_so("sdpa", (1, 4, 128, 64), "spyre"), _so("softmax", (4096, 2048), "spyre"), spyre):
-    grader.assert_equal(dma_edges(_r.programs[0]), _ref(_r.programs[0]), name="DMA edges")
-for _seed, _r in enumerate((spyre, _so("sdpa", (2, 2, 64, 32), "spyre"))):
-    _q = _what_if(_r.programs[0], _seed)
-    grader.assert_equal(dma_edges(_q), _ref(_q), name="DMA edges of another placement")
+_progs = {"sdpa": _so("sdpa", (1, 4, 128, 64), "spyre").programs[0],
+          "softmax": _so("softmax", (4096, 2048), "spyre").programs[0],
+          "attention": _gv.attention_report("tiny-block", 1, 8 + probe.seed % 40).programs[0]}
+_progs["what_if_attention"] = _what_if(_progs["attention"], probe.seed % 6)
+_progs["what_if_sdpa"] = _what_if(_so("sdpa", (2, 2, 64, 32), "spyre").programs[0], probe.seed % 6 + 1)
+for _name, _p in _progs.items():
+    _e = dma_edges(_p)
+    probe.send(_name, {"is_list": isinstance(_e, list), "edges": [list(_pair) for _pair in _e]})
+### JUDGEMENT
+import copy
+
+from answers import dma_edges as reference
+from common.checks import grader
+from common.sim import graphview as gv, simulate_op
+
+data, seed = probe.received()
+
+
+def what_if(prog, seed):
+    q = copy.deepcopy(prog)
+    for i, p in enumerate(pl for k in q.kernels for pl in k.tiling.get("sdsc", [])):
+        for j, s in enumerate(list(p["inputs_from"])):
+            if (i + j + seed) % 3 == 0:
+                p["inputs_from"][s] = "LX" if p["inputs_from"][s] == "LPDDR5" else "LPDDR5"
+        p["lpddr_write"] = 0.0 if (i + seed) % 2 else 4096.0
+        for key in [k for k in p if k not in ("name", "op", "inputs_from", "lpddr_write")]:
+            del p[key]
+    return q
+
+
+att_report = gv.attention_report("tiny-block", 1, 8 + seed % 40)
+progs = {"sdpa": simulate_op("sdpa", (1, 4, 128, 64), "spyre").programs[0],
+         "softmax": simulate_op("softmax", (4096, 2048), "spyre").programs[0],
+         "attention": att_report.programs[0]}
+progs["what_if_attention"] = what_if(progs["attention"], seed % 6)
+progs["what_if_sdpa"] = what_if(simulate_op("sdpa", (2, 2, 64, 32), "spyre").programs[0], seed % 6 + 1)
+for name, prog in progs.items():
+    grader.assert_equal(data[name]["is_list"], True, name="dma_edges returns a list")
+    grader.assert_equal(data[name]["edges"], [list(p) for p in reference(prog)], name=f"DMA edges ({name})")
+# the bytes of the edges must add up to the card's counters (what the visible test asks of your Part 4 run)
+plans = {p["name"]: p for k in att_report.programs[0].kernels for p in k.tiling.get("sdsc", [])}
+edges = data["attention"]["edges"]
+grader.assert_scalar(sum(plans[d]["reads"][s][0] * plans[d]["reads"][s][1] for s, d in edges if d != "LPDDR5"),
+                     att_report.counters["lpddr_to_lx_bytes"], rel=1e-9, name="LPDDR5 -> LX bytes of your edges")
+grader.assert_scalar(sum(plans[s]["lpddr_write"] for s, d in edges if d == "LPDDR5"),
+                     att_report.counters["lx_to_lpddr_bytes"], rel=1e-9, name="LX -> LPDDR5 bytes of your edges")
 ### END HIDDEN TESTS
 
 # %%
@@ -1070,8 +1389,9 @@ print(pd.DataFrame(rows).to_string(index=False))
 # - **data-dependent control**: what happens when the next step depends on a value (a branch, a loop, a shape).
 #
 # The grader checks that each cell names its system's mechanism and nothing that contradicts it, and that the TPU
-# and Spyre fusion rows agree with your Part 4 run (what `dfa_tpu` made of the attention; where `dfa_spyre`'s
-# bundles stopped). Two more rows come from your code: the block's graph size, and its compute- / memory-bound
+# and Spyre fusion rows agree with your Part 4 run: what `dfa_tpu` made of the attention, and where `dfa_spyre`'s
+# bundles stopped — name the op that fell back to the CPU there (the `kernel.kind == "fallback"` kernels of
+# `spyre.programs[0].kernels` and their `ops`). Two more rows come from your code: the block's graph size, and its compute- / memory-bound
 # ops on each system's chip.
 #
 # One map serves all six courses; its catalog and simulator rows are rebuilt when missing. On Colab,
@@ -1096,7 +1416,7 @@ MY_ROWS = {
         "GPU": "one kernel per fusion; stops at library GEMMs/attention",
         "TPU": "one matmul per fusion (+ epilogues); flash attention",
         "WSE": "layers mapped to wafer regions; stream between them", "LPU": "the whole graph: one cycle-exact program",
-        "Spyre": "bundle ends at a CPU fallback (graph break)"},
+        "Spyre": "bundle ends at the causal mask's arange, a CPU fallback (graph break)"},
     "data-dependent control": {
         "GPU": "host Python between kernels; graph breaks", "TPU": "lax.cond/while in the graph; static shapes",
         "WSE": "static graph; recompile per shape", "LPU": "none at run time: static, deterministic",
@@ -1110,14 +1430,23 @@ from common.checks import check_no_problems
 check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from answers import LANDSCAPE_VOCAB, landscape_consistency
-from common.checks import grader
-from common.landscape_rows import vocabulary_misses
+from common.grading.probe import Probe
 
-_n_cells = len(ATTRIBUTES) * len(SYSTEMS)
-grader.assert_in_range(1 - len(vocabulary_misses(MY_ROWS, LANDSCAPE_VOCAB)) / _n_cells, 0.8, 1.0,
+probe = Probe()
+probe.send("rows", {str(a): {str(s): str(t) for s, t in dict(r).items()} for a, r in dict(MY_ROWS).items()})
+### JUDGEMENT
+from answers import LANDSCAPE_VOCAB, landscape_consistency, part4_reports
+from common.checks import grader
+from common.landscape import SYSTEMS
+from common.landscape_rows import row_problems, vocabulary_misses
+
+data, seed = probe.received()
+rows = data["rows"]
+attributes = ("scheduling granularity", "fusion boundaries", "data-dependent control")
+grader.assert_equal(row_problems(rows, attributes), [], name="every attribute and system, 3 to 25 words, distinct")
+grader.assert_in_range(1 - len(vocabulary_misses(rows, LANDSCAPE_VOCAB)) / (len(attributes) * len(SYSTEMS)), 0.8, 1.0,
                        name="share of cells that name their system's mechanism")
-grader.assert_equal(landscape_consistency(MY_ROWS, tpu, spyre), [], name="fusion rows that disagree with Part 4")
+grader.assert_equal(landscape_consistency(rows, *part4_reports()), [], name="fusion rows that disagree with Part 4")
 ### END HIDDEN TESTS
 
 # %%
