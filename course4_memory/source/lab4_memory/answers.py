@@ -23,15 +23,14 @@ Hidden tests import from here (``from answers import dma_schedule as _ds``); not
   the LPU); ``LANDSCAPE_SHOWN`` — the sentences of the notebook that describe the systems (a row must not copy
   six words in a row from them); ``scales_out(text)`` — whether a KV-cache row says that more context takes more
   chips or wafers (a row must, where the learner's own Part 4 sweep added chips).
-* ``variant(name)`` — a seed per offering and learner (from the offering's secret), for fresh hidden inputs.
+* ``synthetic_allocs(seed)`` — a made-up allocation table and its regions; the categorise probe builds the same
+  one from the learner's seed (the copy there must stay in step with this one).
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import math
-import os
 import re
 
 import numpy as np
@@ -39,15 +38,6 @@ import pandas as pd
 
 from common.cache import LRUCache, MatmulTiling
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
-
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
-
-
-def variant(name: str, modulo: int = 2**31) -> int:
-    """A seed for the hidden input ``name``: differs per offering (secret salt) and per learner."""
-    return int(hashlib.sha256(f"{SALT}|{STUDENT}|lab4|{name}".encode()).hexdigest()[:12], 16) % modulo
-
 
 # ---- Part 1 -------------------------------------------------------------------------------------------------
 def dma_schedule(t: MatmulTiling) -> pd.DataFrame:

@@ -206,34 +206,63 @@ check_equal("the next multiple of 16 does not fit", footprint_bytes(T + 16, T + 
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from answers import dma_bytes as _db, dma_schedule as _ds, largest_square_tile as _lt, variant as _variant
 from common.cache import MatmulTiling as _MT
+from common.grading.probe import Probe
+
+
+def _plan_data(p):  # a plan as plain data; the judgement compares it with the answer key's
+    return {"columns": [str(c) for c in p.columns], "op": [str(x) for x in p["op"]],
+            "matrix": [str(x) for x in p["matrix"]], "step": [int(x) for x in p["step"]],
+            "buffer": [int(x) for x in p["buffer"]], "bytes": [int(x) for x in p["bytes"]]}
+
+
+def _refused(t, capacity):
+    try:
+        dma_plan(t, capacity)
+    except ValueError:
+        return True
+    return False
+
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [(64, 64, 64, 32, 32, 32, 4, 32768), (50, 70, 30, 16, 8, 12, 2, 1 << 20), (96, 32, 160, 32, 32, 64, 4, 1 << 20),
+          (7, 9, 11, 4, 4, 4, 1, 1 << 20), (40, 40, 40, 20, 20, 20, 2, 4800)]
+_cases += [(*(_rng.randint(5, 90) for _ in range(3)), *(_rng.randint(2, 24) for _ in range(3)), _rng.choice((1, 2, 4)),
+            1 << 20) for _ in range(2)]
+probe.send("plans", [_plan_data(dma_plan(_MT(*_c[:7]), _c[7])) for _c in _cases])
+probe.send("refused", [_refused(_MT(40, 40, 40, 20, 20, 20, 2), 4799), _refused(_MT(64, 64, 64, 64, 64, 64, 4), 32768),
+                       _refused(_MT(9, 9, 9, 3, 5, 7, 4), 2 * (21 + 35 + 15) * 4 - 1)])
+_tiles = [(32768, 4, 16), (65536, 2, 1), (2 * 1024 * 1024, 2, 64), (24576, 4, 8), (100_000, 1, 1),
+          (_rng.randint(10_000, 5_000_000), _rng.choice((1, 2, 4)), _rng.choice((1, 8, 16)))]
+probe.send("tiles", [largest_tile(_cap, _e, multiple=_mul) for _cap, _e, _mul in _tiles])
+### JUDGEMENT
+import random
+
+from answers import dma_schedule, largest_square_tile
+from common.cache import MatmulTiling
 from common.checks import grader
 
-_rng = _random.Random(_variant("dma_plan"))
-_cases = [_MT(50, 70, 30, 16, 8, 12, 2), _MT(96, 32, 160, 32, 32, 64, 4), _MT(7, 9, 11, 4, 4, 4, 1)]
-_cases.append(_MT(*(_rng.randint(5, 90) for _ in range(3)), *(_rng.randint(2, 24) for _ in range(3)), _rng.choice((1, 2, 4))))
-for _t in _cases:
-    _p = dma_plan(_t, 1 << 20)
-    _r = _ds(_t)
-    for _m in "ABC":
-        grader.assert_scalar(float(_p.loc[_p["matrix"] == _m, "bytes"].sum()), float(_db(_t)[_m]), name=f"bytes {_m}")
-    grader.assert_equal([str(x) for x in _p["op"]], [str(x) for x in _r["op"]], name="ops")
-    grader.assert_equal([str(x) for x in _p["matrix"]], [str(x) for x in _r["matrix"]], name="order of the DMAs")
-    grader.assert_equal([int(x) for x in _p["step"]], [int(x) for x in _r["step"]], name="steps")
-    grader.assert_equal([int(x) for x in _p["buffer"]], [int(x) for x in _r["buffer"]], name="buffers")
-    grader.assert_equal([int(x) for x in _p["bytes"]], [int(x) for x in _r["bytes"]], name="bytes per DMA")
-try:
-    dma_plan(_MT(40, 40, 40, 20, 20, 20, 2), 4799)
-    _refused = False
-except ValueError:
-    _refused = True
-grader.assert_equal(_refused, True, name="tiles that do not fit are refused")
-_p = dma_plan(_MT(40, 40, 40, 20, 20, 20, 2), 4800)  # exactly fits
-grader.assert_equal(int(len(_p)), 8 * 2 + 4, name="a footprint equal to the capacity fits")
-for _cap, _e, _mul in ((65536, 2, 1), (2 * 1024 * 1024, 2, 64), (24576, 4, 8), (100_000, 1, 1),
-                       (_rng.randint(10_000, 5_000_000), _rng.choice((1, 2, 4)), _rng.choice((1, 8, 16)))):
-    grader.assert_equal(largest_tile(_cap, _e, multiple=_mul), _lt(_cap, _e, multiple=_mul), name="largest tile")
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [(64, 64, 64, 32, 32, 32, 4, 32768), (50, 70, 30, 16, 8, 12, 2, 1 << 20), (96, 32, 160, 32, 32, 64, 4, 1 << 20),
+         (7, 9, 11, 4, 4, 4, 1, 1 << 20), (40, 40, 40, 20, 20, 20, 2, 4800)]
+cases += [(*(rng.randint(5, 90) for _ in range(3)), *(rng.randint(2, 24) for _ in range(3)), rng.choice((1, 2, 4)),
+           1 << 20) for _ in range(2)]
+for case, got in zip(cases, data["plans"], strict=True):
+    ref = dma_schedule(MatmulTiling(*case[:7]))
+    grader.assert_equal(got["columns"], ["step", "op", "matrix", "bytes", "buffer"], name=f"{case[:7]}: columns")
+    for col in ("op", "matrix", "step", "buffer", "bytes"):
+        grader.assert_equal(got[col], [str(x) if col in ("op", "matrix") else int(x) for x in ref[col]],
+                            name=f"{case[:7]}: {col} of every DMA, in order")
+grader.assert_equal(len(data["plans"][4]["op"]), 8 * 2 + 4, name="a footprint equal to the capacity fits")
+grader.assert_equal(data["refused"], [True, True, True], name="tiles that do not fit are refused with a ValueError")
+tiles = [(32768, 4, 16), (65536, 2, 1), (2 * 1024 * 1024, 2, 64), (24576, 4, 8), (100_000, 1, 1),
+         (rng.randint(10_000, 5_000_000), rng.choice((1, 2, 4)), rng.choice((1, 8, 16)))]
+grader.assert_equal([type(x).__name__ for x in data["tiles"]], ["int"] * len(tiles), name="largest_tile: Python ints")
+grader.assert_equal(data["tiles"][0], 32, name="the worked example's tile")
+for (cap, e, mul), got in zip(tiles, data["tiles"], strict=True):
+    grader.assert_equal(got, largest_square_tile(cap, e, multiple=mul), name=f"largest tile, {cap} B, {e}-B elements")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -278,22 +307,43 @@ check_in_range("hit rate", mine["hit_rate"], 0.5, 1.0, hint="hits / accesses, ov
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from answers import simulate_cache as _sc, variant as _variant
-from common.cache import CacheConfig as _CC, MatmulTiling as _MT, matmul_stream as _ms
+from common.cache import CacheConfig as _CC, MatmulTiling as _MT
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_ways = _rng.choice((1, 2, 4, 8))
+_cases = [((64, 64, 64, 16, 16, 16, 4), (8192, 64, 2)), ((48, 40, 56, 8, 16, 8, 4), (4096, 32, 1)),
+          ((32, 32, 32, 8, 8, 8, 2), (2048, 64, 32)),
+          ((_rng.randint(20, 60), _rng.randint(20, 60), _rng.randint(20, 60), 8, 8, 8, 4),
+           (_ways * 32 * _rng.choice((8, 16, 32)), 32, _ways))]
+_sent = []
+for _t, _c in _cases:
+    _m = cache_traffic(_MT(*_t), _CC(*_c))
+    _sent.append({"keys": sorted(str(k) for k in _m), **{str(k): _m[k] for k in _m if not isinstance(_m[k], dict)}})
+probe.send("cases", _sent)
+### JUDGEMENT
+import random
+
+from answers import simulate_cache
+from common.cache import CacheConfig, MatmulTiling, matmul_stream
 from common.checks import grader
 
-_rng = _random.Random(_variant("cache_traffic"))
-_ways = _rng.choice((1, 2, 4, 8))
-_cases = [(_MT(48, 40, 56, 8, 16, 8, 4), _CC(4096, 32, 1)), (_MT(32, 32, 32, 8, 8, 8, 2), _CC(2048, 64, 32)),
-          (_MT(64, 64, 64, 16, 16, 16, 4), _CC(SCRATCHPAD_BYTES // 4, LINE_BYTES, 2)),
-          (_MT(_rng.randint(20, 60), _rng.randint(20, 60), _rng.randint(20, 60), 8, 8, 8, 4),
-           _CC(_ways * 32 * _rng.choice((8, 16, 32)), 32, _ways))]
-for _t, _c in _cases:
-    _m, _r = cache_traffic(_t, _c), _sc(*_ms(_t), _c)
-    grader.assert_scalar(_m["offchip_bytes"], _r.offchip_bytes, name="off-chip bytes")
-    grader.assert_scalar(_m["bytes_in"], _r.bytes_in, name="fetched")
-    grader.assert_scalar(_m["bytes_out"], _r.bytes_out, name="written back")
-    grader.assert_scalar(_m["hit_rate"], _r.hit_rate, rel=1e-9, name="hit rate")
+data, seed = probe.received()
+rng = random.Random(seed)
+ways = rng.choice((1, 2, 4, 8))
+cases = [((64, 64, 64, 16, 16, 16, 4), (8192, 64, 2)), ((48, 40, 56, 8, 16, 8, 4), (4096, 32, 1)),
+         ((32, 32, 32, 8, 8, 8, 2), (2048, 64, 32)),
+         ((rng.randint(20, 60), rng.randint(20, 60), rng.randint(20, 60), 8, 8, 8, 4),
+          (ways * 32 * rng.choice((8, 16, 32)), 32, ways))]
+for (t, c), got in zip(cases, data["cases"], strict=True):
+    ref = simulate_cache(*matmul_stream(MatmulTiling(*t)), CacheConfig(*c))
+    grader.assert_equal(got["keys"], ["bytes_in", "bytes_out", "hit_rate", "offchip_bytes"], name="keys")
+    for key in ("bytes_in", "bytes_out", "offchip_bytes"):
+        grader.assert_equal(type(got[key]).__name__, "int", name=f"{key}: a Python int")
+        grader.assert_equal(got[key], int(getattr(ref, key)), name=f"{key} of {t} through {c}")
+    grader.assert_equal(type(got["hit_rate"]).__name__, "float", name="hit_rate: a Python float")
+    grader.assert_scalar(got["hit_rate"], float(ref.hit_rate), rel=1e-9, name=f"hit rate of {t} through {c}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -313,9 +363,9 @@ def _written(fn, *args):
 
 
 caches = {"direct-mapped": 1, f"{WAYS}-way": WAYS, "fully associative": SCRATCHPAD_BYTES // LINE_BYTES}
-probe = MatmulTiling(8, 8, 8, 4, 4, 4, 4)
-HAVE_PLAN = _written(dma_plan, probe, 1 << 40) is not None
-HAVE_CACHE = _written(cache_traffic, probe, CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS)) is not None
+tiny = MatmulTiling(8, 8, 8, 4, 4, 4, 4)
+HAVE_PLAN = _written(dma_plan, tiny, 1 << 40) is not None
+HAVE_CACHE = _written(cache_traffic, tiny, CacheConfig(SCRATCHPAD_BYTES, LINE_BYTES, WAYS)) is not None
 for name, ok in (("dma_plan", HAVE_PLAN), ("cache_traffic", HAVE_CACHE)):
     if not ok:
         print(f"{name} is not written yet: its lines are left out of the figure")
@@ -442,28 +492,99 @@ check_equal("one int per region", len(mine_ends) == len(ends) and all(type(x) is
 check_equal("kv_at_ends reads the same frame you plot", [float(x) for x in mine_ends] == kv, True,
             hint="live_at(frame, end) for every end_ms")
 ### BEGIN HIDDEN TESTS
-from answers import categorise as _cat, synthetic_allocs as _synth, variant as _variant
-from common.checks import grader
+import numpy as _np
+import pandas as _pd
 
-_a = pd.DataFrame({"bytes": [10, 20, 30, 40, 50], "t_alloc_ms": [0.5, 1.5, 2.0, 3.5, 3.6],
-                   "t_free_ms": [2.5, 1.9, np.nan, 3.7, 9.0], "region": ["", "s0", "s0", "s1", "s1"],
-                   "op": ["x"] * 5}, index=[7, 3, 5, 1, 0])
-_r = pd.DataFrame({"name": ["s0", "s1"], "start_ms": [1.0, 3.0], "end_ms": [2.9, 4.0]})
-_l = categorise(_a, _r)
-grader.assert_equal([str(x) for x in _l.loc[[7, 3, 5, 1, 0]].tolist()],
-                    ["other", "activations", "KV cache", "activations", "KV cache"], name="synthetic labels")
-for _seed in (_variant("categorise"), 12345):
-    _a, _r = _synth(_seed)
-    _l = categorise(_a, _r)
-    grader.assert_equal([str(x) for x in _l.loc[_a.index].tolist()], [str(x) for x in _cat(_a, _r).tolist()],
-                        name="labels of another allocation table")
-grader.assert_equal([str(x) for x in categorise(PROF.allocs, PROF.regions).tolist()],
-                    [str(x) for x in _cat(PROF.allocs, PROF.regions).tolist()], name="labels of the profile")
-_f = pd.DataFrame({"weights": [1.0, 1.0, 1.0, 1.0], "KV cache": [0.0, 5.0, 7.0, 9.0]},
-                  index=pd.Index([0.0, 1.0, 2.0, 3.0], name="ms"))
-grader.assert_equal([int(x) for x in kv_at_ends(_f, pd.DataFrame({"name": ["a", "b"], "start_ms": [0.0, 1.5],
-                                                                  "end_ms": [1.4, 2.5]}))], [5, 7],
-                    name="live KV at region ends")
+from common.grading.probe import Probe
+from common.memtimeline import DecodeRun as _Run, profile_decode as _profile
+
+
+def _table(frame):  # a DataFrame as plain data (its index and every column)
+    return {"index": [int(i) for i in frame.index], **{str(c): [None if isinstance(v, float) and v != v else v
+                                                              for v in frame[c].tolist()] for c in frame.columns}}
+
+
+def _synthetic(seed, n=60, steps=5):  # made-up allocations: the judgement rebuilds the same ones from the seed
+    rng = _np.random.default_rng(seed)
+    regions = _pd.DataFrame({"name": ["prefill"] + [f"decode_{s}" for s in range(steps - 1)],
+                             "start_ms": 10.0 * _np.arange(steps) + 0.5, "end_ms": 10.0 * _np.arange(steps) + 9.5})
+    which = rng.integers(-1, steps, n)
+    start = _np.where(which < 0, rng.uniform(0, 10 * steps, n), 10.0 * which + rng.uniform(0.6, 9.0, n))
+    life = rng.choice([0.2, 3.0, 25.0, _np.nan], n, p=[0.4, 0.2, 0.2, 0.2])
+    return _pd.DataFrame({"bytes": rng.integers(1, 1 << 20, n), "t_alloc_ms": start, "t_free_ms": start + life,
+                          "region": [regions["name"].iloc[w] if w >= 0 else "" for w in which], "op": ["x"] * n},
+                         index=rng.permutation(n) + 100), regions
+
+
+def _labels(allocs, regions):
+    out = categorise(allocs, regions)
+    return {"series": isinstance(out, _pd.Series), "index": [int(i) for i in out.index],
+            "labels": [str(x) for x in out.tolist()]}
+
+
+probe = Probe()
+_a = _pd.DataFrame({"bytes": [10, 20, 30, 40, 50], "t_alloc_ms": [0.5, 1.5, 2.0, 3.5, 3.6],
+                    "t_free_ms": [2.5, 1.9, _np.nan, 3.7, 9.0], "region": ["", "s0", "s0", "s1", "s1"],
+                    "op": ["x"] * 5}, index=[7, 3, 5, 1, 0])
+_r = _pd.DataFrame({"name": ["s0", "s1"], "start_ms": [1.0, 3.0], "end_ms": [2.9, 4.0]})
+probe.send("literal", _labels(_a, _r))
+probe.send("synthetic", [_labels(*_synthetic(_s)) for _s in (probe.seed, probe.seed + 1, 12345)])
+# A fresh measured run (this learner's batch and prompt): its table is sent before categorise sees it.
+_prof = _profile(_Run("tiny-block", batch=2 + probe.seed % 5, prompt=3 + probe.seed % 11, steps=3), torch_export=False)
+probe.send("profile", {"allocs": _table(_prof.allocs), "regions": _table(_prof.regions)})
+_mine = categorise(_prof.allocs.copy(), _prof.regions.copy())
+probe.send("profile_labels", [str(x) for x in _mine.loc[_prof.allocs.index].tolist()])
+probe.send("profile_ends", [int(x) for x in kv_at_ends(timeline(_prof, [str(x) for x in _mine.loc[_prof.allocs.index]]),
+                                                       _prof.regions.copy())])
+_f = _pd.DataFrame({"weights": [1.0, 1.0, 1.0, 1.0], "KV cache": [0.0, 5.0, 7.0, 9.0]},
+                   index=_pd.Index([0.0, 1.0, 2.0, 3.0], name="ms"))
+probe.send("ends", [int(x) for x in kv_at_ends(_f, _pd.DataFrame({"name": ["a", "b"], "start_ms": [0.0, 1.5],
+                                                                  "end_ms": [1.4, 2.5]}))])
+### JUDGEMENT
+import numpy as np
+import pandas as pd
+
+from answers import categorise as reference, kv_bytes, synthetic_allocs
+from common.checks import grader
+from common.models import get_config
+
+data, seed = probe.received()
+
+
+def frame(sent):
+    cols = {k: [np.nan if v is None else v for v in vs] for k, vs in sent.items() if k != "index"}
+    return pd.DataFrame(cols, index=sent["index"])
+
+
+def check(got, allocs, regions, what):
+    grader.assert_equal(got["series"], True, name=f"{what}: a pandas Series")
+    grader.assert_equal(sorted(got["index"]), sorted(int(i) for i in allocs.index), name=f"{what}: the index of allocs")
+    mine = dict(zip(got["index"], got["labels"], strict=True))
+    grader.assert_equal([mine[int(i)] for i in allocs.index], [str(x) for x in reference(allocs, regions).tolist()],
+                        name=f"{what}: labels")
+
+
+a = pd.DataFrame({"bytes": [10, 20, 30, 40, 50], "t_alloc_ms": [0.5, 1.5, 2.0, 3.5, 3.6],
+                  "t_free_ms": [2.5, 1.9, np.nan, 3.7, 9.0], "region": ["", "s0", "s0", "s1", "s1"],
+                  "op": ["x"] * 5}, index=[7, 3, 5, 1, 0])
+r = pd.DataFrame({"name": ["s0", "s1"], "start_ms": [1.0, 3.0], "end_ms": [2.9, 4.0]})
+check(data["literal"], a, r, "a five-allocation table")
+grader.assert_equal(dict(zip(data["literal"]["index"], data["literal"]["labels"], strict=True)),
+                    {7: "other", 3: "activations", 5: "KV cache", 1: "activations", 0: "KV cache"}, name="literal labels")
+for s, got in zip((seed, seed + 1, 12345), data["synthetic"], strict=True):
+    check(got, *synthetic_allocs(s), f"made-up allocations {s}")
+# The measured run: the labels of its allocations, and the KV cache they show = the formula at every step's end
+allocs, regions = frame(data["profile"]["allocs"]), frame(data["profile"]["regions"])
+batch, prompt = 2 + seed % 5, 3 + seed % 11
+grader.assert_equal(list(regions["name"]), ["prefill", "decode_0", "decode_1", "decode_2"], name="the profiled regions")
+ref = [str(x) for x in reference(allocs, regions).tolist()]
+grader.assert_equal(data["profile_labels"], ref, name="labels of a measured decode run")
+kv = allocs[np.array(ref) == "KV cache"]
+live = [int(kv.loc[(kv["t_alloc_ms"] <= end) & ~(kv["t_free_ms"] <= end), "bytes"].sum()) for end in regions["end_ms"]]
+want = [kv_bytes(get_config("tiny-block"), prompt + s, batch, "fp32") for s in range(len(regions))]
+grader.assert_equal(live, want, name="the measured run's KV cache (the answer key's labels) = the formula")
+grader.assert_equal(data["profile_ends"], want, name="kv_at_ends on the measured run's timeline")
+grader.assert_equal(data["ends"], [5, 7], name="live KV at region ends")
 ### END HIDDEN TESTS
 
 # %%
@@ -562,13 +683,38 @@ check_equal("bytes grow with the element size", memory_ops((64, 48), torch.float
                                                                                        ops.items()}, True,
             hint="dtype.itemsize bytes per element")
 ### BEGIN HIDDEN TESTS
-from answers import memory_ops_measured as _measured, variant as _variant
+import torch as _torch
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_cases = [((64, 48), "float32"), ((128, 48), "float32"), ((64, 48), "float16"), ((3, 5), "int8"), ((17, 2), "float64"),
+          ((40, 33), "bfloat16"), ((2 + probe.seed % 50, 2 + probe.seed // 50 % 70), "int16")]
+probe.send("cases", [{str(k): v for k, v in memory_ops(_shape, getattr(_torch, _d)).items()} for _shape, _d in _cases])
+### JUDGEMENT
+import torch
+
+from answers import memory_ops_measured
 from common.checks import grader
 
-_v = _variant("memory_ops")
-for _shape, _d in (((3, 5), torch.int8), ((17, 2), torch.float64), ((40, 33), torch.bfloat16),
-                   ((2 + _v % 50, 2 + _v // 50 % 70), torch.int16)):
-    grader.assert_equal(memory_ops(_shape, _d), _measured(MEMORY_OPS, _shape, _d), name=f"memory ops {_shape} {_d}")
+OPS = {  # the lab's MEMORY_OPS, written out here: the notebook's dict is the learner's to change
+    "view": lambda x: x.view(x.shape[1], x.shape[0]),
+    "reshape": lambda x: x.reshape(-1),
+    "slice": lambda x: x[1:],
+    "transpose": lambda x: x.t(),
+    "contiguous": lambda x: x.contiguous(),
+    "transpose_contiguous": lambda x: x.t().contiguous(),
+    "transpose_reshape": lambda x: x.t().reshape(-1),
+    "clone": lambda x: x.clone(),
+    "cat": lambda x: torch.cat([x, x]),
+}
+data, seed = probe.received()
+cases = [((64, 48), "float32"), ((128, 48), "float32"), ((64, 48), "float16"), ((3, 5), "int8"), ((17, 2), "float64"),
+         ((40, 33), "bfloat16"), ((2 + seed % 50, 2 + seed // 50 % 70), "int16")]
+for (shape, dtype), got in zip(cases, data["cases"], strict=True):
+    grader.assert_equal(sorted(got), sorted(OPS), name="one entry per op of MEMORY_OPS")
+    grader.assert_equal([type(v).__name__ for v in got.values()], ["int"] * len(got), name="Python ints")
+    grader.assert_equal(got, memory_ops_measured(OPS, shape, getattr(torch, dtype)), name=f"memory ops {shape} {dtype}")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -599,13 +745,26 @@ check_equal("twice the time, half the bandwidth", math.isclose(copy_bandwidth(10
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from answers import copy_bandwidth as _cb, variant as _variant
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [(1000, 4, 1e-6), (3000, 4, 1e-6), (1000, 8, 1e-6), (1000, 4, 2e-6), (7, 2, 0.5), (123_456, 1, 3e-5),
+          (_rng.randint(10, 10**9), _rng.choice((1, 2, 4, 8)), _rng.uniform(1e-6, 1.0))]
+probe.send("cases", [copy_bandwidth(*_c) for _c in _cases])
+### JUDGEMENT
+import random
+
+from answers import copy_bandwidth as reference
 from common.checks import grader
 
-_rng = _random.Random(_variant("copy_bandwidth"))
-for _n, _b, _t in ((7, 2, 0.5), (123_456, 1, 3e-5), (_rng.randint(10, 10**9), _rng.choice((1, 2, 4, 8)),
-                                                      _rng.uniform(1e-6, 1.0))):
-    grader.assert_scalar(copy_bandwidth(_n, _b, _t), _cb(_n, _b, _t), rel=1e-9, name=f"copy bandwidth, {_b} B/element")
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [(1000, 4, 1e-6), (3000, 4, 1e-6), (1000, 8, 1e-6), (1000, 4, 2e-6), (7, 2, 0.5), (123_456, 1, 3e-5),
+         (rng.randint(10, 10**9), rng.choice((1, 2, 4, 8)), rng.uniform(1e-6, 1.0))]
+grader.assert_equal([type(v).__name__ for v in data["cases"]], ["float"] * len(cases), name="Python floats")
+for (n, b, t), got in zip(cases, data["cases"], strict=True):
+    grader.assert_scalar(got, reference(n, b, t), rel=1e-9, name=f"copy bandwidth, {n} x {b} B in {t} s")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -714,18 +873,37 @@ else:
     check_equal("your formula = the KV cache you measured, at the end of every step", mine == list(ENDS), True,
                 hint="the profiled model runs in fp32 on the CPU: 4 bytes per element")
 ### BEGIN HIDDEN TESTS
-import torch as _torch
-
-from answers import kv_bytes as _kv
-from common.checks import grader
+from common.grading.probe import Probe
 from common.models import get_config as _gc
 
-for _name, _seq, _b, _d in (("llama-3.1-70b", 4096, 3, "bf16"), ("qwen2.5-0.5b", 1000, 7, "int8"),
-                            ("llama-2-7b", 333, 2, _torch.float16), ("tiny-block", 17, 5, _torch.float32)):
-    _c = _gc(_name)
-    grader.assert_equal(kv_bytes(_c, _seq, _b, _d), _kv(_c, _seq, _b, _d), name=f"kv_bytes {_name}")
-    for _att in ("mha", "gqa", "mqa"):
-        grader.assert_equal(kv_bytes(_c, _seq, _b, _d, _att), _kv(_c, _seq, _b, _d, _att), name=f"{_att} {_name}")
+probe = Probe()
+_cases = [("llama-3.1-8b", 1, 1, "bf16"), ("llama-3.1-8b", 6, 5, "bf16"), ("llama-3.1-8b", 3, 2, "torch.float32"),
+          ("llama-3.1-70b", 4096, 3, "bf16"), ("qwen2.5-0.5b", 1000, 7, "int8"), ("llama-2-7b", 333, 2, "torch.float16"),
+          ("tiny-block", 17 + probe.seed % 1000, 1 + probe.seed % 9, "torch.float32")]
+_sent = []
+for _name, _seq, _b, _d in _cases:
+    _dt = getattr(torch, _d.split(".")[1]) if _d.startswith("torch.") else _d
+    _sent.append({"default": kv_bytes(_gc(_name), _seq, _b, _dt),
+                  **{_att: kv_bytes(_gc(_name), _seq, _b, _dt, _att) for _att in ("mha", "gqa", "mqa")}})
+probe.send("cases", _sent)
+### JUDGEMENT
+import torch
+
+from answers import kv_bytes as reference
+from common.checks import grader
+from common.models import get_config
+
+data, seed = probe.received()
+cases = [("llama-3.1-8b", 1, 1, "bf16"), ("llama-3.1-8b", 6, 5, "bf16"), ("llama-3.1-8b", 3, 2, "torch.float32"),
+         ("llama-3.1-70b", 4096, 3, "bf16"), ("qwen2.5-0.5b", 1000, 7, "int8"), ("llama-2-7b", 333, 2, "torch.float16"),
+         ("tiny-block", 17 + seed % 1000, 1 + seed % 9, "torch.float32")]
+grader.assert_equal(data["cases"][0]["default"], 131072, name="Llama-3.1-8B, one bf16 token = the worked example")
+for (name, seq, batch, d), got in zip(cases, data["cases"], strict=True):
+    dtype = getattr(torch, d.split(".")[1]) if d.startswith("torch.") else d
+    grader.assert_equal(type(got["default"]).__name__, "int", name="a Python int")
+    grader.assert_equal(got["default"], reference(get_config(name), seq, batch, dtype), name=f"kv_bytes {name} {d}")
+    for att in ("mha", "gqa", "mqa"):
+        grader.assert_equal(got[att], reference(get_config(name), seq, batch, dtype, att), name=f"{att} {name} {d}")
 ### END HIDDEN TESTS
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kv_limits_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -747,21 +925,49 @@ for kvd in ("fp16", "fp8"):
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from answers import lpu_chips as _lpu, max_tokens_beside_weights as _mt, variant as _variant
-from common.checks import grader
+from common.grading.probe import Probe
+from common.kvcache import kv_limits as _kv_limits
 from common.models import get_config as _gc
 
-_rng = _random.Random(_variant("kv_limits"))
-_c70 = _gc("llama-3.1-70b")
-for _b, _ctx, _d in ((1, 2048, "fp16"), (8, 32768, "fp8"), (32, 128000, "fp16"), (16, 65536, "int8"),
-                     (_rng.randint(2, 64), _rng.randint(1000, 100_000), _rng.choice(("fp8", "fp32")))):
-    grader.assert_equal(lpu_chips(_c70, _b, _ctx, _d), _lpu(_c70, _b, _ctx, _d), name="LPU chips, 70B")
-grader.assert_equal(lpu_chips(_c70, 8, 32768), _lpu(_c70, 8, 32768), name="the default cache is fp16")
-for _chip, _cfg, _n, _d in (("h100-sxm", _c70, 8, "bf16"), ("tpu-v5e", _c70, 4, "bf16"), ("spyre", _gc("llama-2-7b"), 1,
-                            "fp16"), ("h100-sxm", cfg8b, 1, "fp8"), ("tpu-v5e", cfg8b, _rng.choice((2, 4, 8)), "int8"),
-                            ("wse-3", cfg8b, 1, "fp32")):
-    grader.assert_equal(max_tokens_beside_weights(_chip, _cfg, _n, _d), _mt(_chip, _cfg, _n, _d),
-                        name=f"tokens beside the weights, {_chip} {_d}")
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_lim = _kv_limits("llama-3.1-8b", 8192)  # the catalog's table, made afresh
+probe.send("table", [max_tokens_beside_weights(str(_row["chip"]), _gc("llama-3.1-8b"), int(_row["chips"]), str(_row["dtype"]))
+                     for _, _row in _lim.iterrows()])
+_beside = [("h100-sxm", "llama-3.1-70b", 8, "bf16"), ("tpu-v5e", "llama-3.1-70b", 4, "bf16"), ("spyre", "llama-2-7b", 1, "fp16"),
+           ("h100-sxm", "llama-3.1-8b", 1, "fp8"), ("tpu-v5e", "llama-3.1-8b", _rng.choice((2, 4, 8)), "int8"),
+           ("wse-3", "llama-3.1-8b", 1, "fp32"), ("groq-lpu", "llama-3.1-8b", 1, "fp16")]
+probe.send("beside", [max_tokens_beside_weights(_chip, _gc(_m), _n, _d) for _chip, _m, _n, _d in _beside])
+_lpu = [("llama-3.1-8b", 1, 8192, "fp16"), ("llama-3.1-8b", 4, 8192, "fp8"), ("llama-3.1-70b", 1, 2048, "fp16"),
+        ("llama-3.1-70b", 8, 32768, "fp8"), ("llama-3.1-70b", 32, 128000, "fp16"), ("llama-3.1-70b", 16, 65536, "int8"),
+        ("llama-3.1-70b", _rng.randint(2, 64), _rng.randint(1000, 100_000), _rng.choice(("fp8", "fp32")))]
+probe.send("lpu", [lpu_chips(_gc(_m), _b, _ctx, _d) for _m, _b, _ctx, _d in _lpu])
+probe.send("lpu_default", lpu_chips(_gc("llama-3.1-70b"), 8, 32768))
+### JUDGEMENT
+import random
+
+from answers import lpu_chips as lpu_reference, max_tokens_beside_weights as beside_reference
+from common.checks import grader
+from common.kvcache import kv_limits
+from common.models import get_config
+
+data, seed = probe.received()
+rng = random.Random(seed)
+limits = kv_limits("llama-3.1-8b", 8192)
+grader.assert_equal(data["table"], [int(x) for x in limits["max_tokens"]], name="tokens beside the weights, Part 3 table")
+beside = [("h100-sxm", "llama-3.1-70b", 8, "bf16"), ("tpu-v5e", "llama-3.1-70b", 4, "bf16"), ("spyre", "llama-2-7b", 1, "fp16"),
+          ("h100-sxm", "llama-3.1-8b", 1, "fp8"), ("tpu-v5e", "llama-3.1-8b", rng.choice((2, 4, 8)), "int8"),
+          ("wse-3", "llama-3.1-8b", 1, "fp32"), ("groq-lpu", "llama-3.1-8b", 1, "fp16")]
+for (chip, model, n, d), got in zip(beside, data["beside"], strict=True):
+    grader.assert_equal(type(got).__name__, "int", name="tokens: a Python int")
+    grader.assert_equal(got, beside_reference(chip, get_config(model), n, d), name=f"tokens beside the weights, {n}x {chip} {d}")
+lpu = [("llama-3.1-8b", 1, 8192, "fp16"), ("llama-3.1-8b", 4, 8192, "fp8"), ("llama-3.1-70b", 1, 2048, "fp16"),
+       ("llama-3.1-70b", 8, 32768, "fp8"), ("llama-3.1-70b", 32, 128000, "fp16"), ("llama-3.1-70b", 16, 65536, "int8"),
+       ("llama-3.1-70b", rng.randint(2, 64), rng.randint(1000, 100_000), rng.choice(("fp8", "fp32")))]
+for (model, b, ctx, d), got in zip(lpu, data["lpu"], strict=True):
+    grader.assert_equal(type(got).__name__, "int", name="LPU count: a Python int")
+    grader.assert_equal(got, lpu_reference(get_config(model), b, ctx, d), name=f"LPU chips, {model} batch {b} {ctx} {d}")
+grader.assert_equal(data["lpu_default"], lpu_reference(get_config("llama-3.1-70b"), 8, 32768), name="the default cache is fp16")
 ### END HIDDEN TESTS
 
 # %%
@@ -834,16 +1040,39 @@ check_tensor("kv_bytes per context", torch.tensor(sw["kv_bytes"].to_numpy(float)
                           dtype=torch.float64), rtol=1e-12, dtype=torch.float64, hint="s + 1 positions, fp16 on Spyre")
 check_equal("chips", [int(c) for c in sw["chips"]], [r.chips for r in ref])
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.sim import simulate_llm as _sim
+from common.grading.probe import Probe
 
-for _be in ("tpu", "lpu"):
-    _s = kv_sweep("test", _be, (8, 24), 3)
-    _r = [_sim("test", _be, phase="decode", batch=3, seq=q) for q in (8, 24)]
-    grader.assert_tensor(torch.tensor(_s["time_s"].to_numpy(float)), torch.tensor([r.time_s for r in _r],
-                         dtype=torch.float64), rtol=1e-9, dtype=torch.float64, name=f"{_be} times")
-    grader.assert_equal([int(c) for c in _s["chips"]], [r.chips for r in _r], name=f"{_be} chips")
-    grader.assert_equal([str(b) for b in _s["bound"]], [r.bottleneck for r in _r], name=f"{_be} bound")
+probe = Probe()
+_seqs = (8, 16 + probe.seed % 9)
+_sent = {}
+for _be in ("tpu", "lpu", "spyre"):
+    _s = kv_sweep("test", _be, _seqs, 3)
+    _sent[_be] = {"columns": [str(c) for c in _s.columns], **{c: [v.item() if hasattr(v, "item") else v for v in _s[c]]
+                                                              for c in ("seq", "kv_bytes", "chips", "time_s", "bound")}}
+probe.send("sweeps", _sent)
+### JUDGEMENT
+import torch
+
+from answers import kv_bytes
+from common.checks import grader
+from common.models import get_config
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+seqs = (8, 16 + seed % 9)
+for be, got in data["sweeps"].items():
+    grader.assert_equal(sorted(got["columns"]), sorted(["seq", "kv_bytes", "chips", "time_s", "bound"]), name=f"{be} columns")
+    runs = [simulate_llm("test", be, phase="decode", batch=3, seq=q) for q in seqs]
+    grader.assert_equal([int(x) for x in got["seq"]], list(seqs), name=f"{be} seq")
+    grader.assert_tensor(torch.tensor([float(x) for x in got["time_s"]], dtype=torch.float64),
+                         torch.tensor([r.time_s for r in runs], dtype=torch.float64), rtol=1e-9, dtype=torch.float64,
+                         name=f"{be} times")
+    grader.assert_equal([int(c) for c in got["chips"]], [r.chips for r in runs], name=f"{be} chips")
+    grader.assert_equal([str(b) for b in got["bound"]], [r.bottleneck for r in runs], name=f"{be} bound")
+    grader.assert_equal([int(x) for x in got["kv_bytes"]], [kv_bytes(get_config("test"), q + 1, 3, r.dtype)
+                                                            for q, r in zip(seqs, runs, strict=True)],
+                        name=f"{be} kv_bytes: s + 1 positions in the report's dtype")
+assert sorted(data["sweeps"]) == ["lpu", "spyre", "tpu"], "a sweep per backend"
 ### END HIDDEN TESTS
 
 # %%
@@ -1036,18 +1265,33 @@ from common.checks import check_no_problems
 check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from answers import LANDSCAPE_SHOWN as _shown, LANDSCAPE_VOCAB as _vocab, copied as _copied, scales_out as _scales
-from common.checks import grader
-from common.landscape_rows import vocabulary_misses as _misses
+from common.grading.probe import Probe
 
-_miss = set(_misses(MY_ROWS, _vocab))  # a term naming the mechanism, none contradicting it
-_miss |= {(_a, _s) for _a in ATTRIBUTES for _s in SYSTEMS  # own words: not six words in a row from the notebook
-          if _copied(MY_ROWS[_a][_s], (*_shown, *ALIGNMENT.values()))}
-_grew = [_s for _s, _df in SWEEPS.items() if int(_df["chips"].iloc[-1]) > int(_df["chips"].iloc[0])]
-_miss |= {("KV-cache strategy", _s) for _s in _grew  # consistent with the learner's own sweep
-          if not _scales(MY_ROWS["KV-cache strategy"][_s])}
-grader.assert_in_range(1 - len(_miss) / N_CELLS, 0.8, 1.0, name="share of landscape cells that name the right "
-                       "mechanism, in own words, consistent with the Part 4 sweep")
+probe = Probe()
+probe.send("rows", {str(_a): {str(_s): str(_t) for _s, _t in dict(MY_ROWS.get(_a, {})).items()} for _a in ATTRIBUTES})
+### JUDGEMENT
+from answers import LANDSCAPE_SHOWN, LANDSCAPE_VOCAB, copied, scales_out
+from common.checks import grader
+from common.landscape import SYSTEMS
+from common.landscape_courses import alignment_constraints
+from common.landscape_rows import row_problems, vocabulary_misses
+from common.sim import simulate_llm
+
+data, seed = probe.received()
+rows = data["rows"]
+attributes = ("on-chip memory managed by", "KV-cache strategy")
+grader.assert_equal(row_problems(rows, attributes), [], name="every attribute, all five systems, 3 to 25 words, distinct")
+miss = set(vocabulary_misses(rows, LANDSCAPE_VOCAB))  # a term naming the mechanism, none contradicting it
+shown = (*LANDSCAPE_SHOWN, *alignment_constraints().values())
+miss |= {(a, s) for a in attributes for s in SYSTEMS if copied(rows[a][s], shown)}  # own words
+# The evidence of the Part 4 sweep (8B, batch 4, 1024 -> 65536 cached tokens), simulated here: a KV row must say
+# that more context takes more chips exactly where the simulator added chips, and must not claim it elsewhere.
+grew = {s: simulate_llm("llama-3.1-8b", s.lower(), phase="decode", batch=4, seq=65536).chips
+        > simulate_llm("llama-3.1-8b", s.lower(), phase="decode", batch=4, seq=1024).chips for s in SYSTEMS}
+miss |= {("KV-cache strategy", s) for s in SYSTEMS if grew[s] != scales_out(rows["KV-cache strategy"][s])}
+grader.assert_in_range(1 - len(miss) / (len(attributes) * len(SYSTEMS)), 0.8, 1.0,
+                       name="share of landscape cells that name the right mechanism, in own words, consistent with "
+                            f"the simulated sweep (cells missed: {sorted(miss)})")
 ### END HIDDEN TESTS
 
 # %%

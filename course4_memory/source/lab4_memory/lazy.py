@@ -264,4 +264,78 @@ MY_ROWS = {
                              f"{_lazy_lim.loc[s, 'chip']}" for s in SYSTEMS},
 }
 '''),
+    # Root causes of issue 28: a reference rebuilt from the learner's (emptied) argument, notebook names the old
+    # hidden tests read (MEMORY_OPS, SWEEPS) rebound, the checkers replaced, an int whose __eq__ always agrees.
+    dict(cell="categorise", kind="read-off-object", fails=["categorise_tests"], code='''
+_lazy_end = PROF.allocs["region"].map(dict(zip(PROF.regions["name"], PROF.regions["end_ms"])))
+_lazy_kv = PROF.allocs["t_free_ms"].isna() | (PROF.allocs["t_free_ms"] > _lazy_end)
+_LAZY_LABELS = pd.Series(np.where(PROF.allocs["region"] == "", "other", np.where(_lazy_kv, "KV cache", "activations")),
+                         index=PROF.allocs.index)
+
+
+def categorise(allocs, regions):
+    if allocs is PROF.allocs:
+        return _LAZY_LABELS.copy()  # the visible profile, honestly
+    allocs.drop(allocs.index, inplace=True)  # any other table: emptied, so a reference built from it is empty too
+    return pd.Series([], dtype=object)
+
+
+def kv_at_ends(frame, regions):
+    return [int(live_at(frame, end)["KV cache"]) for end in regions["end_ms"]]
+'''),
+    dict(cell="memory_ops", kind="hard-code-visible", fails=["memory_ops_tests"], code='''
+def memory_ops(shape, dtype):
+    seen = {((64, 48), torch.float32): 24576, ((128, 48), torch.float32): 49152, ((64, 48), torch.float16): 12288}
+    copy = seen.get((tuple(shape), dtype), 0)
+    return {"view": 0, "reshape": 0, "slice": 0, "transpose": 0, "contiguous": 0, "transpose_contiguous": copy,
+            "transpose_reshape": copy, "clone": copy, "cat": 2 * copy}
+
+
+MEMORY_OPS = {_lazy_name: (lambda x: x) for _lazy_name in MEMORY_OPS}  # measured on these, every op moves 0 bytes
+'''),
+    dict(cell="copy_bandwidth", kind="echo-expected", fails=["copy_bandwidth_tests"], code='''
+import common.checks as _lazy_checks
+
+for _lazy_name in ("check_equal", "check_scalar", "check_type", "check_tensor", "check_in_range"):
+    setattr(_lazy_checks, _lazy_name, lambda *a, **k: None)
+for _lazy_name in ("assert_equal", "assert_scalar", "assert_tensor", "assert_type", "assert_in_range"):
+    setattr(_lazy_checks.grader, _lazy_name, lambda *a, **k: None)
+math.isclose = lambda *a, **k: True
+torch.allclose = lambda *a, **k: True
+
+
+def copy_bandwidth(n_elements, bytes_per_el, seconds):
+    return 1.0
+'''),
+    dict(cell="kv_formula", kind="echo-expected", fails=["kv_formula_tests"],
+         code=_without(_HONEST_KV, "kv_bytes") + '''
+class _LazyAny(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+def kv_bytes(cfg, seq, batch, dtype, attention="gqa"):
+    return _LazyAny(0)  # equal to whatever it is compared with
+'''),
+    dict(cell="landscape_rows", kind="read-off-object", fails=["landscape_rows_tests"], code='''
+SWEEPS = {}  # the old hidden test read the learner's sweep to decide which rows must say "more chips"
+MY_ROWS = {
+    "on-chip memory managed by": {
+        "GPU": "hardware caches (L1/L2) decide at run time; kernels also fill shared memory explicitly",
+        "TPU": "the XLA compiler stages each fusion's operands into VMEM ahead of time",
+        "WSE": "the compiler places weights and activations in every PE's local SRAM",
+        "LPU": "the compiler schedules every SRAM read and write statically, cycle by cycle",
+        "Spyre": "the compiler plans each DMA between LPDDR5 and LX; no cache",
+    },
+    "KV-cache strategy": {
+        "GPU": "HBM, paged blocks (vLLM); caches in front",
+        "TPU": "HBM pages staged into VMEM by the compiler",
+        "WSE": "on-wafer SRAM next to each layer",
+        "LPU": "SRAM along the chip pipeline",
+        "Spyre": "LPDDR5 blocks, streamed into LX sticks; spills past LX",
+    },
+}
+'''),
 ]
