@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from common.chips import DTYPE_BYTES
+from common.chips import DTYPE_BYTES, get_chip
 from common.sim.policy import Policy
 from common.sim.program import Event, Kernel
 
@@ -99,24 +99,30 @@ class TPUPolicy(Policy):
         return op.kind in ("pointwise", "reduction", "copy", "gather")  # loop and input (reduction) fusions
 
     # ---- stage 3: tile / layout ------------------------------------------------------------------------
+    def tile_fact(self, key: str) -> int:
+        """A tile size (MXU edge, sublanes, lanes) from the catalog, looked up by the chip's name: a Chip copied
+        with another MXU (dataclasses.replace) still gets its catalog's, so the simulated compiler never plans an
+        array of one's choosing (Lab 2's mxu_plan exercise; its answer key holds that arithmetic)."""
+        return int(get_chip(self.chip.name).fact(key))
+
     @property
     def sublane_tile(self) -> int:
         """Rows per (sublanes, 128) tile: 8 for 16- and 32-bit types; 8-bit types pack rows into sublanes."""
-        rows = int(self.chip.fact("sublanes"))
-        return rows * int(self.chip.fact("sublane_packing_8bit")) if DTYPE_BYTES[self.dtype] == 1 else rows
+        rows = self.tile_fact("sublanes")
+        return rows * self.tile_fact("sublane_packing_8bit") if DTYPE_BYTES[self.dtype] == 1 else rows
 
     def layout(self, shape, nbytes: float, transposed: bool = False) -> tuple[tuple, tuple, float]:
         """(stored shape, padded shape, padded bytes) of an array of ``nbytes`` read through view ``shape``."""
         stored = tuple(int(d) for d in shape)
         if transposed and len(stored) >= 2:  # a transposed view of an array stored in the other order
             stored = (*stored[:-2], stored[-1], stored[-2])
-        padded = padded_shape(stored, self.sublane_tile, int(self.chip.fact("lanes")))
+        padded = padded_shape(stored, self.sublane_tile, self.tile_fact("lanes"))
         ratio = math.prod(padded) / math.prod(stored) if math.prod(stored) else 1.0
         return stored, padded, nbytes * ratio
 
     def tile(self, kernel: Kernel) -> None:
-        mxu, rows = int(self.chip.fact("mxu_dim")), self.sublane_tile
-        tiling: dict = {"mxu": f"{mxu}x{mxu}", "layout": f"({rows},{int(self.chip.fact('lanes'))})"}
+        mxu, rows = self.tile_fact("mxu_dim"), self.sublane_tile
+        tiling: dict = {"mxu": f"{mxu}x{mxu}", "layout": f"({rows},{self.tile_fact('lanes')})"}
         matmuls = [o for o in kernel.ops if o.mnk]
         padded_flops, passes, shapes = kernel.flops, 0, []
         for i, o in enumerate(matmuls):
