@@ -6,12 +6,12 @@ courseN_*/source/<lab>/<lab>.py        solutions + hidden tests, jupytext text
                   release.py           nbgrader generate_assignment
   → dfa check     check.py             metadata, LAB_STANDARD sections (standard.py), no leaks (regions.py)
   → dfa collect   collect.py           LMS zip / folder → courseN_*/submitted/<student>/<lab>/
-  → dfa autograde autograde.py         parent: restore cells (rematch.py) + nbgrader sanitize
-                                       worker: run the notebook in a sandbox (sandbox.py → runner.py);
-                                       test cells leave it first (testcells.py) and are checked in a
-                                       child of the kernel (checker.py, snapshot.py, codetrust.py),
-                                       their verdicts read back by the runner (verdicts.py)
-                                       parent: merge outputs, nbgrader scores it (preprocessors.py)
+  → dfa autograde autograde.py         parent: restore cells (rematch.py) + nbgrader sanitize; each test
+                                       cell's judgement stays here, its probe goes on (judge.py, probe.py)
+                                       worker: run the notebook in a sandbox (sandbox.py → runner.py); each
+                                       probe runs in the kernel and prints plain data (testcells.py)
+                                       parent: judge the data with the answer key, merge outputs, nbgrader
+                                       scores it (judge.py, preprocessors.py)
   → dfa feedback  feedback.py          HTML without hidden tests
   → dfa grades    grades.py            nbgrader's CSV + a score histogram per lab
 ```

@@ -33,7 +33,7 @@ import nbformat
 from traitlets.config import Config
 
 from common.errors import DFAError
-from common.grading import answerkeys, inputs, stale, tamper
+from common.grading import answerkeys, inputs, judge, stale, tamper
 from common.grading.course import Course, locked, quiet_nbgrader
 from common.grading.executors import WorkerLost, check_target, open_executions
 from common.grading.limits import RETRY_TIME_SCALE, Limits
@@ -77,6 +77,7 @@ class Prepared:
     folder: Path
     digests: dict[str, str]  # notebook name → cells_digest of the notebook to execute
     review: list[str]
+    judgements: dict[str, dict] = field(default_factory=dict)  # notebook name → {cell index: judge.Judgement}
 
 
 def submitted_students(course: Course, lab: str) -> list[str]:
@@ -118,7 +119,7 @@ def _nbgrader_error(result: dict, where: Path) -> str:
     return (errors or useful or ["unknown nbgrader error"])[0][:300]
 
 
-def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str]) -> Prepared | Graded:
+def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str], salt: str) -> Prepared | Graded:
     from common.grading.preprocessors import cells_digest
 
     folder = course.autograded_dir / student / lab
@@ -131,18 +132,17 @@ def _prepare(api, course: Course, lab: str, student: str, notebooks: list[str]) 
     result = api.autograde(lab, student, force=True, create=True)
     if not result["success"]:
         return Graded(student, "grading_error", message=_nbgrader_error(result, folder))
-    digests, review = {}, []
+    digests, review, judgements = {}, [], {}
     for name in notebooks:
         path = folder / f"{name}.ipynb"
         if path.is_file():
             nb = nbformat.read(path, as_version=4)
-            digests[name] = cells_digest(nb)
+            digests[name] = cells_digest(nb)  # of the notebook the score step rebuilds: judgements included
             review += [flag for flag in tamper.flags(nb) if flag not in review]
-            # the lab's grader-side answers ride with the prepared notebook up to the sandbox's door, where
-            # testcells.split takes them off with the hidden tests; the score step rewrites this notebook
-            if answerkeys.attach(nb, course, lab, student):
-                nbformat.write(nb, path)
-    return Prepared(student, folder, digests, review)
+            # the judgements stay here; what goes to the sandbox (or a Dask worker) holds only the probes
+            judgements[name] = judge.take_out(nb, salt=salt, lab=lab, student=student)
+            nbformat.write(nb, path)
+    return Prepared(student, folder, digests, review, judgements)
 
 
 def _run_once(sandbox: Sandbox, folder: Path, notebook: str, time_scale: float) -> Execution:
@@ -177,11 +177,15 @@ def run_notebook(sandbox: Sandbox, folder: Path, notebook: str) -> Execution:
 
 
 def _score(
-    api, course: Course, lab: str, prepared: Prepared, executions: dict[str, Execution], results_dir: Path
+    api, course: Course, lab: str, prepared: Prepared, executions: dict[str, Execution], results_dir: Path,
+    salt: str,
 ) -> Graded:
     folder = results_dir / prepared.student
     folder.mkdir(parents=True, exist_ok=True)
+    answers = answerkeys.source(course, lab)
     for name, execution in executions.items():
+        judge.judge_execution(execution, prepared.judgements.get(name, {}), answers=answers, salt=salt,
+                              student=prepared.student)  # here, outside every sandbox and worker
         record = {**execution.to_json(), "digest": prepared.digests[name]}
         (folder / f"{name}.json").write_text(json.dumps(record), encoding="utf-8")
     worst = max(
@@ -292,6 +296,7 @@ def autograde(
         matplotlib_cache()  # build it once, before the workers start
     if announce is not None:
         announce(sandbox.describe())
+    salt = answerkeys.offering_salt(course)  # the learners' variants (judge.take_out): derived here alone
     results_dir = Sandbox.scratch_dir("results")  # named after its owner: swept if this run is killed
     prepare_config, score_config = _pipelines(course, str(results_dir))
     prepare_api, score_api = course.api(prepare_config), course.api(score_config)
@@ -313,7 +318,7 @@ def autograde(
                 while queue or running:
                     # one ahead of the workers: it starts as soon as one is free (see the module docstring)
                     while queue and len(running) < pool.slots() + 1:
-                        prepared = _prepare(prepare_api, course, lab, queue.popleft(), notebooks)
+                        prepared = _prepare(prepare_api, course, lab, queue.popleft(), notebooks, salt)
                         if isinstance(prepared, Graded):
                             done(prepared)
                         else:
@@ -342,7 +347,7 @@ def autograde(
                             done(Graded(prepared.student, "grading_error", review=prepared.review, message=why))
                             continue
                         try:
-                            result = _score(score_api, course, lab, prepared, executions, results_dir)
+                            result = _score(score_api, course, lab, prepared, executions, results_dir, salt)
                         except OSError as exc:
                             if not inputs.is_disk_full(exc):
                                 raise

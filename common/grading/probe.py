@@ -39,7 +39,7 @@ import os
 import sys
 
 PROBE_MIME = "application/vnd.dfa.probe+json"
-MAX_PROBE_BYTES = 4 * 1024 * 1024  # one test's data, as JSON text
+MAX_PROBE_BYTES = 1024 * 1024  # one test's data, as JSON text: under the runner's 2 MB cap per cell, escaped
 MAX_DEPTH = 32
 MAX_ITEMS = 200_000  # values of every kind, counted once each
 MAX_INT_DIGITS = 40
@@ -135,7 +135,7 @@ def _decode(value, budget: _Budget, depth: int = 0):
         return [_decode(v, budget, depth + 1) for v in value]
     if type(value) is not dict or len(value) != 1:
         raise ProbeDataError(f"unexpected {type(value).__name__} in probe data")
-    (tag, body), = value.items()
+    ((tag, body),) = value.items()
     if tag == "$dict" and type(body) is dict:
         return {k: _decode(v, budget, depth + 1) for k, v in body.items()}
     if tag == "$float" and body in ("nan", "inf", "-inf"):
@@ -157,8 +157,9 @@ def _tensor(fields: dict):
     raw = base64.b64decode(str(fields["b64"]).encode(), validate=True)
     expected = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
     if len(raw) != expected:
-        raise ProbeDataError(f"tensor of shape {shape} and dtype {fields['dtype']} needs {expected} bytes, "
-                             f"got {len(raw)}")
+        raise ProbeDataError(
+            f"tensor of shape {shape} and dtype {fields['dtype']} needs {expected} bytes, got {len(raw)}"
+        )
     if not raw:
         return torch.empty(shape, dtype=dtype)
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).clone()

@@ -34,9 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.grading import standard, testcells
+from common.grading import standard
+from common.grading.judge import probe_payloads
 from common.grading.limits import measure_load_factor, scaled_seconds
-from common.grading.verdicts import TestChannel, verdict_outputs
 
 KERNEL_NAME = "dfa-sandbox"
 NOT_RUN = "[not run by the grader: an ungraded 'Going further' cell; run it yourself in the lab]\n"
@@ -80,8 +80,7 @@ def _write_kernelspec(config: dict) -> str:
         "common.grading.runner",
         "kernel",
         "--config",
-        json.dumps({"limits": config.get("kernel_limits", {}), "agent": config.get("agent"),
-                    "preimport": config.get("preimport", [])}),  # fmt: skip
+        json.dumps({"limits": config.get("kernel_limits", {})}),
         "--",
         "-f",
         "{connection_file}",
@@ -135,16 +134,16 @@ def coalesce_streams(outputs: list) -> list:
 
 
 def _streaming_execute_class():
-    from nbformat.v4 import new_output
+    from nbformat.v4 import new_code_cell, new_output
     from nbgrader.preprocessors import Execute
 
     class StreamingExecute(Execute):
         """nbgrader's Execute, reporting each code cell as soon as it ran and capping its output."""
 
-        def __init__(self, emit, max_cell_output_bytes: int, tests: dict, channel, **kwargs):
+        def __init__(self, emit, max_cell_output_bytes: int, tests: dict, **kwargs):
             super().__init__(**kwargs)
             self._emit = emit
-            self._tests, self._channel = tests, channel
+            self._tests = tests
             self.skipped: set[int] = set()  # standard.ungraded_tail of the notebook, set in preprocess
             self._max_bytes = max_cell_output_bytes
             self._cell_bytes = 0
@@ -156,42 +155,48 @@ def _streaming_execute_class():
             self.skipped = standard.ungraded_tail(nb.cells, {int(i) for i in self._tests})
             return super().preprocess(nb, resources, km)
 
+        def _run(self, cell, resources, index):
+            """Execute one cell; True if the time limit interrupted it."""
+            self._cell_bytes, self._truncated = 0, False
+            started = time.monotonic()
+            super().preprocess_cell(cell, resources, index)
+            cell.outputs = coalesce_streams(cell.outputs)
+            # nbclient marks an interrupted cell with this error; the elapsed time tells it from a learner who
+            # merely raises an exception of that name
+            return time.monotonic() - started >= self.timeout and any(
+                o.get("output_type") == "error" and o.get("ename") == TIMEOUT_ENAME for o in cell.outputs
+            )
+
+        def _run_probe(self, test: dict, resources, index) -> dict:
+            """The test's probe, executed in the kernel on its own: what it printed for the grader (judge.py
+            judges it outside the sandbox), the error it raised, whether it ran out of time."""
+            probe = new_code_cell(test["probe"])
+            interrupted = self._run(probe, resources, index) if test["probe"].strip() else False
+            errors = [o for o in probe.outputs if o.get("output_type") == "error"]
+            error = f"{errors[0].get('ename', '')}: {str(errors[0].get('evalue', ''))[:300]}" if errors else ""
+            return {"data": probe_payloads(probe.outputs), "error": error, "timed_out": interrupted,
+                    "truncated": self._truncated}  # fmt: skip
+
         def preprocess_cell(self, cell, resources, index):
             self.current_index = index
             if index in self.skipped:  # carries no point: not worth a kernel second (throughput, issue 14)
                 cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=NOT_RUN)], None
                 self._emit(event="cell", index=index, execution_count=None, outputs=cell.outputs)
                 return cell, resources
-            self._cell_bytes, self._truncated = 0, False
-            started = time.monotonic()
-            self._channel.accept()  # at the first cell at the latest: the listener closes to anyone else
             test = self._tests.get(str(index)) if cell.cell_type == "code" else None
-            verdict_fd = self._channel.send(index, test) if test is not None else None
-            if test is not None:
-                cell.source = testcells.kernel_source(index, test)
-            cell, resources = super().preprocess_cell(cell, resources, index)
-            if cell.cell_type == "code":
-                cell.outputs = coalesce_streams(cell.outputs)
-                # nbclient marks an interrupted cell with this error; the elapsed time tells it from a learner
-                # who merely raises an exception of that name
-                interrupted = time.monotonic() - started >= self.timeout and any(
-                    o.get("output_type") == "error" and o.get("ename") == TIMEOUT_ENAME for o in cell.outputs
-                )
-                if interrupted:
-                    self.timed_out.append(index)
-                if test is not None:  # the kernel's own outputs of a test cell are the learner's: dropped
-                    verdict = self._channel.verdict(verdict_fd)
-                    cell.outputs = verdict_outputs(verdict, interrupted, self._channel.problem)
-                if self._truncated:
-                    cell.outputs.append(
-                        new_output("stream", name="stdout", text="\n[output truncated by the grader]\n")
-                    )
-                self._emit(
-                    event="cell",
-                    index=index,
-                    execution_count=cell.get("execution_count"),
-                    outputs=cell.outputs,
-                )
+            probe = self._run_probe(test, resources, index) if test is not None else None
+            if probe is not None and probe["timed_out"]:
+                self.timed_out.append(index)
+            if cell.cell_type != "code":
+                return super().preprocess_cell(cell, resources, index)
+            if self._run(cell, resources, index):
+                self.timed_out.append(index)
+            if test is not None:  # the visible checks' outputs stay as feedback; only the judgement's error counts
+                cell.outputs = [_as_text(o) for o in cell.outputs]
+            if self._truncated:
+                cell.outputs.append(new_output("stream", name="stdout", text="\n[output truncated by the grader]\n"))
+            event = {"index": index, "execution_count": cell.get("execution_count"), "outputs": cell.outputs}
+            self._emit(event="cell", **event, **({"probe": probe} if probe is not None else {}))
             return cell, resources
 
         def output(self, outs, msg, display_id, cell_index):
@@ -203,6 +208,17 @@ def _streaming_execute_class():
             return super().output(outs, msg, display_id, cell_index)
 
     return StreamingExecute
+
+
+def _as_text(output: dict) -> dict:
+    """A test cell's own output as feedback text: its error becomes stderr, so only the judgement's error
+    (judge.py, added by the parent) can decide the cell's grade."""
+    from nbformat.v4 import new_output
+
+    if output.get("output_type") != "error":
+        return output
+    text = f"[your kernel, visible check] {output.get('ename', '')}: {output.get('evalue', '')}\n"
+    return new_output("stream", name="stderr", text=text)
 
 
 def _read_tests(fd) -> dict:
@@ -232,8 +248,6 @@ def run(result_fd: int, config: dict) -> int:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         tests = _read_tests(config.get("tests_fd"))
-        channel = TestChannel()
-        config["agent"], config["preimport"] = channel.path, testcells.imported_modules(tests)
         workdir = Path(config["workdir"])
         copy_regular_files(Path(config["source"]), workdir)
         _seed_matplotlib_cache(config)
@@ -245,7 +259,6 @@ def run(result_fd: int, config: dict) -> int:
             emit,
             config["max_cell_output_bytes"],
             tests,
-            channel,
             kernel_name=KERNEL_NAME,
             timeout=timeout,
             startup_timeout=scaled_seconds(config.get("startup_timeout", 60), factor),
@@ -306,11 +319,6 @@ def exec_kernel(config: dict, kernel_args: list[str]) -> None:
             f.write("1000")
     except OSError:
         pass
-    if config.get("agent"):
-        from common.grading.checker import start_kernel
-
-        start_kernel(config["agent"], kernel_args, config.get("preimport", []))
-        sys.exit(0)
     os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *kernel_args])
 
 

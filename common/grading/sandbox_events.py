@@ -126,6 +126,8 @@ def apply_event(execution: Execution, line: bytes, max_factor: float) -> None:
             "outputs": event["outputs"],
             "execution_count": event.get("execution_count"),
         }
+        if isinstance(event.get("probe"), dict):  # a test cell's probe data, judged by the parent (judge.py)
+            execution.cells[event["index"]]["probe"] = event["probe"]
     elif kind == "end":
         execution.status = str(event.get("status", "error"))
         execution.message = str(event.get("message", ""))
