@@ -230,27 +230,31 @@ check_scalar("pretend device: time per call with its sync / time of the same wor
              queued["median_s"] / direct["median_s"], 1.0, rel=0.01,
              hint="call sync() after the warm-up and inside clock(), before every timeit.default_timer() read")
 ### BEGIN HIDDEN TESTS
+import random as _random
 import time as _time
 import timeit as _timeit
 
-from common.checks import grader
+from common.grading.probe import Probe
+
+probe = Probe()  # this half runs in your kernel: your measure on a pretend clock and device, results out as data
+_rng = _random.Random(probe.seed)
+_n, _scale, _step = _rng.randrange(10_000, 30_000), _rng.choice((2, 3, 4, 5)), _rng.choice((1e-7, 2e-7, 5e-7))
+_warmup, _slow_every = _rng.randrange(4, 9), _rng.choice((7, 9, 11))
 
 
 class _Clock:
     def __init__(self):
-        self.now, self.reads, self.calls = 0.0, 0, 0
-        self.calls_at_first_read = None
+        self.now, self.calls, self.calls_at_first_read = 0.0, 0, None
 
     def __call__(self):
-        self.reads += 1
         if self.calls_at_first_read is None:
             self.calls_at_first_read = self.calls
         return self.now
 
 
 class _Async:  # the work of every call runs only when sync() waits for it
-    def __init__(self, clock, step, slow_every=0):
-        self.clock, self.step, self.slow_every, self.queued = clock, step, slow_every, 0
+    def __init__(self, clock, slow_every=0):
+        self.clock, self.slow_every, self.queued = clock, slow_every, 0
 
     def launch(self, n):
         self.clock.calls += 1
@@ -259,36 +263,55 @@ class _Async:  # the work of every call runs only when sync() waits for it
         self.queued += n * (100 if slow else 1)  # one call in slow_every is preempted: 100x its time
 
     def sync(self):
-        self.clock.now += self.queued * self.step
+        self.clock.now += self.queued * _step
         self.queued = 0
 
 
-def _on_async(n, step=2e-7, slow_every=0, **kw):
+def _on_async(n, slow_every=0, **kw):
     _c = _Clock()
     _saved = _timeit.default_timer, _time.perf_counter
     _timeit.default_timer = _time.perf_counter = _c
     try:
-        _d = _Async(_c, step, slow_every)
-        return measure(_d.launch, n, min_run_time=0.05, sync=_d.sync, **kw), _c
+        _d = _Async(_c, slow_every)
+        _r = measure(_d.launch, n, min_run_time=0.05, sync=_d.sync, **kw)
+        return {k: _r[k] for k in ("median_s", "iqr_s", "n_runs")}, _c.calls_at_first_read
     finally:
         _timeit.default_timer, _time.perf_counter = _saved
 
 
-_small, _ = _on_async(15_000)
-_big, _ = _on_async(60_000)
-for _r in (_small, _big):
-    grader.assert_type(_r, dict, name="measure returns a dict")
-    grader.assert_type(_r["median_s"], float, name="median_s is a float")
-    grader.assert_type(_r["iqr_s"], float, name="iqr_s is a float")
-    grader.assert_in_range(_r["iqr_s"], 0.0, 0.01 * _r["median_s"], name="IQR of identical calls")
-grader.assert_in_range(_small["median_s"] / (15_000 * 2e-7), 0.99, 1.01, name="synced time per call is the work's")
-grader.assert_in_range(_big["median_s"] / _small["median_s"], 3.96, 4.04,
-                       name="on an asynchronous device, 4x the work takes 4x the time")
-_robust, _ = _on_async(20_000, slow_every=9)
-grader.assert_in_range(_robust["median_s"] / (20_000 * 2e-7), 0.99, 1.01,
-                       name="one preempted call in nine does not move the median")
-_, _c = _on_async(10_000, warmup=5)
-grader.assert_in_range(_c.calls_at_first_read or 0, 5, 10**9, name="warm-up calls before the first clock read")
+probe.send("gemm", dict(measure(torch.mm, torch.randn(128, 128), torch.randn(128, 128), min_run_time=0.02)))
+probe.send("small", _on_async(_n)[0])
+probe.send("big", _on_async(_n * _scale)[0])
+probe.send("robust", _on_async(_n, slow_every=_slow_every)[0])
+probe.send("calls_before_first_read", _on_async(_n // 4, warmup=_warmup)[1])
+### JUDGEMENT
+import random
+
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)  # the same draws as the probe's
+n, scale, step = rng.randrange(10_000, 30_000), rng.choice((2, 3, 4, 5)), rng.choice((1e-7, 2e-7, 5e-7))
+warmup, slow_every = rng.randrange(4, 9), rng.choice((7, 9, 11))
+for key in ("gemm", "small", "big", "robust"):
+    r = data[key]
+    grader.assert_type(r, dict, name="measure returns a dict")
+    grader.assert_type(r["median_s"], float, name="median_s is a float")
+    grader.assert_type(r["iqr_s"], float, name="iqr_s is a float")
+    grader.assert_type(r["n_runs"], int, name="n_runs is an int")
+    grader.assert_in_range(r["n_runs"], 1, 10**9, name="n_runs counts the timed runs")
+grader.assert_in_range(data["gemm"]["median_s"], 1e-8, 10.0, name="median of a 128x128 GEMM, in seconds")
+grader.assert_in_range(data["gemm"]["iqr_s"], 0.0, 10.0, name="IQR of a 128x128 GEMM, in seconds")
+for key in ("small", "big"):  # every pretend call is identical: no spread
+    grader.assert_in_range(data[key]["iqr_s"], 0.0, 0.01 * data[key]["median_s"], name="IQR of identical calls")
+work_s = n * step + 3e-7  # the queued work of one call, plus its launch
+grader.assert_scalar(data["small"]["median_s"], work_s, rel=0.01, name="synced time per call is the work's")
+grader.assert_scalar(data["big"]["median_s"] / data["small"]["median_s"], (n * scale * step + 3e-7) / work_s,
+                     rel=0.01, name="on an asynchronous device, k times the work takes k times the time")
+grader.assert_scalar(data["robust"]["median_s"], work_s, rel=0.01,
+                     name="one preempted call in a few does not move the median")
+grader.assert_type(data["calls_before_first_read"], int, name="the clock was read")
+grader.assert_in_range(data["calls_before_first_read"], warmup, 10**9, name="warm-up calls before the first clock read")
 ### END HIDDEN TESTS
 
 # %%
@@ -411,24 +434,42 @@ check_scalar("softmax FLOPs", mine["flops"], ref_sm["flops"], hint="5 per elemen
 check_scalar("softmax bytes", mine["bytes"], ref_sm["bytes"], hint="the input read once, the output written once")
 check_scalar("softmax intensity", mine["intensity"], ref_sm["intensity"], rel=1e-6)
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_gemms = [(128, 256, 64, 4), (1000, 2000, 3000, 2), (_rng.randrange(1, 5000), _rng.randrange(1, 5000),
+                                                    _rng.randrange(1, 5000), 0.5)]
+_gemms += [(_rng.randrange(1, 9000), _rng.randrange(1, 9000), _rng.randrange(1, 9000), _b) for _b in (4, 2, 1)]
+_softmaxes = [(64, 1000, 4), (10, 7, 2), (_rng.randrange(1, 5000), _rng.randrange(1, 5000), 1),
+              (_rng.randrange(1, 5000), _rng.randrange(1, 5000), 0.5)]
+probe.send("gemm", [gemm_cost(*_g) for _g in _gemms])
+probe.send("softmax", [softmax_cost(*_s) for _s in _softmaxes])
+### JUDGEMENT
+import random
+
+from answers import gemm_cost as ref_gemm
+from answers import softmax_cost as ref_softmax
 from common.checks import grader
 
-_g = gemm_cost(1000, 2000, 3000, 2)
-grader.assert_type(_g, dict, name="gemm_cost returns a dict")
-grader.assert_scalar(_g["flops"], 1.2e10, name="GEMM FLOPs, fp16")
-grader.assert_scalar(_g["bytes"], 22e6, name="GEMM bytes, fp16")
-grader.assert_scalar(_g["intensity"], 1.2e10 / 22e6, rel=1e-6, name="GEMM intensity")
-_g = gemm_cost(1000, 2000, 3000, 0.5)
-grader.assert_scalar(_g["bytes"], 5.5e6, name="GEMM bytes, 4-bit elements")
-grader.assert_scalar(_g["intensity"], 1.2e10 / 5.5e6, rel=1e-6, name="GEMM intensity, 4-bit elements")
-_s = softmax_cost(10, 7, 2)
-grader.assert_type(_s, dict, name="softmax_cost returns a dict")
-grader.assert_scalar(_s["flops"], 350.0, name="softmax FLOPs")
-grader.assert_scalar(_s["bytes"], 280.0, name="softmax bytes, fp16")
-grader.assert_scalar(_s["intensity"], 1.25, rel=1e-6, name="softmax intensity")
-_s = softmax_cost(96, 33, 1)
-grader.assert_scalar(_s["bytes"], 2.0 * 96 * 33, name="softmax bytes, fp8")
-grader.assert_scalar(_s["intensity"], 2.5, rel=1e-6, name="softmax intensity, fp8")
+data, seed = probe.received()
+rng = random.Random(seed)
+gemms = [(128, 256, 64, 4), (1000, 2000, 3000, 2), (rng.randrange(1, 5000), rng.randrange(1, 5000),
+                                                  rng.randrange(1, 5000), 0.5)]
+gemms += [(rng.randrange(1, 9000), rng.randrange(1, 9000), rng.randrange(1, 9000), b) for b in (4, 2, 1)]
+softmaxes = [(64, 1000, 4), (10, 7, 2), (rng.randrange(1, 5000), rng.randrange(1, 5000), 1),
+             (rng.randrange(1, 5000), rng.randrange(1, 5000), 0.5)]
+for what, cases, ref, mine in (("gemm_cost", gemms, ref_gemm, data["gemm"]),
+                               ("softmax_cost", softmaxes, ref_softmax, data["softmax"])):
+    grader.assert_equal(len(mine), len(cases), name=f"{what}: one answer per case")
+    for case, got in zip(cases, mine):
+        grader.assert_type(got, dict, name=f"{what} returns a dict")
+        want = ref(*case)
+        for key in ("flops", "bytes", "intensity"):
+            grader.assert_type(got[key], float, int, name=f"{what}: {key} is a number")
+            grader.assert_scalar(got[key], want[key], rel=1e-6, name=f"{what}{case}: {key}")
 ### END HIDDEN TESTS
 
 # %%
@@ -531,27 +572,38 @@ check_scalar("attainable FLOP/s", mine["attainable_flops_per_s"], ROOF.attainabl
 check_in_range("fraction of the roof", mine["fraction"], 1e-5, 10.0)
 print(f"the {MODEL} forward pass reaches {mine['fraction']:.1%} of this CPU's roof at its intensity")
 ### BEGIN HIDDEN TESTS
+import random as _random
 from types import SimpleNamespace as _SN
 
 from common import roofline as _roofline
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_peak, _bw = 10 ** _rng.uniform(11, 13), 10 ** _rng.uniform(9, 11)  # a roofline of another machine: ridge 1 .. 1e4
+_cases = [(10 ** _rng.uniform(6, 10), _i, 10 ** _rng.uniform(-5, -1)) for _i in (0.05, 5e4, 10 ** _rng.uniform(0, 4))]
+_out = []
+for _flops, _intensity, _median in _cases:  # a measurement record of another harness: no derived rates
+    _rl = _roofline.Roofline("t", _peak, (_roofline.Ceiling("mem", "bandwidth", _bw, level="DRAM"),), "measured", "fp32")
+    _out.append(achieved(_SN(flops=_flops, bytes=_flops / _intensity, median_s=_median), _rl))
+probe.send("achieved", [{_k: _a[_k] for _k in ("flops_per_s", "bytes_per_s", "intensity", "attainable_flops_per_s",
+                                               "fraction")} for _a in _out])
+### JUDGEMENT
+import random
+
+from answers import achieved as ref
 from common.checks import grader
 
-
-def _result(flops, nbytes, median_s):  # a measurement record of another harness: no derived rates
-    return _SN(flops=flops, bytes=nbytes, median_s=median_s)
-
-
-_rl = _roofline.Roofline("t", 1e12, (_roofline.Ceiling("mem", "bandwidth", 1e10, level="DRAM"),), "measured", "fp32")
-_a = achieved(_result(1e9, 1e6, 2e-3), _rl)
-grader.assert_type(_a, dict, name="achieved returns a dict")
-grader.assert_scalar(_a["flops_per_s"], 5e11, rel=1e-9, name="compute-bound: FLOP/s")
-grader.assert_scalar(_a["attainable_flops_per_s"], 1e12, rel=1e-9, name="compute-bound: the roof is the peak")
-grader.assert_scalar(_a["fraction"], 0.5, rel=1e-9, name="compute-bound: fraction")
-_a = achieved(_result(1e6, 1e7, 1e-3), _rl)
-grader.assert_scalar(_a["bytes_per_s"], 1e10, rel=1e-9, name="memory-bound: bytes/s")
-grader.assert_scalar(_a["intensity"], 0.1, rel=1e-9, name="memory-bound: intensity")
-grader.assert_scalar(_a["attainable_flops_per_s"], 1e9, rel=1e-9, name="memory-bound: the roof is the slope")
-grader.assert_scalar(_a["fraction"], 1.0, rel=1e-9, name="memory-bound: fraction")
+data, seed = probe.received()
+rng = random.Random(seed)
+peak, bw = 10 ** rng.uniform(11, 13), 10 ** rng.uniform(9, 11)
+cases = [(10 ** rng.uniform(6, 10), i, 10 ** rng.uniform(-5, -1)) for i in (0.05, 5e4, 10 ** rng.uniform(0, 4))]
+grader.assert_equal(len(data["achieved"]), len(cases), name="one answer per record")
+for (flops, intensity, median), got, regime in zip(cases, data["achieved"], ("memory", "compute", "mixed")):
+    want = ref(flops, flops / intensity, median, peak, bw)
+    for key, value in want.items():
+        grader.assert_type(got[key], float, name=f"{key} is a float")
+        grader.assert_scalar(got[key], value, rel=1e-6, name=f"{regime}-bound record: {key}")
 ### END HIDDEN TESTS
 
 # %%
@@ -635,23 +687,61 @@ check_equal("top_ops are in decreasing self CPU time",
             all(self_us[a] >= self_us[b] for a, b in zip(mine["top_ops"], mine["top_ops"][1:])), True,
             hint="sort by self_cpu_time_total, not cpu_time_total (which includes the ops an op calls)")
 ### BEGIN HIDDEN TESTS
-from answers import profile_summary as _ref
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_numel = _rng.choice((1 << 17, 3 << 16, 1 << 18, 3 << 17))  # fp32: two tensors of 4 x numel bytes alive at once
+
+
+def _plain(prof):  # the profile as data, read before any function of yours sees it
+    return {"events": [[int(e.time_range.start), int(e.self_cpu_memory_usage)] for e in prof.events()],
+            "rows": [[str(e.key), float(e.self_cpu_time_total)] for e in prof.key_averages()]}
+
+
+_p = profile_run(lambda: (torch.ones(_numel) + 1).sum())
+probe.send("run", _plain(_p))
+_s = profile_summary(_p)
+probe.send("run_summary", {"peak_bytes": _s["peak_bytes"], "top_ops": list(_s["top_ops"])})
+_ch, _len = _rng.choice((16, 24, 32)), _rng.choice((48, 64, 96))
+_net = torch.nn.Sequential(torch.nn.Conv1d(8, _ch, 5), torch.nn.GELU(), torch.nn.Flatten(),
+                           torch.nn.Linear(_ch * (_len - 4), 10)).eval()
+with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as _q:
+    _net(torch.randn(16, 8, _len))
+probe.send("net", _plain(_q))
+for _k in (2, 3, 5):
+    _s = profile_summary(_q, k=_k)
+    probe.send(f"net_summary_{_k}", {"peak_bytes": _s["peak_bytes"], "top_ops": list(_s["top_ops"])})
+### JUDGEMENT
+import random
+
+from answers import profile_summary_of
 from common.checks import grader
 
-_p = profile_run(lambda: (torch.ones(1 << 18) + 1).sum())  # two 1 MiB fp32 tensors alive at once
-grader.assert_equal(any(_e.self_cpu_memory_usage for _e in _p.events()), True, name="profile_run records memory")
-_s = profile_summary(_p)
-grader.assert_in_range(_s["peak_bytes"], 2 << 20, 3 << 20, name="peak of ones + 1: both 1 MiB tensors at once")
-grader.assert_equal(_s["top_ops"], _ref(_p)["top_ops"], name="top 3 ops of another call")
-_net = torch.nn.Sequential(torch.nn.Conv1d(8, 32, 5), torch.nn.GELU(), torch.nn.Flatten(),
-                           torch.nn.Linear(32 * 60, 10)).eval()
-_x = torch.randn(16, 8, 64)
-with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as _q:
-    _net(_x)
-for _k in (2, 3, 5):
-    _mine, _want = profile_summary(_q, k=_k), _ref(_q, k=_k)
-    grader.assert_equal(_mine["top_ops"], _want["top_ops"], name=f"top {_k} ops of a conv net")
-    grader.assert_scalar(_mine["peak_bytes"], _want["peak_bytes"], rel=0.05, name="peak bytes of a conv net")
+data, seed = probe.received()
+rng = random.Random(seed)
+numel = rng.choice((1 << 17, 3 << 16, 1 << 18, 3 << 17))
+run = data["run"]
+grader.assert_equal(any(nbytes != 0 for _, nbytes in run["events"]), True, name="profile_run records memory")
+grader.assert_in_range(profile_summary_of(run["events"], run["rows"])["peak_bytes"], 8 * numel, 12 * numel,
+                       name="profile_run records one call of fn")
+mine = data["run_summary"]
+grader.assert_type(mine["peak_bytes"], int, name="peak_bytes is an int")
+grader.assert_in_range(mine["peak_bytes"], 8 * numel, 12 * numel, name="peak of ones + 1: both tensors at once")
+for k in (3, 2, 5):
+    name, mine = ("run", data["run_summary"]) if k == 3 else ("net", data[f"net_summary_{k}"])
+    want = profile_summary_of(data[name]["events"], data[name]["rows"], k)
+    self_us = dict(data[name]["rows"])
+    grader.assert_type(mine["top_ops"], list, name="top_ops is a list")
+    grader.assert_equal(len(set(mine["top_ops"])) == len(mine["top_ops"]) == len(want["top_ops"]), True,
+                        name=f"top {k} ops: k different names")
+    grader.assert_equal(all(op in self_us for op in mine["top_ops"]), True, name=f"top {k} ops: row keys of the profile")
+    grader.assert_equal([self_us[op] for op in mine["top_ops"]], want["top_us"],  # ties may come in any order
+                        name=f"top {k} ops of the {name} profile, by self CPU time")
+    if name == "net":
+        grader.assert_scalar(mine["peak_bytes"], want["peak_bytes"], rel=0.05, name="peak bytes of a conv net")
 ### END HIDDEN TESTS
 
 # %%
@@ -720,20 +810,38 @@ check_equal("H100 4096^3 GEMM: bound names the larger term",
             mine["bound"] == ("compute" if mine["compute_s"] >= mine["memory_s"] else "memory"), True,
             hint='"compute" when the compute term is at least the memory term, else "memory"')
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.chips import get_chip as _get_chip
+import random as _random
 
-_t4 = _get_chip("t4")
-_e = expected_time(5.0 * 4096 * 4096, 2.0 * 4096 * 4096 * 2, "t4")
-grader.assert_type(_e, dict, name="expected_time returns a dict")
-grader.assert_scalar(_e["memory_s"], 2.0 * 4096 * 4096 * 2 / _t4.main_memory.bandwidth, rel=1e-6,
-                     name="T4 softmax memory term")
-grader.assert_scalar(_e["compute_s"], 5.0 * 4096 * 4096 / _t4.peak("fp16"), rel=1e-6, name="T4 softmax compute term")
-grader.assert_scalar(_e["time_s"], _e["memory_s"], rel=1e-9, name="time is the larger term")
-grader.assert_equal(_e["bound"], "memory", name="a softmax is memory-bound")
-_e = expected_time(1e12, 1e9, "a100-80gb", "bf16")
-grader.assert_scalar(_e["compute_s"], 1e12 / _get_chip("a100-80gb").peak("bf16"), rel=1e-6, name="dtype is used")
-grader.assert_equal(_e["bound"], "compute", name="compute-bound case")
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_n = _rng.randrange(1024, 8193)
+_cases = [(5.0 * _n * _n, 2.0 * _n * _n * 2, "t4", "fp16"),  # a softmax: memory-bound
+          (2.0 * _n**3, 3.0 * _n * _n * 2, "h100-sxm", "fp16"),  # a large GEMM: compute-bound
+          (1e12 * _rng.uniform(0.5, 2), 1e9 * _rng.uniform(0.5, 2), "a100-80gb", "bf16"),
+          (_rng.uniform(1e9, 1e13), _rng.uniform(1e8, 1e11), _rng.choice(("t4", "a100-40gb", "h100-sxm")), "int8")]
+probe.send("expected", [expected_time(*_c) for _c in _cases])
+probe.send("default_dtype", expected_time(2.0 * _n**3, 3.0 * _n * _n * 2, "t4"))
+### JUDGEMENT
+import random
+
+from answers import expected_time as ref
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+n = rng.randrange(1024, 8193)
+cases = [(5.0 * n * n, 2.0 * n * n * 2, "t4", "fp16"), (2.0 * n**3, 3.0 * n * n * 2, "h100-sxm", "fp16"),
+         (1e12 * rng.uniform(0.5, 2), 1e9 * rng.uniform(0.5, 2), "a100-80gb", "bf16"),
+         (rng.uniform(1e9, 1e13), rng.uniform(1e8, 1e11), rng.choice(("t4", "a100-40gb", "h100-sxm")), "int8")]
+cases.append((2.0 * n**3, 3.0 * n * n * 2, "t4", "fp16"))
+for case, got in zip(cases, [*data["expected"], data["default_dtype"]], strict=True):
+    want = ref(*case)
+    grader.assert_type(got, dict, name="expected_time returns a dict")
+    for key in ("compute_s", "memory_s", "time_s"):
+        grader.assert_scalar(got[key], want[key], rel=1e-6, name=f"{case[2]}, {case[3]}: {key}")
+    grader.assert_equal(got["bound"], want["bound"], name=f"{case[2]}, {case[3]}: the bound names the larger term")
 ### END HIDDEN TESTS
 
 # %%
@@ -883,18 +991,65 @@ with pd.option_context("display.width", 200, "display.max_columns", 30):
     print(f"SIMULATED decode step of {MODEL}, batch 1, {SEQ} cached tokens (max_abs_error: compiled vs eager logits)")
     print(TABLE.to_string(float_format=lambda v: f"{v:.3g}"))
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
+import random as _random
 
-_t = five_machine_table(REPORTS, {})
-grader.assert_type(_t, pd.DataFrame, name="returns a DataFrame")
-for _s, _r in REPORTS.items():
-    grader.assert_scalar(float(_t.loc[_s, "time_s"]), _r.time_s, rel=1e-9, name="time_s per system")
-    grader.assert_equal(str(_t.loc[_s, "chip"]), _r.chip, name="chip per system")
-    grader.assert_equal(int(_t.loc[_s, "chips"]), _r.chips, name="chips per system")
-    grader.assert_equal(bool(_t.loc[_s, "max_abs_error"] != _t.loc[_s, "max_abs_error"]), True,
-                        name="a missing error is NaN")
-_one = dict(list(REPORTS.items())[:1])
-grader.assert_equal(len(five_machine_table(_one, ERRORS)), 1, name="one row per report")
+from common.grading.probe import Probe
+from common.landscape import SYSTEM_OF_BACKEND as _SYSTEM_OF
+from common.sim import BACKEND_NAMES as _BACKENDS
+from common.sim import simulate_llm as _simulate
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_backends = _rng.sample(_BACKENDS, _rng.randrange(2, len(_BACKENDS) + 1))  # some machines, in another order
+_seq = _rng.randrange(8, 48)
+_reports = {_SYSTEM_OF[_b]: _simulate("tiny-block", _b, phase="decode", batch=1, seq=_seq)
+            for _b in _backends}
+_errors = {_s: _rng.uniform(0, 0.1) for _s in list(_reports)[::2]}  # every other machine has no error measured
+
+
+def _plain_table(t):  # the DataFrame as data: index, columns, and each column's values
+    def plain(v):
+        return v if v is None or isinstance(v, (bool, int, float, str)) else getattr(v, "item", lambda: str(v))()
+
+    return {"index": [str(i) for i in t.index], "columns": [str(c) for c in t.columns],
+            "values": {str(c): [plain(v) for v in t[c].tolist()] for c in t.columns}}
+
+
+probe.send("table", _plain_table(five_machine_table(_reports, _errors)))
+_first = dict(list(_reports.items())[:1])
+probe.send("one", _plain_table(five_machine_table(_first, {})))
+### JUDGEMENT
+import math
+import random
+
+from answers import machine_row
+from common.checks import grader
+from common.landscape import SYSTEM_OF_BACKEND
+from common.sim import BACKEND_NAMES, simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+backends = rng.sample(BACKEND_NAMES, rng.randrange(2, len(BACKEND_NAMES) + 1))
+seq = rng.randrange(8, 48)
+reports = {SYSTEM_OF_BACKEND[b]: simulate_llm("tiny-block", b, phase="decode", batch=1, seq=seq) for b in backends}
+errors = {s: rng.uniform(0, 0.1) for s in list(reports)[::2]}
+for table, given, errs in ((data["table"], reports, errors), (data["one"], dict(list(reports.items())[:1]), {})):
+    grader.assert_equal(table["index"], list(given), name="one row per report, in its order, indexed by system")
+    levels = sorted({f"bytes_{lv}" for r in given.values() for lv in r.bytes})
+    needed = ["chip", "chips", "dtype", "time_s", "tokens_per_s", "bottleneck", "max_abs_error", *levels]
+    grader.assert_equal(sorted(set(needed) - set(table["columns"])), [], name="the table's columns")
+    for i, (system, r) in enumerate(given.items()):
+        want = machine_row(r, errs.get(system, math.nan))
+        for col in needed:
+            got, expected = table["values"][col][i], want.get(col, math.nan)
+            if isinstance(expected, str):
+                grader.assert_equal(str(got), expected, name=f"{system}: {col}")
+            elif isinstance(expected, float) and math.isnan(expected):
+                grader.assert_equal(isinstance(got, float) and math.isnan(got), True,
+                                    name=f"{system}: {col} is NaN where the machine has none")
+            else:
+                grader.assert_type(got, int, float, name=f"{system}: {col} is a number")
+                grader.assert_scalar(got, expected, rel=1e-9, name=f"{system}: {col}")
 ### END HIDDEN TESTS
 
 # %%
@@ -1104,9 +1259,9 @@ import tempfile
 
 from common.checks import check_equal, check_in_range, check_scalar, check_type
 
-probe = LandscapeMap(os.path.join(tempfile.mkdtemp(), "probe.json"))
-add_course1_rows(probe, QUALITATIVE, REPORTS)
-cells = {(r["system"], r["attribute"]): r for r in probe.rows}
+scratch = LandscapeMap(os.path.join(tempfile.mkdtemp(), "scratch.json"))
+add_course1_rows(scratch, QUALITATIVE, REPORTS)
+cells = {(r["system"], r["attribute"]): r for r in scratch.rows}
 for system in SYSTEMS:
     for attribute in ATTRIBUTES:
         row = cells.get((system, attribute))
@@ -1127,33 +1282,92 @@ for system, r in REPORTS.items():
     check_scalar(f"{system} main-memory bytes", cells[(system, "main-memory bytes per decode step")]["value"],
                  r.bytes.get(get_chip(r.chip).main_memory.name, 0.0), rel=1e-9)
 ### BEGIN HIDDEN TESTS
-from common.chips import DTYPE_BYTES as _DB
-from common.checks import grader
-from common.landscape import LandscapeMap as _LM
+import os as _os
+import random as _random
+import tempfile as _tempfile
 
-_lm = _LM(os.path.join(tempfile.mkdtemp(), "hidden.json"))
-_lm.add("GPU", "decode step latency (s)", 123.0, course=1, source="simulated")
-add_course1_rows(_lm, QUALITATIVE, REPORTS)  # must refresh its own rows (overwrite=True)
-_cells = {(r["system"], r["attribute"]): r for r in _lm.rows}
-for _s, _r in REPORTS.items():
-    grader.assert_scalar(_cells[(_s, "decode step latency (s)")]["value"], _r.time_s, rel=1e-9, name="latency")
-    _b = _DB[_r.dtype]
-    grader.assert_scalar(_cells[(_s, "peak memory: weights + KV (bytes)")]["value"],
-                         CFG.n_params * _b + CFG.kv_bytes_per_token(_b) * (SEQ + 1), rel=1e-9, name="resident bytes")
-    grader.assert_equal(_cells[(_s, "peak memory: weights + KV (bytes)")]["source"], "learner", name="its source")
-    grader.assert_equal(_cells[(_s, "dominant operator")]["source"], "simulated", name="dominant op source")
-_texts = [str(QUALITATIVE[_s].get(_a, "")) for _s in SYSTEMS for _a in ATTRIBUTES]
-grader.assert_equal(len(set(_texts)) == len(_texts), True, name="25 different descriptions, one per system and attribute")
-grader.assert_equal(all(len(_t.split()) >= 3 for _t in _texts), True, name="each description is a phrase of 3+ words")
-_two = dict(list(REPORTS.items())[-2:])  # rows for only the systems it is given
-_lm2 = _LM(os.path.join(tempfile.mkdtemp(), "hidden2.json"))
-add_course1_rows(_lm2, QUALITATIVE, _two)
-_sims = {r["system"] for r in _lm2.rows if r["attribute"] == "decode step latency (s)"}
-grader.assert_equal(sorted(_sims), sorted(_two), name="simulated rows only for the reports given")
-for _s, _r in _two.items():
-    _c2 = {(r["system"], r["attribute"]): r for r in _lm2.rows}
-    grader.assert_scalar(_c2[(_s, "main-memory bytes per decode step")]["value"],
-                         _r.bytes.get(get_chip(_r.chip).main_memory.name, 0.0), rel=1e-9, name="main-memory bytes")
+from common.grading.probe import Probe
+from common.landscape import SYSTEM_OF_BACKEND as _SYSTEM_OF
+from common.landscape import SYSTEMS as _SYSTEMS
+from common.landscape import LandscapeMap as _LM
+from common.sim import BACKEND_NAMES as _BACKENDS
+from common.sim import simulate_llm as _simulate
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_attrs = ("execution model", "memory hierarchy", "programming model", "compiler strategy", "key trade-off")
+_qual = {_s: {_a: f"{_a} of {_s}, variant {_rng.randrange(10**6)}" for _a in _attrs} for _s in _SYSTEMS}
+_backends = _rng.sample(_BACKENDS, _rng.randrange(2, len(_BACKENDS)))  # some machines, in another order
+_seq = _rng.randrange(8, 48)
+_reports = {_SYSTEM_OF[_b]: _simulate("tiny-block", _b, phase="decode", batch=1, seq=_seq) for _b in _backends}
+_lm = _LM(_os.path.join(_tempfile.mkdtemp(), "hidden.json"))
+_lm.add(next(iter(_reports)), "decode step latency (s)", 123.0, course=1, source="simulated")  # an earlier run's
+add_course1_rows(_lm, _qual, _reports)  # must refresh its own rows (overwrite=True)
+probe.send("rows", [{_k: _r[_k] for _k in ("system", "attribute", "value", "course", "source")} for _r in _lm.rows])
+probe.send("model", str(MODEL))
+probe.send("seq", int(SEQ))
+probe.send("qualitative", {str(_s): {str(_a): str(_t) for _a, _t in dict(QUALITATIVE[_s]).items()}
+                           for _s in _SYSTEMS if _s in QUALITATIVE})
+### JUDGEMENT
+import random
+
+from answers import (DATAFLOW_SYSTEMS, LANDSCAPE_VOCAB, MIN_VOCAB_CELLS, as_rows, memory_level_misses)
+from common.checks import grader
+from common.chips import DTYPE_BYTES, get_chip
+from common.kvcache import SYSTEM_CHIPS
+from common.landscape import SYSTEM_OF_BACKEND, SYSTEMS, dominant_operator
+from common.landscape_rows import vocabulary_misses
+from common.models import get_config
+from common.sim import BACKEND_NAMES, simulate_llm
+
+data, seed = probe.received()
+rng = random.Random(seed)
+attrs = ("execution model", "memory hierarchy", "programming model", "compiler strategy", "key trade-off")
+qual = {s: {a: f"{a} of {s}, variant {rng.randrange(10**6)}" for a in attrs} for s in SYSTEMS}
+backends = rng.sample(BACKEND_NAMES, rng.randrange(2, len(BACKEND_NAMES)))
+seq = rng.randrange(8, 48)
+reports = {SYSTEM_OF_BACKEND[b]: simulate_llm("tiny-block", b, phase="decode", batch=1, seq=seq) for b in backends}
+cells = {(r["system"], r["attribute"]): r for r in data["rows"]}
+for s in SYSTEMS:
+    for a in attrs:
+        row = cells.get((s, a), {})
+        grader.assert_equal(row.get("value"), qual[s][a], name="each description it is given, as given")
+        grader.assert_equal([row.get("source"), row.get("course")], ["learner", 1], name="descriptions: learner, course 1")
+cfg = get_config(data["model"])
+simulated = ("decode step latency (s)", "decode throughput (tokens/s)", "dominant operator",
+             "main-memory bytes per decode step")
+for s in SYSTEMS:
+    if s not in reports:
+        grader.assert_equal([a for a in simulated if (s, a) in cells], [], name="simulated rows only for the reports given")
+        continue
+    r = reports[s]
+    op, share = dominant_operator(r)
+    b = DTYPE_BYTES[r.dtype]
+    want = {"decode step latency (s)": r.time_s, "decode throughput (tokens/s)": r.tokens_per_s,
+            "dominant operator": f"{op} ({share:.0%} of compute time)",
+            "main-memory bytes per decode step": r.bytes.get(get_chip(r.chip).main_memory.name, 0.0),
+            "peak memory: weights + KV (bytes)": cfg.n_params * b + cfg.kv_bytes_per_token(b) * (data["seq"] + 1)}
+    for a, value in want.items():
+        row = cells.get((s, a), {})
+        source = "learner" if a.startswith("peak memory") else "simulated"
+        grader.assert_equal([row.get("source"), row.get("course")], [source, 1], name=f"{a}: source and course")
+        if isinstance(value, str):
+            grader.assert_equal(row.get("value"), value, name=f"{a} of the report given")
+        else:
+            grader.assert_type(row.get("value"), int, float, name=f"{a} is a number")
+            grader.assert_scalar(row["value"], value, rel=1e-9, name=f"{a} of the report given")
+# your own descriptions of the five machines: complete, your own phrases, and naming each machine's mechanism
+mine = data["qualitative"]
+texts = [mine.get(s, {}).get(a, "") for s in SYSTEMS for a in attrs]
+grader.assert_equal(len(set(texts)) == len(texts) and all(texts), True, name="25 different descriptions")
+grader.assert_equal(all(len(t.split()) >= 3 for t in texts), True, name="each description is a phrase of 3+ words")
+dataflow = {s: mine.get(s, {}) for s in DATAFLOW_SYSTEMS}
+named = 4 * len(attrs) - len(vocabulary_misses(as_rows(dataflow), LANDSCAPE_VOCAB))
+grader.assert_in_range(named, MIN_VOCAB_CELLS, 4 * len(attrs),
+                       name="descriptions that name the machine's own mechanism (and no other machine's)")
+levels = {s: [lv.name for lv in get_chip(SYSTEM_CHIPS[s]).memory_levels] for s in DATAFLOW_SYSTEMS}
+grader.assert_equal(memory_level_misses(dataflow, levels), [],
+                    name="each memory hierarchy names a memory level of that machine (your Part 5 table's bytes_<level>)")
 ### END HIDDEN TESTS
 
 # %%

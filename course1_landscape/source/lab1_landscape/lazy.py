@@ -1,5 +1,11 @@
 """Shortcuts a student who does not do Lab 1's work would try; each must score 0 on the cells it names
-(tests/test_lazy_notebooks.py inserts each one after its test cells, reruns them, then restores the honest cell)."""
+(tests/test_lazy_notebooks.py inserts each one after its test cells, reruns them, then restores the honest cell).
+
+The second half (issue 28) attacks the channel between a hidden test and the learner's kernel: an argument emptied
+after use, a name a test once read rebound, the grader's own functions replaced, objects whose comparisons lie, a
+library function that computes the answer, descriptions made of the course's own text. Each root cause is named in
+a comment; ``kind`` is the nearest of the harness's KINDS.
+"""
 
 NOT_LISTED = {
     "decoder_cost": "optional (Going further), ungraded",
@@ -92,7 +98,8 @@ def profile_run(fn):
 
 def profile_summary(prof, k=3):
     rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
-    return {"peak_bytes": int(max(e.cpu_memory_usage for e in prof.key_averages())), "top_ops": [e.key for e in rows[:k]]}
+    peak = int(max(e.cpu_memory_usage for e in prof.key_averages()))
+    return {"peak_bytes": peak, "top_ops": [e.key for e in rows[:k]]}
 """,
         fails=["profile_tests"],
     ),
@@ -151,6 +158,164 @@ _own_rows = add_course1_rows
 
 def add_course1_rows(lm, qualitative, reports):
     _own_rows(lm, qualitative, REPORTS)
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # --- issue 28: the channel between the hidden test and the kernel -----------------------------------------
+    # mutate the argument: empty the profile it is handed, so a reference rebuilt from it afterwards agrees
+    dict(
+        cell="profile",
+        kind="read-off-object",
+        code="""
+def profile_run(fn):
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    return prof
+
+
+def profile_summary(prof, k=3):
+    prof.profiler.function_events.clear()  # nothing left to compare with
+    return {"peak_bytes": 0, "top_ops": [e.key for e in prof.key_averages()][:k]}
+""",
+        fails=["profile_tests"],
+    ),
+    # lying objects: a top-ops list equal to anything, a peak that passes every range
+    dict(
+        cell="profile",
+        kind="echo-expected",
+        code="""
+class _Same(list):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+
+def profile_run(fn):
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    return prof
+
+
+def profile_summary(prof, k=3):
+    return {"peak_bytes": 2 << 20, "top_ops": _Same(["aten::mm", "aten::addmm", "aten::linear"][:k])}
+""",
+        fails=["profile_tests"],
+    ),
+    # mutate the argument: the reports handed in are emptied, so rows rebuilt from them afterwards agree
+    dict(
+        cell="five_machines",
+        kind="read-off-object",
+        code="""
+def five_machine_table(reports, errors):
+    table = pd.DataFrame({s: {"chip": r.chip, "time_s": r.time_s} for s, r in reports.items()}).T
+    reports.clear()
+    errors.clear()
+    return table
+""",
+        fails=["five_machines_tests"],
+    ),
+    # lying numbers: every value a float that equals anything
+    dict(
+        cell="op_costs",
+        kind="echo-expected",
+        code="""
+class _Any(float):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = float.__hash__
+
+
+def gemm_cost(m, k, n, dtype_bytes=4):
+    return {"flops": _Any(2.0 * m * k * n), "bytes": _Any(3.0 * m * n * 4), "intensity": _Any(1.0)}
+
+
+def softmax_cost(rows, cols, dtype_bytes=4):
+    return {"flops": _Any(5.0 * rows * cols), "bytes": _Any(8.0 * rows * cols), "intensity": _Any(0.625)}
+""",
+        fails=["op_costs_tests"],
+    ),
+    # a library function that computes the answer: common's rebuildable Course 1 rows (its own model and seq)
+    dict(
+        cell="landscape_rows",
+        kind="call-reference",
+        code="""
+from common.landscape_courses import fill_course
+
+
+def add_course1_rows(lm, qualitative, reports):
+    for system, attrs in qualitative.items():
+        for attribute, text in attrs.items():
+            lm.add(system, attribute, text, course=1, source="learner", overwrite=True)
+    fill_course(lm, 1)
+    for system, r in reports.items():
+        b = DTYPE_BYTES[r.dtype]
+        lm.add(system, "peak memory: weights + KV (bytes)", CFG.n_params * b + CFG.kv_bytes_per_token(b) * (SEQ + 1),
+               course=1, source="learner", overwrite=True)
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # rebind a name the hidden test once looped over: no reports, so no simulated rows to check
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+def add_course1_rows(lm, qualitative, reports):
+    for system, attrs in qualitative.items():
+        for attribute, text in attrs.items():
+            lm.add(system, attribute, text, course=1, source="learner", overwrite=True)
+    reports.clear()  # and empty the argument too
+
+
+REPORTS = {}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # descriptions copied from the GPU's worked example, made unique with the machine's name
+    dict(
+        cell="qualitative",
+        kind="hard-code-visible",
+        code="""
+for _system in ("TPU", "WSE", "LPU", "Spyre"):
+    QUALITATIVE[_system] = {a: f"{text}, as on the {_system}" for a, text in QUALITATIVE["GPU"].items()}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # descriptions collaged from the lab's own text (introduction, Part 5, wrap-up): keywords, no mechanism per cell
+    dict(
+        cell="qualitative",
+        kind="echo-expected",
+        code="""
+_INTRO = {"TPU": "XLA, systolic matrix units, HBM", "WSE": "~900,000 cores on one wafer, weights in on-wafer SRAM",
+          "LPU": "no caches; the compiler schedules every cycle",
+          "Spyre": "32 dataflow cores, software-managed scratchpads, LPDDR5"}
+_WRAP = {"TPU": "XLA's static graph", "WSE": "the WSE's placement", "LPU": "the LPU's cycle-exact schedule",
+         "Spyre": "Spyre's bundles"}
+for _system in _INTRO:
+    QUALITATIVE[_system] = {a: f"{a}: {_INTRO[_system]}; {_WRAP[_system]}" for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # replace the grader's checks in the kernel (every assert a no-op), then a wrong answer. The last test of the
+    # lab: in a direct run the patched class stays patched for every later cell of the kernel
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+from common.checks import _Grader
+
+for _name in ("assert_scalar", "assert_equal", "assert_in_range", "assert_type", "assert_tensor"):
+    setattr(_Grader, _name, staticmethod(lambda *a, **k: None))
+_honest_rows = add_course1_rows
+
+
+def add_course1_rows(lm, qualitative, reports):
+    _honest_rows(lm, qualitative, REPORTS)  # the visible reports, whatever is passed
 """,
         fails=["landscape_rows_tests"],
     ),
