@@ -4,27 +4,28 @@ Each bug is a small model, its inputs, and a *rule* the simulated compiler/runti
 any graph (the full model, a reduced subgraph, or a learner's rewrite), so a reproducer fails for the same
 reason the model did and a real workaround makes it pass:
 
-* ``wrong``    (code generation) every copy kernel computes its range in whole 64-element sticks
+* ``wrong``    every copy kernel computes its range in whole 64-element sticks
                (fault ``stick_copy`` on every copy op): a copy whose innermost dim is not a multiple of 64
                loses its tail (torch-spyre issue #524); the model has one such copy among aligned ones.
-* ``hang``     (memory/DMA or scheduling) a bundle whose input DMA exceeds a limit never completes:
+* ``hang``     a bundle whose input DMA exceeds a limit never completes:
                reported as a DMA timeout (``dma_timeout``) or, in the other variant, as a cyclic wait
                (``deadlock``). Smaller calls stay under the limit.
-* ``nan``      (numerics) softmax is compiled without the row-max subtraction (``fp16_overflow`` on every
+* ``nan``      softmax is compiled without the row-max subtraction (``fp16_overflow`` on every
                softmax): a branch with large logits gives inf/inf = NaN in fp16, the other branch is fine.
-* ``slow``     (performance) a CPU fallback (``cumsum``, ``tril`` or ``repeat``, each with a native
+* ``slow``     a CPU fallback (``cumsum``, ``tril`` or ``repeat``, each with a native
                rewrite): correct but slow (a host round trip and a second bundle launch); the fix keeps the
                output and removes the cause.
 
 ``learner_seed(learner_id)`` hashes the learner id; ``make_bug(key, seed)`` varies which op, shape and layer
 carry the fault (the answers change, the failure mode does not). A bug handed to the learner carries no
-answer: no layer, no diverging node, no cause, and keys named after the symptom. The answer keys and the
-secret variants the grader tests a fix on live with the lab's grader-side answers, not here.
+answer: no layer, no diverging node, no cause, and keys named after the symptom. The answer keys live with the
+lab's grader-side answers, not here; the grader tests a fix on variants made from its own seed.
 
 The simulated device keeps a trace: every completed ``bug.run`` appends a ``DeviceRun`` (the compiled graph,
 its inputs, its output) to ``bug.runs``. ``device_problems`` reads that trace to tell a fix that ran on the
 device from a CPU answer handed back: the output must be made of device outputs, those runs must have done
 the model's FLOPs (the device's counters), and the graphs they ran must compute the model on fresh inputs.
+``device_trace`` writes the same evidence as plain data (a hidden test's probe sends it; the grader judges it).
 """
 from __future__ import annotations
 
@@ -304,6 +305,24 @@ def device_problems(bug: PlantedBug, out, since: int = 0, *, rtol: float = 5e-3,
             return ["a graph you ran on the device does not compute bug.model on fresh inputs of the same shape: "
                     "it must compute the answer, not hold it"]
     return []
+
+
+def device_trace(bug: PlantedBug, since: int = 0, fresh_seed: int = 0) -> list[dict]:
+    """The device's trace ``bug.runs[since:]`` as plain data: per run its output, the FLOPs on the device's
+    counters, its inputs' shapes and dtypes, and its graph's output on fresh inputs of those shapes (run ``j``
+    draws them from ``torch.Generator().manual_seed(fresh_seed + j)``, one ``randn`` per tensor input)."""
+    rows = []
+    for j, r in enumerate(bug.runs[since:]):
+        if not isinstance(r.out, torch.Tensor):
+            continue
+        gen = torch.Generator().manual_seed(fresh_seed + j)
+        fresh = tuple(torch.randn(a.shape, generator=gen).to(a.dtype) if isinstance(a, torch.Tensor) else a
+                      for a in r.args)
+        rows.append({"out": r.out, "flops": float(r.compiled.report.flops), "j": j,
+                     "inputs": [[list(a.shape), str(a.dtype).removeprefix("torch.")] for a in r.args
+                                if isinstance(a, torch.Tensor)],
+                     "fresh_out": r.compiled(*fresh)})
+    return rows
 
 
 def trace(model) -> fx.GraphModule:

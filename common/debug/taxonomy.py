@@ -10,9 +10,11 @@ Each ``Layer`` says what fails there, the symptom a learner sees, the tool that 
 example's ``source`` is a public issue or document it is taken from; examples marked ``illustrative`` are
 written by us to match the documented architecture, with the document that describes the mechanism.
 
-``REPORTS`` is a pool of failure reports (error messages, timelines, wrong outputs) for the classification
-exercise, with neutral ids and no layer (the answer key is grader side); ``draw_reports(seed, n)`` picks a
-per-learner subset.
+``draw_reports(seed, n)`` writes ``n`` failure reports for the classification exercise, seeded per learner:
+a symptom and a chronological log of numbered entries (trace, lowering, kernels, transfers, waits, values),
+each with the numbers that say whether it went right. Every report names several stages of the stack, so the
+words do not give the layer away: the entry whose numbers first go wrong does. A report carries only its id,
+system and text (no layer, no entry): the reading is the learner's, the key is grader side.
 
 A hang is sorted by what the stuck work was waiting for, not by who reported it (a watchdog only reports):
 a transfer that never completes is ``memory`` (a DMA timeout), work waiting on other work (a cycle of
@@ -143,8 +145,8 @@ LAYERS: tuple[Layer, ...] = (
                          "of PEs computes garbage", CEREBRAS, "illustrative"),
               "LPU": _ex("a scheduled instruction stream reads a stream register one cycle early: a deterministic "
                          "wrong value at one position", GROQ_ISCA20, "illustrative"),
-              "Spyre": _ex("torch.clone of a 65-element fp16 tensor: the compiled copy covers only the first "
-                           "64-element stick, the last element comes back wrong", SPYRE + "524"),
+              "Spyre": _ex("with automatic span-overflow tiling, only the first tile of the generated kernel's "
+                           "output is written back right; the later tiles differ from the CPU", SPYRE + "3166"),
           }),
     Layer("memory", "Memory placement and DMA",
           "where tensors live (HBM, scratchpad, SRAM) and the transfers between levels",
@@ -239,67 +241,115 @@ def render(system: str | None = None) -> str:
 # ---- failure reports for the classification exercise -------------------------------------------------------
 @dataclass(frozen=True)
 class FailureReport:
-    """A report as a learner receives it: a neutral id, the system and what was observed (no layer: the
-    answer key is the lab's, grader side)."""
+    """A report as a learner receives it: a neutral id, the system and its text (a symptom, then the log)."""
 
     id: str
     system: str
     text: str
 
 
-REPORTS: tuple[FailureReport, ...] = (
-    FailureReport("R01", "TPU", "metrics report: CompileTime TotalSamples 102 in 200 steps; UncachedCompile "
-                  "keeps growing; input sequence length differs per batch"),
-    FailureReport("R02", "GPU", "compiled result differs from eager only when the epilogue is fused "
-                  "(max diff 3.1 at the last row); disabling epilogue fusion fixes it"),
-    FailureReport("R03", "Spyre", "InductorError: torch.mean not supported for IEEE_FP32 data format "
-                  "(raised in loop_body.py store_reduction)"),
-    FailureReport("R04", "GPU", "torch._dynamo.explain: graph_count=3, graph_break_count=2, break reasons: "
-                  "'Tensor.item() call' at model.py:41"),
-    FailureReport("R05", "Spyre", "FallbackWarning: torch.ops.aten.cumsum is falling back to cpu; step time 3x "
-                  "the estimate, timeline shows sync -> d2h -> host -> h2d in every layer"),
-    FailureReport("R06", "Spyre", "Recompiling function forward: guard failed: len(L['x']) == 7; each new "
-                  "prompt length triggers a new compile"),
-    FailureReport("R07", "GPU", "BackendCompilerFailed: backend='inductor' raised: RuntimeError: my_ops::rope "
-                  "has no fake impl or Meta kernel registered"),
-    FailureReport("R08", "Spyre", "z = x.transpose(0, 1).clone() on (72, 91) fp16 returns wrong values, right "
-                  "shape; restickify count 1; (64, 64) works"),
-    FailureReport("R09", "Spyre", "DeadlockError: deadlock: cyclic wait k1 -> k2 -> k1 (each kernel waits for "
-                  "the next to finish; none can start)"),
-    FailureReport("R10", "TPU", "profile: a (4096, 129) matmul uses 2x the expected HBM and MXU time; the "
-                  "operand is padded to (4096, 256)"),
-    FailureReport("R11", "WSE", "outputs wrong only in the last column of every tile region; every transfer "
-                  "checksum matches"),
-    FailureReport("R12", "TPU", "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in "
-                  "memory space vmem while allocating a fusion's operands"),
-    FailureReport("R13", "GPU", "AssertionError in generated wrapper: assert_size_stride(buf3, (8, 64, 56, 56), "
-                  "(200704, 1, 3584, 64)) failed: got stride (200704, 3136, 56, 1)"),
-    FailureReport("R14", "WSE", "compile rejected: routing plan has a cycle of flows waiting on each other "
-                  "between regions R3 and R7"),
-    FailureReport("R15", "Spyre", "attention output contains NaN for long prompts; logits reach 40; CPU fp32 "
-                  "output is finite; NaN first appears at the softmax node"),
-    FailureReport("R16", "Spyre", "torch.clone of a (65,) fp16 tensor: out[64] = 0 instead of 0.7466; "
-                  "elements 0..63 right; DMA log shows 256 bytes moved; 63 and 128 elements are right"),
-    FailureReport("R17", "LPU", "compile error: operator 'Unique' is not supported by the target; no runtime "
-                  "fallback is available"),
-    FailureReport("R18", "GPU", "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1207, "
-                  "OpType=ALLREDUCE) ran for 600000 ms before timing out"),
-    FailureReport("R19", "TPU", "loss differs from the GPU run by 1.2e-2 relative from step 1; matmuls run "
-                  "with default precision (bf16 operands)"),
-    FailureReport("R20", "TPU", "LLVM ERROR: Expect an prototype attribute ... in mlir::hlo::inferConcatenateOp "
-                  "while lowering a graph with a bounded dynamic dimension"),
-    FailureReport("R21", "GPU", "in-place optimizer state m1 is wrong after compile: its buffer slot was "
-                  "reused for a later bf16->fp32 cast"),
-    FailureReport("R22", "Spyre", "SimTimeoutError: DMA into kernel k0 (aten.mm+aten.add, 4194304 bytes) did "
-                  "not complete within 1.0 s; the runtime watchdog aborted"),
-    FailureReport("R23", "TPU", "metrics: Counter aten::nonzero Value 480 - op executed on CPU, device "
-                  "synchronised each step"),
-    FailureReport("R24", "WSE", "training loss becomes inf at step 3400 in fp16; no loss scaling configured"),
-)
+_OPS = ("clone", "mm", "add", "softmax", "mean", "cumsum", "gelu", "bmm")
+_FAULTY = {  # the symptom each kind of first fault shows (kinds are private: a report carries none)
+    "trace_breaks": "slow", "trace_recompiles": "slow", "no_lowering": "compile", "host_op": "slow",
+    "no_kernel": "compile", "restick": "wrong", "padding": "slow", "plan_full": "compile", "dma_short": "hang",
+    "buffer_reuse": "wrong", "kernel_tail": "wrong", "kernel_unwritten": "nan", "wait_cycle": "hang",
+    "collectives": "hang", "overflow": "nan",
+}
+_SYMPTOM = {"slow": "the step is {r:.1f}x slower than the estimate", "compile": "the compile does not finish",
+            "wrong": "wrong values in the output, right shape ({m} of {n} elements)",
+            "hang": "the run never returns: the runtime watchdog aborted it after {t:.0f} s",
+            "nan": "NaN in the output ({m} of {n} elements)"}
+_STATIC = ("WSE", "LPU")  # no host to fall back to, no run-time waits
+
+
+def _entries(rng: random.Random, system: str, fault: str) -> list[str]:
+    """The log of one report, in run order; the stage that holds ``fault`` is written with wrong numbers, every
+    stage before it with right ones, the stages after it as not reached or right on what they received."""
+    op, k, steps = rng.choice(_OPS), rng.randrange(9, 40), rng.choice((100, 200, 500))
+    fmt = "stick format" if system == "Spyre" else "tile format"
+    n, kid = rng.choice((65, 97, 130, 200)), rng.randrange(1, 6)
+    nbytes = 2 * 64 * -(-n // 64) * rng.choice((4, 8, 16))
+    stages = {  # stage -> (its faults, the right line, the wrong line for each fault)
+        "trace": (("trace_breaks", "trace_recompiles"),
+                  f"Dynamo trace: 1 graph(s), 0 graph break(s); compiled 1 time(s) in {steps} steps",
+                  {"trace_breaks": f"Dynamo trace: {(g := rng.randrange(2, 5))} graph(s), {g - 1} graph break(s) "
+                                   f"at Tensor.item() (model.py:{rng.randrange(20, 90)}); compiled 1 time(s) in "
+                                   f"{steps} steps",
+                   "trace_recompiles": f"Dynamo trace: 1 graph(s), 0 graph break(s); compiled "
+                                       f"{rng.randrange(20, 60)} time(s) in {steps} steps (guard on len(x))"}),
+        "aot": (("no_lowering",), f"AOTAutograd: {k} aten ops after decomposition; device IR produced for {k} of {k}",
+                {"no_lowering": f"AOTAutograd: {k} aten ops after decomposition; device IR produced for "
+                                f"{rng.randrange(1, k)} of {k}, then stopped at aten.{op} (fp32): "
+                                f"{rng.choice(('no rule for this dtype', 'no fake (meta) kernel registered'))}"}),
+        "kernels": (("host_op", "no_kernel"), f"device kernels: {k} of {k} ops; host ops: none",
+                    {"host_op": f"device kernels: {k - 1} of {k} ops; host ops: aten.{op} (sync, copy to host, "
+                                f"run, copy back)",
+                     "no_kernel": f"device kernels: {k - 1} of {k} ops; aten.{op}: none, and no host path"}),
+        "format": (("restick", "padding"),
+                   f"{fmt}: x ({n},) fp16 in {-(-n // 64)} unit(s) of 64, readback equals x at {n} of {n}",
+                   {"restick": f"{fmt}: x.transpose(0, 1) ({n}, {n - 19}) fp16 rewritten, readback "
+                               f"equals x at {n * (n - 19) - rng.randrange(20, 200)} of {n * (n - 19)}",
+                    "padding": f"{fmt}: a ({n * 32}, {n}) operand stored as ({n * 32}, {-(-n // 64) * 64}); "
+                               f"the op moves and computes {-(-n // 64) * 64 / n:.2f}x its bytes"}),
+        "plan": (("plan_full",), f"scratchpad plan: kernel k{kid} needs {(have := rng.choice((32, 48))) // 2 - 3} "
+                                 f"MiB of {have} MiB",
+                 {"plan_full": f"scratchpad plan: kernel k{kid} needs {have + rng.randrange(4, 40)} MiB of "
+                               f"{have} MiB"}),
+        "dma": (("dma_short", "buffer_reuse"),
+                f"DMA in: {nbytes} of {nbytes} bytes to buffer b{kid}; readback equals the host copy",
+                {"dma_short": f"DMA in: {nbytes - 128 * rng.randrange(1, nbytes // 128)} of {nbytes} bytes to "
+                              f"buffer b{kid}, then no progress",
+                 "buffer_reuse": f"DMA in: {nbytes} of {nbytes} bytes to buffer b{kid}; readback before "
+                                 f"kernel k{kid} starts equals the host copy at {nbytes // 2 - rng.randrange(8, 60)} "
+                                 f"of {nbytes // 2} values (b{kid - 1 if kid > 1 else kid + 1} shares its offset)"}),
+        "kernel": (("kernel_tail", "kernel_unwritten"),
+                   f"kernel k{kid} (aten.{op}) on the inputs it received: max |diff| vs the CPU "
+                   f"{rng.uniform(1, 9):.0f}e-04 (fp16 tolerance 5e-03); non-finite outputs: 0",
+                   {"kernel_tail": f"kernel k{kid} (aten.{op}) on the inputs it received: max |diff| vs the CPU "
+                                   f"{rng.uniform(1, 9):.1f}e-01 (fp16 tolerance 5e-03) at elements "
+                                   f"{(a := 64 * rng.randrange(1, -(-n // 64)))}..{n - 1} of each row; "
+                                   f"non-finite outputs: 0",
+                    "kernel_unwritten": f"kernel k{kid} (aten.{op}) on the inputs it received: max |diff| vs the "
+                                        f"CPU nan (fp16 tolerance 5e-03); non-finite outputs: {n - a} per row, "
+                                        f"elements {a}..{n - 1} never written"}),
+        "waits": (("wait_cycle", "collectives"),
+                  f"dependencies: k{kid + 1} waits for k{kid}; k{kid} finished at {rng.uniform(0.1, 3):.2f} ms",
+                  {"wait_cycle": f"dependencies: k{kid + 1} waits for k{kid + 2}; k{kid + 2} waits for k{kid + 1}",
+                   "collectives": f"dependencies: rank 0 is in all_reduce #{(c := rng.randrange(100, 2000))}, "
+                                  f"rank {rng.randrange(1, 8)} in all_gather #{c}"}),
+        "values": (("overflow",), f"value check: largest |value| {rng.uniform(2, 12):.1f} (fp16 max 65504); "
+                                  f"non-finite values: 0",
+                   {"overflow": f"value check: softmax input reaches {rng.randrange(30, 60)}, exp() of it exceeds "
+                                f"fp16 max 65504; non-finite values: {rng.randrange(8, 64)} (fp32 CPU run: 0)"}),
+    }
+    order = list(stages)
+    at = next(i for i, s in enumerate(order) if fault in stages[s][0])
+    lines = [stages[s][1] for s in order[:at] if rng.random() < 0.6] + [stages[order[at]][2][fault]]
+    symptom = _FAULTY[fault]
+    for s in order[at + 1:]:
+        if fault == "kernel_unwritten" and s == "values":
+            continue  # it would only repeat the kernel's NaN
+        reached = symptom in ("slow", "wrong", "nan") and s not in ("trace", "aot", "kernels", "plan")
+        if rng.random() < (0.6 if reached else 0.3):
+            lines.append(stages[s][1] if reached else f"{stages[s][1].split(':')[0]}: not reached")
+    return lines
+
+
+def _report(rng: random.Random, rid: str) -> FailureReport:
+    fault = rng.choice(tuple(_FAULTY))
+    systems = _STATIC if fault == "no_kernel" else tuple(s for s in SYSTEMS if s not in _STATIC
+                                                         or _FAULTY[fault] in ("compile", "wrong", "nan"))
+    system = rng.choice(systems) if fault not in ("collectives", "host_op") else rng.choice(("GPU", "TPU", "Spyre"))
+    n = rng.choice((256, 1024, 4096))
+    head = _SYMPTOM[_FAULTY[fault]].format(r=rng.uniform(1.6, 4.0), m=rng.randrange(1, n // 4), n=n,
+                                           t=rng.choice((1, 60, 600)))
+    log = "\n".join(f"  e{i} {line}" for i, line in enumerate(_entries(rng, system, fault), 1))
+    return FailureReport(rid, system, f"{head}\n{log}")
 
 
 def draw_reports(seed: int, n: int = 10) -> list[FailureReport]:
-    """``n`` distinct reports for one learner, drawn and ordered by ``seed``."""
-    if not 1 <= n <= len(REPORTS):
-        raise DFAError(f"n must be between 1 and {len(REPORTS)}, got {n!r}")
-    return random.Random(seed).sample(REPORTS, n)
+    """``n`` failure reports for one learner, written from ``seed`` (ids R01, R02, ... in order)."""
+    if not isinstance(n, int) or not 1 <= n <= 40:
+        raise DFAError(f"n must be between 1 and 40, got {n!r}")
+    rng = random.Random(f"reports:{seed}")
+    return [_report(rng, f"R{i:02d}") for i in range(1, n + 1)]

@@ -2,18 +2,19 @@
 
 A ``Fault`` is given to a compiled model through ``torch.compile(..., options={"faults": [Fault(...)]})`` (or
 ``simulate(..., faults=[...])``). ``seed`` picks which candidate node is hit, so an instructor can vary the
-bug per learner. Kinds, with the symptom a learner sees:
+bug per learner. Kinds, with the symptom a learner sees (which layer of the stack each belongs to is
+the learner's call in Course 5, so it is not written here):
 
-* ``stick_copy`` (layout/codegen): a copy kernel's range is computed in whole sticks but at least one, i.e.
+* ``stick_copy``: a copy kernel's range is computed in whole sticks but at least one, i.e.
   ``max(1, n // stick) * stick`` elements of an n-element innermost dimension - so a 65-element fp16 clone
   returns 0 in its last element (torch-spyre issue #524), while 63, 64 and 128 elements come back right.
   The DMA log still shows every byte: the transfer was correct, the compute kernel's range was not.
-* ``dma_timeout`` (memory placement / DMA): one kernel's input DMA never completes -> ``SimTimeoutError``.
-* ``deadlock`` (scheduling): a wait edge from an early kernel on a later one makes the schedule cyclic ->
+* ``dma_timeout``: one kernel's input DMA never completes -> ``SimTimeoutError``.
+* ``deadlock``: a wait edge from an early kernel on a later one makes the schedule cyclic ->
   ``DeadlockError`` naming the cycle (detected, never hung).
-* ``layout_mismatch`` (layout): a restickify is skipped, so a transposed operand is read in its stored
+* ``layout_mismatch``: a restickify is skipped, so a transposed operand is read in its stored
   layout -> wrong values with the right shape.
-* ``fp16_overflow`` (numerics): softmax is computed as exp(x) / sum(exp(x)) in fp16 without subtracting the
+* ``fp16_overflow``: softmax is computed as exp(x) / sum(exp(x)) in fp16 without subtracting the
   row max -> inf / inf = NaN for logits above ~11.
 """
 from __future__ import annotations

@@ -141,13 +141,38 @@ check_equal("sticks_needed(65, 'fp32')", sticks_needed(65, "fp32"), 3, hint="4-b
 check_equal("sticks_needed(65, 'fp16', stick_bytes=64)", sticks_needed(65, "fp16", stick_bytes=64), 3,
             hint="a 64-byte stick holds 32 fp16 values")
 ### BEGIN HIDDEN TESTS
-from answers import sticks_needed as _ref
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()  # fixed cases, the visible ones, and seeded ones: any length, dtype and stick size
+_rng = _random.Random(probe.seed)
+_cases = [(1, "fp16", 128), (129, "fp16", 128), (150, "int8", 128), (33, "fp32", 128), (4096, "bf16", 128),
+          (129, "fp16", 64), (100, "fp32", 64), (257, "int8", 256), (200, "fp16", 256), (31, "fp32", 32),
+          (63, "fp16", 128), (64, "fp16", 128), (65, "fp16", 128), (128, "fp16", 128), (65, "fp32", 128),
+          (65, "fp16", 64)]
+_cases += [(_rng.randint(1, 5000), _rng.choice(("fp16", "bf16", "fp32", "int8")), _rng.choice((32, 64, 128, 256)))
+           for _ in range(12)]
+_got = [sticks_needed(_n, _dt, _sb) for _n, _dt, _sb in _cases]
+probe.send("types", [type(v).__name__ for v in _got])
+probe.send("sticks", [int(v) if isinstance(v, int) else None for v in _got])
+### JUDGEMENT
+import random
+
+from answers import sticks_needed as reference
 from common.checks import grader
 
-for _n, _dt, _sb in [(1, "fp16", 128), (129, "fp16", 128), (150, "int8", 128), (33, "fp32", 128),
-                     (4096, "bf16", 128), (129, "fp16", 64), (100, "fp32", 64), (257, "int8", 256),
-                     (200, "fp16", 256), (31, "fp32", 32)]:
-    grader.assert_equal(sticks_needed(_n, _dt, _sb), _ref(_n, _dt, _sb), name=f"sticks for {_n} {_dt}, {_sb} B")
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [(1, "fp16", 128), (129, "fp16", 128), (150, "int8", 128), (33, "fp32", 128), (4096, "bf16", 128),
+         (129, "fp16", 64), (100, "fp32", 64), (257, "int8", 256), (200, "fp16", 256), (31, "fp32", 32),
+         (63, "fp16", 128), (64, "fp16", 128), (65, "fp16", 128), (128, "fp16", 128), (65, "fp32", 128),
+         (65, "fp16", 64)]
+cases += [(rng.randint(1, 5000), rng.choice(("fp16", "bf16", "fp32", "int8")), rng.choice((32, 64, 128, 256)))
+          for _ in range(12)]
+grader.assert_equal(data["types"], ["int"] * len(cases), name="sticks_needed returns Python ints")
+for (n, dtype, stick), got in zip(cases, data["sticks"], strict=True):
+    grader.assert_equal(got, reference(n, dtype, stick), name=f"sticks for {n} {dtype}, {stick} B")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -188,18 +213,48 @@ except ValueError:
     raised = True
 check_equal("stick 2 of a 65-element row raises ValueError", raised, True)
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()  # fixed cases (the visible ones too) and seeded ones, each answered as a range or an error
+_rng = _random.Random(probe.seed)
+_cases = [(65, 1, "fp16"), (128, 1, "fp16"), (63, 0, "fp16"), (65, 2, "fp16"), (130, 2, "fp16"), (100, 0, "fp32"),
+          (100, 3, "fp32"), (300, 2, "int8"), (1, 0, "fp16"), (4096, 63, "fp16"), (64, 1, "fp16"), (33, 2, "fp32"),
+          (10, -1, "fp16")]
+for _ in range(12):
+    _n, _dt = _rng.randint(1, 3000), _rng.choice(("fp16", "bf16", "fp32", "int8"))
+    _cases.append((_n, _rng.randint(-1, _n // 16 + 1), _dt))
+_got = []
+for _n, _st, _dt in _cases:
+    try:
+        _r = stick_copy_range(_n, _st, _dt)
+        _got.append([type(_r).__name__, [int(v) if type(v) is int else repr(v) for v in _r]])
+    except ValueError:
+        _got.append(["ValueError", None])
+    except Exception as _exc:
+        _got.append([type(_exc).__name__, None])
+probe.send("ranges", _got)
+### JUDGEMENT
+import random
+
+from answers import stick_copy_range as reference
 from common.checks import grader
 
-for _n, _s, _dt, _want in [(130, 2, "fp16", (128, 130)), (100, 0, "fp32", (0, 32)), (100, 3, "fp32", (96, 100)),
-                           (300, 2, "int8", (256, 300)), (1, 0, "fp16", (0, 1)), (4096, 63, "fp16", (4032, 4096))]:
-    grader.assert_equal(stick_copy_range(_n, _s, _dt), _want, name=f"range of stick {_s} of {_n} {_dt}")
-for _n, _s, _dt in [(64, 1, "fp16"), (33, 2, "fp32"), (10, -1, "fp16")]:
-    try:
-        stick_copy_range(_n, _s, _dt)
-        _raised = False
-    except ValueError:
-        _raised = True
-    grader.assert_equal(_raised, True, name=f"stick {_s} of {_n} {_dt} must raise ValueError")
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [(65, 1, "fp16"), (128, 1, "fp16"), (63, 0, "fp16"), (65, 2, "fp16"), (130, 2, "fp16"), (100, 0, "fp32"),
+         (100, 3, "fp32"), (300, 2, "int8"), (1, 0, "fp16"), (4096, 63, "fp16"), (64, 1, "fp16"), (33, 2, "fp32"),
+         (10, -1, "fp16")]
+for _ in range(12):
+    n, dtype = rng.randint(1, 3000), rng.choice(("fp16", "bf16", "fp32", "int8"))
+    cases.append((n, rng.randint(-1, n // 16 + 1), dtype))
+for (n, stick, dtype), got in zip(cases, data["ranges"], strict=True):
+    want = reference(n, stick, dtype)
+    if want is None:
+        grader.assert_equal(got[0], "ValueError", name=f"stick {stick} of {n} {dtype} must raise ValueError")
+    else:
+        grader.assert_equal(got, ["tuple", list(want)], name=f"range of stick {stick} of {n} {dtype}")
 ### END HIDDEN TESTS
 
 # %%
@@ -263,17 +318,33 @@ check_equal("ranges in any order", first_uncovered([(64, 65), (0, 64)], 65), Non
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from answers import first_uncovered as _ref
+from common.grading.probe import Probe
+
+probe = Probe()  # fixed cases (the visible ones too) and seeded ranges: any order, overlapping, empty, past n
+_rng = _random.Random(probe.seed)
+_cases = [([], 3), ([(0, 10)], 4), ([(2, 5), (0, 2)], 6), ([(1, 1), (0, 1)], 2), ([(0, 3), (4, 9)], 9),
+          ([(0, 64), (64, 64)], 65), ([(64, 65), (0, 64)], 65), ([(0, 64), (64, 65)], 65)]
+for _ in range(24):
+    _n = _rng.randint(1, 300)
+    _cases.append(([tuple(sorted((_rng.randint(0, _n + 5), _rng.randint(0, _n + 5))))
+                    for _ in range(_rng.randint(0, 6))], _n))
+_got = [first_uncovered([tuple(r) for r in _r], _n) for _r, _n in _cases]  # each call on its own copy
+probe.send("first", [v if v is None or type(v) is int else repr(v) for v in _got])
+### JUDGEMENT
+import random
+
+from answers import first_uncovered as reference
 from common.checks import grader
 
-_rng = _random.Random(5)
-_cases = [([], 3), ([(0, 10)], 4), ([(2, 5), (0, 2)], 6), ([(1, 1), (0, 1)], 2), ([(0, 3), (4, 9)], 9)]
-for _ in range(20):
-    _n = _rng.randint(1, 300)
-    _r = [tuple(sorted((_rng.randint(0, _n + 5), _rng.randint(0, _n + 5)))) for _ in range(_rng.randint(0, 6))]
-    _cases.append((_r, _n))
-for _r, _n in _cases:
-    grader.assert_equal(first_uncovered(list(_r), _n), _ref(list(_r), _n), name=f"first_uncovered, n={_n}")
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [([], 3), ([(0, 10)], 4), ([(2, 5), (0, 2)], 6), ([(1, 1), (0, 1)], 2), ([(0, 3), (4, 9)], 9),
+         ([(0, 64), (64, 64)], 65), ([(64, 65), (0, 64)], 65), ([(0, 64), (64, 65)], 65)]
+for _ in range(24):
+    n = rng.randint(1, 300)
+    cases.append(([tuple(sorted((rng.randint(0, n + 5), rng.randint(0, n + 5)))) for _ in range(rng.randint(0, 6))], n))
+for (ranges, n), got in zip(cases, data["first"], strict=True):
+    grader.assert_equal(got, reference(ranges, n), name=f"first_uncovered({ranges}, {n})")
 ### END HIDDEN TESTS
 
 # %%
@@ -358,20 +429,52 @@ for n in SIZES:
     check_equal(f"safe_clone returns a new tensor ({n} fp16)",
                 got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr(), True)
 ### BEGIN HIDDEN TESTS
+import random as _random
+
 import torch as _torch
 
-from common.checks import grader
+from common.grading.probe import Probe
 from common.sim import kernel_text as _KT
 
-for _shape, _dt, _seed in [((130,), _torch.float16, 1), ((3, 100), _torch.float16, 2), ((65,), _torch.float32, 0),
-                           ((257,), _torch.int8, 3)]:
-    _x = (_KT.clone_input(_shape, _dt, seed=7) if _dt.is_floating_point
-          else _torch.randint(1, 100, _shape, generator=_torch.Generator().manual_seed(7), dtype=_dt))
-    _want = _KT.run_compiled(lambda t: t.clone(), _x).out
-    _got = _KT.run_with_fault(safe_clone, _x, seed=_seed)
-    grader.assert_tensor(_got, _want, atol=0, rtol=0, name=f"safe_clone {_shape} {_dt} under the fault")
-    grader.assert_equal(_got.untyped_storage().data_ptr() != _x.untyped_storage().data_ptr(), True,
-                        name="safe_clone returns a new tensor")
+probe = Probe()  # fresh inputs of seeded shapes and dtypes, each compiled with the stick_copy fault planted
+_rng = _random.Random(probe.seed)
+_cases = [((130,), "float16"), ((3, 100), "float16"), ((65,), "float32"), ((257,), "int8"), ((65,), "float16"),
+          ((200,), "float16")]
+_cases += [((_rng.randint(1, 4), _rng.randint(1, 400)), _rng.choice(("float16", "float32", "int8"))) for _ in range(3)]
+probe.send("tools", [f.__code__.co_filename for f in (_KT.run_with_fault, _KT.run_compiled)])  # not rebound
+for _i, (_shape, _dt) in enumerate(_cases):
+    _dtype = getattr(_torch, _dt)
+    _x = (_KT.clone_input(_shape, _dtype, seed=probe.seed + _i) if _dtype.is_floating_point
+          else _torch.randint(1, 100, _shape, generator=_torch.Generator().manual_seed(probe.seed + _i), dtype=_dtype))
+    _got = _KT.run_with_fault(safe_clone, _x, seed=probe.seed % 7 + _i)
+    probe.send(f"case{_i}", {"out": _got if isinstance(_got, _torch.Tensor) else None,
+                             "new": isinstance(_got, _torch.Tensor)
+                             and _got.untyped_storage().data_ptr() != _x.untyped_storage().data_ptr()})
+### JUDGEMENT
+import random
+
+import torch
+
+from common.checks import grader
+from common.sim import kernel_text as KT
+
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [((130,), "float16"), ((3, 100), "float16"), ((65,), "float32"), ((257,), "int8"), ((65,), "float16"),
+         ((200,), "float16")]
+cases += [((rng.randint(1, 4), rng.randint(1, 400)), rng.choice(("float16", "float32", "int8"))) for _ in range(3)]
+for path in data["tools"]:
+    grader.assert_equal(path.replace("\\", "/").endswith("common/sim/kernel_text.py"), True,
+                        name="the probe compiled with the simulator's own run_with_fault")
+for i, (shape, dt) in enumerate(cases):
+    dtype = getattr(torch, dt)
+    x = (KT.clone_input(shape, dtype, seed=seed + i) if dtype.is_floating_point
+         else torch.randint(1, 100, shape, generator=torch.Generator().manual_seed(seed + i), dtype=dtype))
+    want = KT.run_compiled(lambda t: t.clone(), x).out  # a correct compile
+    got = data[f"case{i}"]
+    grader.assert_type(got["out"], torch.Tensor, name=f"safe_clone {shape} {dt} returns a tensor")
+    grader.assert_tensor(got["out"], want, atol=0, rtol=0, name=f"safe_clone {shape} {dt} under the fault")
+    grader.assert_equal(got["new"], True, name=f"safe_clone {shape} {dt} returns a new tensor")
 ### END HIDDEN TESTS
 
 # %%

@@ -42,4 +42,49 @@ def first_uncovered(ranges, n):
 def safe_clone(x):
     return x.clone()  # what the CPU does; compiled for Spyre it meets the fault
 '''),
+    # --- issue 28's root causes: objects that lie about equality, a rebound simulator entry point -----------------
+    dict(cell="sticks_needed", kind="echo-expected", fails=["sticks_needed_tests"], code='''
+class _LazyInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+def sticks_needed(n, dtype="fp16", stick_bytes=STICK_BYTES):
+    return _LazyInt(2)  # equal to whatever it is compared with
+'''),
+    dict(cell="stick_copy_range", kind="echo-expected", fails=["stick_copy_range_tests"], code='''
+class _LazyRange(tuple):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+
+
+def stick_copy_range(n, stick, dtype="fp16"):
+    per = STICK_BYTES // DTYPE_BYTES[dtype]
+    if stick < 0 or stick * per >= n:
+        raise ValueError("out of range")
+    return _LazyRange((0, 0))
+'''),
+    dict(cell="first_uncovered", kind="echo-expected", fails=["first_uncovered_tests"], code='''
+class _LazyAnything:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+def first_uncovered(ranges, n):
+    ranges.clear()  # and the ranges it was handed, emptied
+    return _LazyAnything()
+'''),
+    dict(cell="safe_clone", kind="cpu-reference", fails=["safe_clone_tests"], code='''
+KT.run_with_fault = lambda fn, x, seed=0: fn(x)  # "compiled with the fault": run eagerly on the CPU instead
+
+
+def safe_clone(x):
+    return x.clone()
+'''),
 ]

@@ -1,44 +1,99 @@
-"""Grader-side answers of Lab 5 (instructor edition only; imported by hidden tests, never by the learner).
+"""Grader-side answers of Lab 5 (instructor edition only; imported by the judgements, never by the learner).
 
-* ``REPORT_LAYERS``: the layer of every failure report of ``common.debug.taxonomy.REPORTS`` (its ids are
-  neutral; the rule for a hang: what the stuck work waited for — a transfer is ``memory``, other work is
-  ``schedule``; the watchdog only reports).
+Every judgement rebuilds what it checks from plain data and a seed: the learner's visible bugs from the learner id
+the probe sent (``bugs.learner_bugs``), the unseen variants from the grader's seed (``variant``).
+
+* ``read_report(text)``: the first log entry of a failure report whose numbers go wrong, and its layer (the stage
+  of the entry; the rule for a hang: what the stuck work waited for: a transfer is ``memory``, other work is
+  ``schedule``).
 * ``layer_of(bug)``: the layer of a planted bug: wrong value -> codegen (the copy kernel's range stops at a
   whole stick while the DMA moved every byte), NaN -> numerics, slow -> coverage (a CPU fallback), hang ->
   memory for a DMA that never completes, schedule for a cyclic wait.
-* ``secret_bug(key, tag, like)``: a variant the learner never saw, seeded by
-  ``sha256(GRADER_SALT | GRADER_STUDENT | key | tag | i)`` (the first ``i`` whose bug satisfies ``like``).
+* ``variant(key, seed, like)``: the unseen variant of bug ``key``: ``make_bug(key, seed + i)`` for the first
+  ``i`` whose bug satisfies ``like`` (the probe makes the same one).
+* ``repro_key(bug)``: the first diverging node (or the exception type) and the reducer's 1-minimal reproducer
+  of a bug, as the plain data a probe sends for the learner's.
+* ``trace_problems(bug, out, trace, rtol, fresh_seed)``: ``bugs.device_problems`` on the data of
+  ``bugs.device_trace``: the output is made of device outputs, those runs did the model's FLOPs, and every graph
+  they ran computes the model on the fresh inputs the judgement draws itself.
 * ``split_time(events, t0, t1, priority)``: the exclusive split under any priority order, obtained from the
   library's fixed-order ``exclusive_split`` by relabelling each event's kind (rank r of ``priority`` gets the
   kind of the library's rank r), then renaming the result back.
 * ``perf_region(bug)``: (t0, t1) of the kernel holding the host op, and its cause, from ``timing_region``.
-* Part 3 (the CPU stack): ``classify_divergence`` (the spec's rule), ``divergence_cases(tag)`` (salted synthetic
-  match/noise/bug cases, including bugs a fixed bf16 tolerance lets through), ``Chain``/``DropBlock`` (models
-  with salted sizes) and ``planted_backend(kind, name)`` (torch.compile backends that plant a bug or noise).
-* ``LANDSCAPE_VOCAB``: the terms each landscape cell must use, and those that contradict it.
+* Part 3 (the CPU stack): ``classify_divergence`` (the spec's rule), ``divergence_cases(seed)`` (seeded synthetic
+  match/noise/bug cases, including bugs a fixed bf16 tolerance lets through; the probe builds the same inputs).
+* ``landscape_vocab(hang_bug)``: the terms each landscape cell must use, and those that contradict it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
+import re
 
 import torch
 
 from common.debug import bugs
+from common.debug.divergence import first_divergence
+from common.debug.reducer import reduce
 from common.debug.timing import CATEGORIES, category, exclusive_split, timing_region
 
-SALT = globals().get("GRADER_SALT") or os.environ.get("DFA_SALT", "local-dev-salt")
-STUDENT = globals().get("GRADER_STUDENT", "local")
+# --- Part 1: reading a failure report ------------------------------------------------------------------------
+_STAGE_LAYER = (("Dynamo trace", "capture"), ("AOTAutograd", "lowering"), ("device kernels", "coverage"),
+                ("stick format", "layout"), ("tile format", "layout"), ("scratchpad plan", "memory"),
+                ("DMA in", "memory"), ("kernel k", "codegen"), ("dependencies", "schedule"),
+                ("value check", "numerics"))
 
-REPORT_LAYERS = {
-    "R01": "capture", "R02": "codegen", "R03": "lowering", "R04": "capture", "R05": "coverage",
-    "R06": "capture", "R07": "lowering", "R08": "layout", "R09": "schedule", "R10": "layout",
-    "R11": "codegen", "R12": "memory", "R13": "layout", "R14": "schedule", "R15": "numerics",
-    "R16": "codegen", "R17": "coverage", "R18": "schedule", "R19": "numerics", "R20": "lowering",
-    "R21": "memory", "R22": "memory", "R23": "coverage", "R24": "numerics",
-}
+
+def _nums(pattern: str, text: str) -> list[float]:
+    m = re.search(pattern, text)
+    return [float(g) for g in m.groups()] if m else []
+
+
+def _entry_wrong(body: str) -> bool:
+    """Do the numbers of one log entry say that something went wrong there?"""
+    if body.endswith("not reached"):
+        return False
+    if body.startswith("Dynamo trace"):
+        graphs, times = _nums(r"(\d+) graph\(s\)", body) + _nums(r"compiled (\d+) time", body)
+        return graphs > 1 or times > 1
+    if body.startswith(("AOTAutograd", "device kernels")):
+        done, total = _nums(r"(\d+) of (\d+)", body)
+        return done < total
+    if body.startswith(("stick format", "tile format")):
+        ratio = _nums(r"computes ([\d.]+)x", body)
+        if ratio:
+            return ratio[0] > 1.0
+        same, total = _nums(r"equals x at (\d+) of (\d+)", body)
+        return same < total
+    if body.startswith("scratchpad plan"):
+        need, have = _nums(r"needs (\d+) MiB of (\d+) MiB", body)
+        return need > have
+    if body.startswith("DMA in"):
+        moved, total = _nums(r"(\d+) of (\d+) bytes", body)
+        same = _nums(r"host copy at (\d+) of (\d+)", body)
+        return moved < total or (bool(same) and same[0] < same[1])
+    if body.startswith("kernel k"):
+        diff, tol = (float(v) for v in re.search(r"CPU (\S+) \(fp16 tolerance (\S+)\)", body).groups())
+        bad = _nums(r"non-finite outputs: (\d+)", body)
+        return not diff <= tol or bad[0] > 0
+    if body.startswith("dependencies"):
+        waits = dict(re.findall(r"(k\d+) waits for (k\d+)", body))
+        cycle = any(waits.get(b) == a for a, b in waits.items())
+        ops = re.findall(r"is in (\w+) #(\d+)|in (\w+) #(\d+)", body)
+        return cycle or len({o[0] or o[2] for o in ops}) > 1
+    if body.startswith("value check"):
+        return _nums(r"non-finite values: (\d+)", body)[0] > 0
+    raise ValueError(f"unknown log entry {body!r}")
+
+
+def read_report(text: str) -> tuple[str, str]:
+    """(the first log entry whose numbers go wrong, its layer): where the information was first wrong."""
+    for line in text.splitlines()[1:]:
+        entry, body = line.strip().split(" ", 1)
+        if _entry_wrong(body):
+            return entry, next(layer for stage, layer in _STAGE_LAYER if body.startswith(stage))
+    raise ValueError("no entry of the report goes wrong")
+
 
 _FIXED = {"wrong": "codegen", "nan": "numerics", "slow": "coverage"}
 _HANG = {"dma_timeout": "memory", "deadlock": "schedule"}
@@ -48,17 +103,48 @@ def layer_of(bug) -> str:
     return _HANG[bug._rule["fault"]] if bug.key == "hang" else _FIXED[bug.key]
 
 
-def secret_seed(key: str, tag: str, i: int = 0) -> int:
-    return int(hashlib.sha256(f"{SALT}|{STUDENT}|{key}|{tag}|{i}".encode()).hexdigest()[:8], 16)
-
-
-def secret_bug(key: str, tag: str = "hidden", like=lambda b: True):
-    """The first secret variant of bug ``key`` for which ``like(bug)`` holds."""
+def variant(key: str, seed: int, like=lambda b: True):
+    """The first of ``make_bug(key, seed + i)`` for which ``like(bug)`` holds (the probe's unseen variant)."""
     for i in range(200):
-        bug = bugs.make_bug(key, secret_seed(key, tag, i))
+        bug = bugs.make_bug(key, seed + i)
         if like(bug):
             return bug
-    raise RuntimeError(f"no secret {key} variant satisfies the condition")
+    raise RuntimeError(f"no {key} variant from seed {seed} satisfies the condition")
+
+
+def repro_key(bug) -> tuple[str, dict]:
+    """(first diverging node, or the exception type's name for a run that raises; the 1-minimal reproducer as
+    ``{"failure", "ops", "shapes"}``) of ``bug``'s own model and inputs."""
+    compiled = bug.compile(bug.model, bug.args)
+    d = first_divergence(None, bug.args, compiled=compiled)
+    found = type(d.error).__name__ if d.error is not None else d.node
+    r = reduce(compiled, bug.args, bug.compile_fn)
+    return found, {"failure": str(r.failure), "ops": list(r.ops),
+                   "shapes": [list(x.shape) for x in r.inputs if isinstance(x, torch.Tensor)]}
+
+
+def trace_problems(bug, out, trace, *, rtol: float, fresh_seed: int) -> list[str]:
+    """Why ``out`` is not ``bug``'s device answer, judged on ``bugs.device_trace`` data (``[]``: it is)."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        return [f"expected a floating-point tensor, got {type(out).__name__}"]
+    runs = [r for r in trace if isinstance(r.get("out"), torch.Tensor) and r["out"].is_floating_point()]
+    if not runs:
+        return ["no run of the simulated Spyre completed while the fix ran"]
+    mine = bugs._values(out)
+    used = [r for r in runs if bugs._contained(bugs._values(r["out"]), mine)]
+    if not used or not bugs._contained(mine, torch.cat([bugs._values(r["out"]) for r in used])):
+        return ["the output is not made of the simulated Spyre's outputs"]
+    need = bugs.make_bug(bug.key, bug.seed).report().flops  # a fresh bug: the counters of the model itself
+    if sum(float(r["flops"]) for r in used) < 0.9 * need:
+        return ["the device runs the output came from did not do the model's FLOPs"]
+    for r in used:
+        gen = torch.Generator().manual_seed(fresh_seed + int(r["j"]))
+        fresh = tuple(torch.randn(shape, generator=gen).to(getattr(torch, dtype)) for shape, dtype in r["inputs"])
+        want, got = bug.reference(*fresh).double(), r["fresh_out"]
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape) or \
+                not bool(((got.double() - want).abs() <= rtol * want.abs().max() + 1e-12).all()):
+            return ["a graph run on the device does not compute the model on fresh inputs"]
+    return []
 
 
 _KIND = {"kernel": "compute", "communication": "comm", "transfer": "dma", "host": "host", "overhead": "launch"}
@@ -93,9 +179,10 @@ def classify_divergence(out, eager, truth) -> str:
     return "noise" if err_out <= 2 * err_eager + torch.finfo(out.dtype).eps * scale else "bug"
 
 
-def divergence_cases(tag: str):
-    """Synthetic (out, eager, truth, verdict) cases the learner never saw, seeded per learner and offering."""
-    g = torch.Generator().manual_seed(secret_seed("divergence", tag))
+def divergence_cases(seed: int):
+    """Synthetic (out, eager, truth, verdict) cases the learner never saw, from the grader's seed (the probe
+    builds the same inputs, in the same order)."""
+    g = torch.Generator().manual_seed(seed)
     cases = []
     for dtype in (torch.bfloat16, torch.float16, torch.float32):
         truth = torch.randn(64, 32, generator=g, dtype=torch.float64) * (1 + 3 * torch.rand(1, generator=g).item())
@@ -119,59 +206,13 @@ def divergence_cases(tag: str):
     return cases
 
 
-class Chain(torch.nn.Module):
-    """A bf16 pointwise chain with salted coefficients: Inductor fuses it and rounds once."""
-
-    def __init__(self, a: float, b: float):
-        super().__init__()
-        self.a, self.b = a, b
-
-    def forward(self, x):  # (N, D) -> (N, D)
-        return torch.tanh(x * self.a + self.b) * torch.sigmoid(x) + 0.1 * x * x
-
-
-class DropBlock(torch.nn.Module):
-    """Linear + dropout in training mode: random numbers inside the graph."""
-
-    def __init__(self, d: int):
-        super().__init__()
-        self.lin = torch.nn.Linear(d, d)
-
-    def forward(self, x):  # (N, d) -> (N, d)
-        return torch.nn.functional.dropout(self.lin(x), 0.25, training=True)
-
-
-def planted_backend(kind: str, name: str):
-    """A torch.compile backend that runs Dynamo's graph, then plants a difference:
-    'bug' adds 5 % of the output's scale to three elements; 'noise' runs the graph in float64 and rounds once
-    (closer to the truth than eager); 'reseed' draws random numbers from another seed (a real bug for dropout).
-    """
-    def backend(gm, example_inputs):
-        def run(*args):
-            if kind == "noise":
-                up = [a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-                dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
-                out = gm(*up)
-                return type(out)(o.to(dtypes[0]) if isinstance(o, torch.Tensor) else o for o in out)
-            if kind == "reseed":
-                torch.manual_seed(torch.initial_seed() + 1)
-            out = list(gm(*args))
-            if kind == "bug":
-                first = out[0].clone()
-                first.view(-1)[:3] += 0.05 * first.abs().max()
-                out[0] = first
-            return tuple(out)
-        return run
-
-    backend.__name__ = name
-    return backend
-
-
 # --- the landscape rows: terms that name each mechanism, and terms that contradict it ------------------------
 _COMPILE_ERROR = r"compil\w*[- ]?(time )?(error|fail|reject)|rejected|does not compile|refuse"
-_HOST_TRIP = r"(cpu|host)[- ]?(round[- ]?trip|fallback|fall back|op)|round[- ]?trip|pcie|fall(s)? back to the (cpu|host)"
+_HOST_TRIP = (r"(cpu|host)[- ]?(round[- ]?trip|fallback|fall back|op)|round[- ]?trip|pcie"
+              r"|fall(s)? back to the (cpu|host)")
 _UNSUPPORTED = {
-    "GPU": ((r"extern", r"aten", r"library", r"cuda kernel", r"eager kernel", r"fallback kernel", r"breaks? (the )?fusion"),
+    "GPU": ((r"extern", r"aten", r"library", r"cuda kernel", r"eager kernel", r"fallback kernel",
+             r"breaks? (the )?fusion"),
             (_COMPILE_ERROR, r"pcie", r"cpu round[- ]?trip")),
     "TPU": ((_HOST_TRIP, r"outside compilation", r"\bsync"), (_COMPILE_ERROR,)),
     "WSE": ((_COMPILE_ERROR, r"no host"), (r"round[- ]?trip", r"(cpu|host) fallback", r"runs on the (cpu|host)")),

@@ -113,10 +113,15 @@ print(f"learner {LEARNER_ID!r}: seed {SEED}; planted bugs: {', '.join(BUGS)} ('n
 # Groq LPU, which have no host to fall back to. `common.debug.taxonomy` holds the table with one example per
 # layer and system, each with its public source (an issue or a document) or marked *illustrative*.
 #
-# **Spec.** Below are ten failure reports drawn for you (error messages, timelines, wrong outputs); their ids
-# say nothing about the answer. Fill `MY_LAYERS` with one layer key per report id. Ask: *where was the
-# information first wrong?* — a correct transfer log with wrong values is not a DMA problem; a NaN that appears
-# at a softmax on fp16 is numerics even if it crashes a later layer. At least 8 of 10 earn the points.
+# **Spec.** Below are ten failure reports written for you: a symptom, then the log of the run, one numbered
+# entry (`e1`, `e2`, ...) per stage it went through, each with the numbers that say whether that stage went
+# right. Every report names several stages, so its words do not give the layer away: its numbers do. For each
+# report id, set `MY_EVIDENCE[id]` to the entry where the information was *first* wrong and `MY_LAYERS[id]` to
+# the layer key of that entry's stage. Read each entry against what it should be: a transfer that moved every
+# byte and reads back equal to the host copy is not a DMA problem; a kernel that is right on the inputs it
+# received did not make the error; an entry after the first wrong one only inherits it ("not reached", a wrong
+# output); a hang is sorted by what the stuck work waited for. A report counts when both its entry and its
+# layer are right; at least 8 of 10 earn the points.
 
 # %%
 print(taxonomy.frame(examples=False).to_string())
@@ -127,35 +132,94 @@ for r in REPORTS:
     print(f"\n[{r.id}] ({r.system}) {r.text}")
 
 # %% nbgrader={"grade": false, "grade_id": "classify", "locked": false, "schema_version": 3, "solution": true, "task": false}
-# One layer key (taxonomy.LAYER_KEYS) per report id shown above: MY_LAYERS["R.."] = "<layer key>".
-MY_LAYERS = {}
+# Per report id shown above: the entry first wrong, MY_EVIDENCE["R.."] = "e..", and the layer key of its stage
+# (taxonomy.LAYER_KEYS), MY_LAYERS["R.."] = "<layer key>".
+MY_EVIDENCE, MY_LAYERS = {}, {}
 ### BEGIN SOLUTION
-_judged = {
-    "R01": "capture", "R02": "codegen", "R03": "lowering", "R04": "capture", "R05": "coverage",
-    "R06": "capture", "R07": "lowering", "R08": "layout", "R09": "schedule", "R10": "layout",
-    "R11": "codegen", "R12": "memory", "R13": "layout", "R14": "schedule", "R15": "numerics",
-    "R16": "codegen", "R17": "coverage", "R18": "schedule", "R19": "numerics", "R20": "lowering",
-    "R21": "memory", "R22": "memory", "R23": "coverage", "R24": "numerics",
-}
-MY_LAYERS = {r.id: _judged[r.id] for r in REPORTS}
+import re
+
+
+def _wrong(body):  # do an entry's numbers say it went wrong? (each stage has its own way to say so)
+    n = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?|\bnan\b", body)]
+    if body.endswith("not reached"):
+        return False
+    if body.startswith("Dynamo trace"):  # graphs, breaks, times compiled, steps
+        return n[0] > 1 or n[2] > 1
+    if body.startswith(("AOTAutograd", "device kernels")):  # k ops; produced for / kernels for a of b
+        a, b = map(float, re.search(r"(\d+) of (\d+)", body).groups())
+        return a < b
+    if "format:" in body:
+        if "computes" in body:
+            return float(re.search(r"computes ([\d.]+)x", body).group(1)) > 1
+        a, b = map(float, re.search(r"at (\d+) of (\d+)", body).groups())
+        return a < b
+    if body.startswith("scratchpad plan"):
+        need, have = map(float, re.search(r"needs (\d+) MiB of (\d+)", body).groups())
+        return need > have
+    if body.startswith("DMA in"):
+        moved, total = map(float, re.search(r"(\d+) of (\d+) bytes", body).groups())
+        back = re.search(r"host copy at (\d+) of (\d+)", body)
+        return moved < total or (back is not None and float(back.group(1)) < float(back.group(2)))
+    if body.startswith("kernel k"):
+        diff, tol = re.search(r"CPU (\S+) \(fp16 tolerance (\S+)\)", body).groups()
+        return not float(diff) <= float(tol) or int(re.search(r"non-finite outputs: (\d+)", body).group(1)) > 0
+    if body.startswith("dependencies"):
+        waits = dict(re.findall(r"(k\d+) waits for (k\d+)", body))
+        kinds = set(re.findall(r"in (\w+) #", body))
+        return any(waits.get(b) == a for a, b in waits.items()) or len(kinds) > 1
+    return int(re.search(r"non-finite values: (\d+)", body).group(1)) > 0  # value check
+
+
+_STAGE = {"Dynamo trace": "capture", "AOTAutograd": "lowering", "device kernels": "coverage",
+          "stick format": "layout", "tile format": "layout", "scratchpad plan": "memory", "DMA in": "memory",
+          "kernel k": "codegen", "dependencies": "schedule", "value check": "numerics"}
+for _r in REPORTS:
+    for _line in _r.text.splitlines()[1:]:
+        _entry, _body = _line.strip().split(" ", 1)
+        if _wrong(_body):
+            MY_EVIDENCE[_r.id] = _entry
+            MY_LAYERS[_r.id] = next(v for k, v in _STAGE.items() if _body.startswith(k))
+            break
 ### END SOLUTION
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "classify_tests", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_no_problems, check_type
 
 check_type("MY_LAYERS", MY_LAYERS, dict)
+check_type("MY_EVIDENCE", MY_EVIDENCE, dict)
 _ids = [r.id for r in REPORTS]
+_entries = {r.id: [line.split()[0] for line in r.text.splitlines()[1:]] for r in REPORTS}
 check_no_problems("MY_LAYERS", [f"no layer for report {i}" for i in _ids if i not in MY_LAYERS]
                   + [f"{k!r} is not one of the reports shown ({', '.join(_ids)})" for k in MY_LAYERS if k not in _ids]
                   + [f"{k}: {v!r} is not a layer key" for k, v in MY_LAYERS.items()
                      if k in _ids and v not in taxonomy.LAYER_KEYS],
                   hint=f"one layer key per report shown; valid keys: {', '.join(taxonomy.LAYER_KEYS)}")
+check_no_problems("MY_EVIDENCE", [f"no entry for report {i}" for i in _ids if i not in MY_EVIDENCE]
+                  + [f"{k}: {v!r} is not an entry of that report ({', '.join(_entries[k])})"
+                     for k, v in MY_EVIDENCE.items() if k in _ids and v not in _entries[k]],
+                  hint="one entry id per report, as its log numbers them (e1, e2, ...)")
 ### BEGIN HIDDEN TESTS
-from answers import REPORT_LAYERS as _key
-from common.checks import grader
+from common.grading.probe import Probe
 
-_right = sum(1 for r in REPORTS if MY_LAYERS.get(r.id) == _key[r.id])
-grader.assert_in_range(_right, 8, 10, name="reports classified correctly (at least 8 of 10)")
+probe = Probe()  # sends the learner's readings; the judgement rewrites the reports from the learner id itself
+probe.send("learner", str(LEARNER_ID))
+for _name, _given in (("layers", MY_LAYERS), ("evidence", MY_EVIDENCE)):
+    try:
+        probe.send(_name, {str(k): str(v) for k, v in dict(_given).items()})
+    except Exception:  # not a dict of plain values: nothing to judge
+        probe.send(_name, None)
+### JUDGEMENT
+from answers import read_report
+from common.checks import grader
+from common.debug import bugs, taxonomy
+
+data, seed = probe.received()
+layers, evidence = data["layers"] or {}, data["evidence"] or {}
+right = 0
+for r in taxonomy.draw_reports(bugs.learner_seed(data["learner"]), 10):
+    entry, layer = read_report(r.text)
+    right += evidence.get(r.id) == entry and layers.get(r.id) == layer
+grader.assert_in_range(right, 8, 10, name="reports read right, entry first wrong and its layer (at least 8 of 10)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -240,15 +304,33 @@ check_equal("STICK_NODE names a node of the compiled aten graph",
 check_type("STICK_REPRO", STICK_REPRO, Reproducer)
 check_equal("reproducer: one node", len(STICK_REPRO.nodes), 1, hint="reduce(...) cuts it to a single node")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.debug.reducer import is_one_minimal as _min, same_failure as _same
+from common.grading.probe import Probe
 
-_want = first_divergence(None, _bug.args, compiled=_bug.compile(_bug.model, _bug.args))
-grader.assert_equal(STICK_NODE, _want.node, name="first diverging node")
-grader.assert_equal(str(STICK_REPRO.failure), str(Failure("diverges", _want.op)), name="reproducer fails the same way")
-grader.assert_equal(_min(STICK_REPRO, _same(_bug.compile_fn, STICK_REPRO.failure)), True,
-                    name="reproducer is 1-minimal")
-grader.assert_in_range(STICK_REPRO.shape[-1] % STICK_ELEMS, 1, STICK_ELEMS - 1, name="reproducer width")
+probe = Probe()
+def _plain_repro(r):  # a Reproducer as plain data: how it fails, its ops, its input shapes
+    try:
+        return {"type": type(r).__name__, "failure": str(r.failure), "ops": [str(o) for o in r.ops],
+                "shapes": [[int(n) for n in x.shape] for x in r.inputs if isinstance(x, torch.Tensor)]}
+    except Exception:
+        return None
+
+
+probe.send("learner", str(LEARNER_ID))
+probe.send("node", STICK_NODE if isinstance(STICK_NODE, str) else repr(STICK_NODE))
+probe.send("repro", _plain_repro(STICK_REPRO))
+### JUDGEMENT
+from answers import repro_key
+from common.checks import grader
+from common.debug import bugs
+
+data, seed = probe.received()
+node, repro = repro_key(bugs.make_bug("wrong", bugs.learner_seed(data["learner"])))
+got = data["repro"] or {}
+grader.assert_equal(data["node"], node, name="first diverging node")
+grader.assert_equal(got.get("type"), "Reproducer", name="STICK_REPRO is what reduce returns")
+grader.assert_equal(got.get("failure"), repro["failure"], name="reproducer fails the same way")
+grader.assert_equal(got.get("ops"), repro["ops"], name="reproducer: one node, the diverging op")
+grader.assert_equal(got.get("shapes"), repro["shapes"], name="reproducer is 1-minimal (its smallest failing shape)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "stick_layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -264,10 +346,19 @@ from common.checks import check_equal
 check_equal("STICK_LAYER is a layer key", STICK_LAYER in taxonomy.LAYER_KEYS, True,
             hint=f"one of {', '.join(taxonomy.LAYER_KEYS)}")
 ### BEGIN HIDDEN TESTS
-from answers import layer_of as _layer_of
-from common.checks import grader
+from common.grading.probe import Probe
 
-grader.assert_equal(STICK_LAYER, _layer_of(BUGS["wrong"]), name="layer of the wrong-value bug")
+probe = Probe()
+probe.send("learner", str(LEARNER_ID))
+probe.send("layer", STICK_LAYER if isinstance(STICK_LAYER, str) else repr(STICK_LAYER))
+### JUDGEMENT
+from answers import layer_of
+from common.checks import grader
+from common.debug import bugs
+
+data, seed = probe.received()
+grader.assert_equal(data["layer"], layer_of(bugs.make_bug("wrong", bugs.learner_seed(data["learner"]))),
+                    name="layer of the wrong-value bug")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "fix_stick", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -307,16 +398,35 @@ _ref = _bug.reference().float()
 check_tensor("fixed output vs CPU", _fixed.float(), _ref, rtol=0.0, atol=TOL["wrong"] * _ref.abs().max().item(),
              hint="within the simulated Spyre's fp16 tolerance of the CPU answer")
 ### BEGIN HIDDEN TESTS
-from answers import secret_bug as _secret
-from common.checks import grader
+from common.debug import bugs as _bugs
+from common.grading.probe import Probe
 
-_other = _secret("wrong")
-_out = fix_stick(_other)
-grader.assert_equal(bugs.device_problems(_other, _out, rtol=TOL["wrong"], fresh_seed=SEED), [],
-                    name="fix runs on the device (unseen variant)")
-_oref = _other.reference().float()
-grader.assert_tensor(_out.float(), _oref, rtol=0.0, atol=TOL["wrong"] * _oref.abs().max().item(),
-                     name="fix, unseen variant")
+probe = Probe()  # fresh bugs: the learner's own and an unseen variant from the grader's seed
+for _name, _seed in (("mine", _bugs.learner_seed(LEARNER_ID)), ("unseen", probe.seed)):
+    _b = _bugs.make_bug("wrong", _seed)
+    _out = fix_stick(_b)
+    probe.send(_name, {"out": _out if isinstance(_out, torch.Tensor) else None,
+                       "trace": _bugs.device_trace(_b, 0, probe.seed)})
+probe.send("learner", str(LEARNER_ID))
+### JUDGEMENT
+import torch
+
+from answers import trace_problems
+from common.checks import grader
+from common.debug import bugs
+
+fix = "fix_stick"
+data, seed = probe.received()
+variants = {"mine": bugs.make_bug("wrong", bugs.learner_seed(data["learner"])), "unseen": bugs.make_bug("wrong", seed)}
+
+for name, bug in variants.items():
+    got = data[name]
+    grader.assert_type(got["out"], torch.Tensor, name=f"{fix} returns a tensor ({name} variant)")
+    grader.assert_equal(trace_problems(bug, got["out"], got["trace"], rtol=5e-3, fresh_seed=seed), [],
+                        name=f"{fix} runs on the device ({name} variant)")
+    ref = bug.reference().float()
+    grader.assert_tensor(got["out"].float(), ref, rtol=0.0, atol=5e-3 * ref.abs().max().item(),
+                         name=f"{fix} vs the CPU ({name} variant)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -360,15 +470,33 @@ check_equal("HANG_ERROR is an exception type", isinstance(HANG_ERROR, type) and 
 check_type("HANG_REPRO", HANG_REPRO, Reproducer)
 check_equal("the reproducer raises (it does not diverge)", HANG_REPRO.failure.kind, "raises")
 ### BEGIN HIDDEN TESTS
-from common.checks import grader
-from common.debug.reducer import is_one_minimal as _min, same_failure as _same
+from common.grading.probe import Probe
 
-_bug = BUGS["hang"]
-_want = type(first_divergence(None, _bug.args, compiled=_bug.compile(_bug.model, _bug.args)).error)
-grader.assert_equal(HANG_ERROR.__name__, _want.__name__, name="exception type")
-grader.assert_equal(str(HANG_REPRO.failure), f"raises {_want.__name__}", name="reproducer raises the same")
-grader.assert_equal(_min(HANG_REPRO, _same(_bug.compile_fn, HANG_REPRO.failure)), True,
-                    name="hang reproducer is 1-minimal")
+probe = Probe()
+def _plain_repro(r):  # a Reproducer as plain data: how it fails, its ops, its input shapes
+    try:
+        return {"type": type(r).__name__, "failure": str(r.failure), "ops": [str(o) for o in r.ops],
+                "shapes": [[int(n) for n in x.shape] for x in r.inputs if isinstance(x, torch.Tensor)]}
+    except Exception:
+        return None
+
+
+probe.send("learner", str(LEARNER_ID))
+probe.send("error", HANG_ERROR.__name__ if isinstance(HANG_ERROR, type) else repr(HANG_ERROR))
+probe.send("repro", _plain_repro(HANG_REPRO))
+### JUDGEMENT
+from answers import repro_key
+from common.checks import grader
+from common.debug import bugs
+
+data, seed = probe.received()
+error, repro = repro_key(bugs.make_bug("hang", bugs.learner_seed(data["learner"])))
+got = data["repro"] or {}
+grader.assert_equal(data["error"], error, name="exception type")
+grader.assert_equal(got.get("type"), "Reproducer", name="HANG_REPRO is what reduce returns")
+grader.assert_equal(got.get("failure"), repro["failure"], name="reproducer raises the same")
+grader.assert_equal(got.get("ops"), repro["ops"], name="hang reproducer: one node")
+grader.assert_equal(got.get("shapes"), repro["shapes"], name="hang reproducer is 1-minimal (its smallest shape)")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "hang_layer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -384,10 +512,19 @@ from common.checks import check_equal
 check_equal("HANG_LAYER is a layer key", HANG_LAYER in taxonomy.LAYER_KEYS, True,
             hint=f"one of {', '.join(taxonomy.LAYER_KEYS)}")
 ### BEGIN HIDDEN TESTS
-from answers import layer_of as _layer_of
-from common.checks import grader
+from common.grading.probe import Probe
 
-grader.assert_equal(HANG_LAYER, _layer_of(BUGS["hang"]), name="layer of the hang")
+probe = Probe()
+probe.send("learner", str(LEARNER_ID))
+probe.send("layer", HANG_LAYER if isinstance(HANG_LAYER, str) else repr(HANG_LAYER))
+### JUDGEMENT
+from answers import layer_of
+from common.checks import grader
+from common.debug import bugs
+
+data, seed = probe.received()
+grader.assert_equal(data["layer"], layer_of(bugs.make_bug("hang", bugs.learner_seed(data["learner"]))),
+                    name="layer of the hang")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "fix_hang", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -418,16 +555,40 @@ _ref = _bug.reference().float()
 check_tensor("fixed output vs CPU", _fixed.float(), _ref, rtol=0.0, atol=TOL["hang"] * _ref.abs().max().item(),
              hint="within the simulated Spyre's fp16 tolerance of the CPU answer")
 ### BEGIN HIDDEN TESTS
-from answers import secret_bug as _secret
-from common.checks import grader
+from common.debug import bugs as _bugs
+from common.grading.probe import Probe
 
-_other = _secret("hang", like=lambda b: b._rule["fault"] != BUGS["hang"]._rule["fault"])
-_out = fix_hang(_other)
-grader.assert_equal(bugs.device_problems(_other, _out, rtol=TOL["hang"], fresh_seed=SEED), [],
-                    name="fix runs on the device (unseen variant)")
-_oref = _other.reference().float()
-grader.assert_tensor(_out.float(), _oref, rtol=0.0, atol=TOL["hang"] * _oref.abs().max().item(),
-                     name="fix, unseen variant")
+probe = Probe()  # the learner's own hang and, from the grader's seed, one unseen variant of each kind
+_variants = {"mine": _bugs.make_bug("hang", _bugs.learner_seed(LEARNER_ID))}
+for _kind in ("dma_timeout", "deadlock"):
+    _variants[_kind] = next(b for b in (_bugs.make_bug("hang", probe.seed + i) for i in range(200))
+                            if b._rule["fault"] == _kind)
+for _name, _b in _variants.items():
+    _out = fix_hang(_b)
+    probe.send(_name, {"out": _out if isinstance(_out, torch.Tensor) else None,
+                       "trace": _bugs.device_trace(_b, 0, probe.seed)})
+probe.send("learner", str(LEARNER_ID))
+### JUDGEMENT
+import torch
+
+from answers import trace_problems, variant
+from common.checks import grader
+from common.debug import bugs
+
+fix = "fix_hang"
+data, seed = probe.received()
+variants = {"mine": bugs.make_bug("hang", bugs.learner_seed(data["learner"]))}
+for kind in ("dma_timeout", "deadlock"):
+    variants[kind] = variant("hang", seed, like=lambda b, kind=kind: b._rule["fault"] == kind)
+
+for name, bug in variants.items():
+    got = data[name]
+    grader.assert_type(got["out"], torch.Tensor, name=f"{fix} returns a tensor ({name} variant)")
+    grader.assert_equal(trace_problems(bug, got["out"], got["trace"], rtol=5e-3, fresh_seed=seed), [],
+                        name=f"{fix} runs on the device ({name} variant)")
+    ref = bug.reference().float()
+    grader.assert_tensor(got["out"].float(), ref, rtol=0.0, atol=5e-3 * ref.abs().max().item(),
+                         name=f"{fix} vs the CPU ({name} variant)")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -505,11 +666,42 @@ check_equal("a NaN is never noise",
 check_equal("your chain under inductor", classify_divergence(inductor_chain, eager_chain, truth_chain) != "bug", True,
             hint="Inductor's rounding is as close to fp64 as eager's")
 ### BEGIN HIDDEN TESTS
-from answers import divergence_cases as _cases
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()  # fresh cases from the grader's seed: the worked examples, then per dtype four kinds of output
+_cases = [(torch.tensor([1.0, 2.0], dtype=torch.float64).bfloat16(), torch.tensor([1.0, 2.0]).bfloat16()),
+          (torch.tensor([1.0, 2.015625]).bfloat16(), torch.tensor([1.0, 2.0]).bfloat16()),
+          (torch.tensor([1.0, 2.03125]).bfloat16(), torch.tensor([1.0, 2.0]).bfloat16()),
+          (torch.tensor([1.0, float("nan")]).bfloat16(), torch.tensor([1.0, 2.0]).bfloat16())]
+_cases = [(_o, _e, torch.tensor([1.0, 2.0], dtype=torch.float64)) for _o, _e in _cases]
+_g = torch.Generator().manual_seed(probe.seed)
+for _dt in (torch.bfloat16, torch.float16, torch.float32):
+    _t = torch.randn(64, 32, generator=_g, dtype=torch.float64) * (1 + 3 * torch.rand(1, generator=_g).item())
+    _e = _t.to(_dt)
+    _ulp = torch.finfo(_dt).eps * _t.abs().to(_dt).double().clamp_min(torch.finfo(_dt).tiny)
+    _nudged = (_t + 0.4 * _ulp * torch.sign(torch.randn(_t.shape, generator=_g))).to(_dt)
+    _off, _idx = _e.clone(), _t.abs().view(-1).topk(3).indices
+    _flat = _off.view(-1)
+    _flat[_idx] = (_flat[_idx].double() + (0.012 if _dt != torch.float32 else 1e-3) * _t.abs().max()).to(_dt)
+    _nan = _e.clone()
+    _nan.view(-1)[int(_idx[0])] = float("nan")
+    _cases += [(_e.clone(), _e, _t), (_nudged, _e, _t), (_off, _e, _t), (_nan, _e, _t)]
+_verdicts = [None] * len(_cases)
+for _i in _random.Random(probe.seed).sample(range(len(_cases)), len(_cases)):  # in a shuffled order, on copies
+    _v = classify_divergence(*(_c.clone() for _c in _cases[_i]))
+    _verdicts[_i] = _v if isinstance(_v, str) else repr(_v)
+probe.send("verdicts", _verdicts)
+### JUDGEMENT
+from answers import divergence_cases
 from common.checks import grader
 
-for _i, (_o, _e, _t, _want) in enumerate(_cases("visible-lab")):
-    grader.assert_equal(classify_divergence(_o, _e, _t), _want, name=f"unseen case {_i} ({_o.dtype})")
+data, seed = probe.received()
+want = ["match", "noise", "bug", "bug"] + [verdict for *_, verdict in divergence_cases(seed)]
+grader.assert_equal(len(data["verdicts"]), len(want), name="one verdict per case")
+for i, (got, expected) in enumerate(zip(data["verdicts"], want, strict=True)):
+    grader.assert_equal(got, expected, name=f"case {i} ({'worked example' if i < 4 else 'unseen'})")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "bisect_stack", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -532,19 +724,79 @@ check_equal("verdicts are match / noise / bug", sorted(set(_got.values()) - {"ma
 check_equal("the chain: no bug at any depth", "bug" in _got.values(), False,
             hint="a rounding difference against eager is noise if fp64 agrees")
 ### BEGIN HIDDEN TESTS
-from answers import Chain as _Chain, DropBlock as _Drop, planted_backend as _planted, secret_seed as _ss
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()
+
+
+class _Chain(torch.nn.Module):  # a bf16 pointwise chain with seeded coefficients
+    def __init__(self, a, b):
+        super().__init__()
+        self.a, self.b = a, b
+
+    def forward(self, x):  # (N, D) -> (N, D)
+        return torch.tanh(x * self.a + self.b) * torch.sigmoid(x) + 0.1 * x * x
+
+
+class _Drop(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, d)
+
+    def forward(self, x):  # (N, d) -> (N, d)
+        return F.dropout(self.lin(x), 0.25, training=True)
+
+
+def _planted(kind, name):  # a backend that runs Dynamo's graph, then plants a difference
+    def backend(gm, example_inputs):
+        def run(*args):
+            if kind == "rounds_once":  # the graph in float64, rounded once: closer to the truth than eager
+                dt = next(a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point())
+                out = gm(*[a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
+                return type(out)(o.to(dt) if isinstance(o, torch.Tensor) else o for o in out)
+            if kind == "reseeds":
+                torch.manual_seed(torch.initial_seed() + 1)
+            out = list(gm(*args))
+            if kind == "shifts":  # 5 % of the output's scale on three elements
+                first = out[0].clone()
+                first.view(-1)[:3] += 0.05 * first.abs().max()
+                out[0] = first
+            return tuple(out)
+        return run
+
+    backend.__name__ = name
+    return backend
+
+
+def _plain(verdicts):
+    try:
+        return [[str(k), v if isinstance(v, str) else repr(v)] for k, v in dict(verdicts).items()]
+    except Exception:
+        return None
+
+
+_names = _random.Random(probe.seed).sample(("alpha", "beta", "gamma", "delta", "omega"), 3)  # neutral labels
+_g = torch.Generator().manual_seed(probe.seed)
+_a, _b = 1 + torch.rand(1, generator=_g).item(), torch.rand(1, generator=_g).item() - 0.5
+_x = torch.randn(96, 40, generator=_g).bfloat16()  # (96, 40) bf16
+probe.send("chain", _plain(bisect_stack(_Chain(_a, _b), (_x,),
+                                        (_planted("shifts", _names[0]), "eager", _planted("rounds_once", _names[1])))))
+torch.manual_seed(probe.seed)
+_m, _xd = _Drop(24), torch.randn(32, 24, generator=_g)  # (32, 24) fp32
+probe.send("drop", _plain(bisect_stack(_m, (_xd,), ("aot_eager", _planted("reseeds", _names[2])),
+                                       seed=probe.seed % 1000)))
+### JUDGEMENT
+import random
+
 from common.checks import grader
 
-_g = torch.Generator().manual_seed(_ss("bisect", "hidden"))
-_a, _b = 1 + torch.rand(1, generator=_g).item(), torch.rand(1, generator=_g).item() - 0.5
-_x = torch.randn(96, 40, generator=_g).bfloat16()
-_bk = (_planted("bug", "planted_bug"), "eager", _planted("noise", "rounds_once"))
-grader.assert_equal(bisect_stack(_Chain(_a, _b), (_x,), _bk), {"planted_bug": "bug", "eager": "match",
-                                                               "rounds_once": "noise"}, name="unseen backends")
-torch.manual_seed(_ss("bisect", "drop"))
-_m, _xd = _Drop(24), torch.randn(32, 24, generator=_g)
-grader.assert_equal(bisect_stack(_m, (_xd,), ("aot_eager", _planted("reseed", "other_seed")), seed=SEED % 1000),
-                    {"aot_eager": "match", "other_seed": "bug"}, name="dropout: each run seeded alike")
+data, seed = probe.received()
+names = random.Random(seed).sample(("alpha", "beta", "gamma", "delta", "omega"), 3)
+grader.assert_equal(data["chain"], [[names[0], "bug"], ["eager", "match"], [names[1], "noise"]],
+                    name="unseen backends: one verdict each, in order")
+grader.assert_equal(data["drop"], [["aot_eager", "match"], [names[2], "bug"]], name="dropout: each run seeded alike")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -636,13 +888,28 @@ check_type("PERF_CAUSE", PERF_CAUSE, str)
 check_equal("PERF_CAUSE names a fallback", PERF_CAUSE.startswith("fallback:aten."), True,
             hint="as timing_region(...).causes() writes it")
 ### BEGIN HIDDEN TESTS
-from answers import perf_region as _perf_region
-from common.checks import grader
+from common.grading.probe import Probe
 
-_want, _cause = _perf_region(BUGS["slow"])
-grader.assert_scalar(PERF_REGION[0], _want[0], rel=1e-9, abs_tol=1e-15, name="region start")
-grader.assert_scalar(PERF_REGION[1], _want[1], rel=1e-9, name="region end")
-grader.assert_equal(PERF_CAUSE, _cause, name="cause")
+probe = Probe()
+probe.send("learner", str(LEARNER_ID))
+probe.send("region_type", type(PERF_REGION).__name__)
+try:
+    probe.send("region", [float(t) for t in PERF_REGION])
+except Exception:
+    probe.send("region", None)
+probe.send("cause", PERF_CAUSE if isinstance(PERF_CAUSE, str) else repr(PERF_CAUSE))
+### JUDGEMENT
+from answers import perf_region
+from common.checks import grader
+from common.debug import bugs
+
+data, seed = probe.received()
+(t0, t1), cause = perf_region(bugs.make_bug("slow", bugs.learner_seed(data["learner"])))
+grader.assert_equal(data["region_type"], "tuple", name="PERF_REGION is a tuple")
+grader.assert_equal(len(data["region"] or []), 2, name="PERF_REGION has two times")
+grader.assert_scalar(data["region"][0], t0, rel=1e-9, abs_tol=1e-15, name="region start")
+grader.assert_scalar(data["region"][1], t1, rel=1e-9, name="region end")
+grader.assert_equal(data["cause"], cause, name="cause")
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade": false, "grade_id": "fix_perf", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -691,19 +958,54 @@ _ref = _bug.reference(_x).float()
 check_tensor("fixed model on fresh inputs of the same shape", _bug.run(_fixed, _x).float(), _ref, rtol=0.0,
              atol=TOL["slow"] * _ref.abs().max().item(), hint="compute the function; do not store an answer")
 ### BEGIN HIDDEN TESTS
-from answers import secret_bug as _secret
-from common.checks import grader
+from common.debug import bugs as _bugs
 from common.debug.timing import timing_region as _tr
+from common.grading.probe import Probe, graph_nodes as _graph_nodes
 
-_other = _secret("slow", like=lambda b: type(b.model) is type(_bug.model) and b.args[0].shape != _bug.args[0].shape)
-_f2 = fix_perf(_other)
-grader.assert_equal(_tr(_other.report(_f2)).causes(), [], name="unseen seed: no fallback")
-grader.assert_in_range(_other.report().time_s / _other.report(_f2).time_s, 1.3, 100.0, name="unseen seed: speed-up")
-for _i in range(2):
-    _x = _other.args[0] if _i == 0 else torch.randn(_other.args[0].shape, generator=torch.Generator().manual_seed(SEED))
-    _oref = _other.reference(_x).float()
-    grader.assert_tensor(_other.run(_f2, _x).float(), _oref, rtol=0.0, atol=TOL["slow"] * _oref.abs().max().item(),
-                         name="unseen seed: output")
+probe = Probe()  # fresh bugs: the learner's own and an unseen one of the same model class and another shape
+_mine = _bugs.make_bug("slow", _bugs.learner_seed(LEARNER_ID))
+_other = next(b for b in (_bugs.make_bug("slow", probe.seed + i) for i in range(200))
+              if type(b.model) is type(_mine.model) and b.args[0].shape != _mine.args[0].shape)
+for _name, _b in (("mine", _mine), ("unseen", _other)):
+    _x0 = _b.args[0].clone()
+    _x1 = torch.randn(_x0.shape, generator=torch.Generator().manual_seed(probe.seed))
+    _f = fix_perf(_b)
+    _row = {"module": isinstance(_f, torch.nn.Module)}
+    try:
+        fx.symbolic_trace(_f)
+        _row["ops"] = [n["target"] for n in _graph_nodes(_b.compile(_f, (_x0.clone(),)).aten)
+                       if n["op"] == "call_function"]
+        _row["causes"] = [str(c) for c in _tr(_b.report(_f)).causes()]
+        _row["time_s"] = float(_b.report(_f).time_s)
+        _row["outs"] = [_b.run(_f, _x0.clone()), _b.run(_f, _x1)]
+    except Exception as _exc:
+        _row["error"] = f"{type(_exc).__name__}: {_exc}"
+    probe.send(_name, _row)
+probe.send("learner", str(LEARNER_ID))
+### JUDGEMENT
+import torch
+
+from answers import variant
+from common.checks import grader
+from common.debug import bugs
+from common.sim.spyre import NEAREST_NATIVE
+
+data, seed = probe.received()
+mine = bugs.make_bug("slow", bugs.learner_seed(data["learner"]))
+other = variant("slow", seed, like=lambda b: type(b.model) is type(mine.model) and b.args[0].shape != mine.args[0].shape)
+for name, bug in (("mine", mine), ("unseen", other)):
+    got = data[name]
+    grader.assert_equal(got["module"], True, name=f"fix_perf(bug) is an nn.Module ({name})")
+    grader.assert_equal(got.get("error"), None, name=f"fix traces, compiles and runs ({name})")
+    grader.assert_equal(got["causes"], [], name=f"no fallback left ({name})")
+    host = [t for t in got["ops"] if ".".join(t.split(".")[:2]) in NEAREST_NATIVE]
+    grader.assert_equal(host, [], name=f"no op without a Spyre kernel in the compiled graph ({name})")
+    grader.assert_in_range(bug.report().time_s / got["time_s"], 1.3, 100.0, name=f"SIMULATED speed-up ({name})")
+    inputs = (bug.args[0], torch.randn(bug.args[0].shape, generator=torch.Generator().manual_seed(seed)))
+    for i, (x, out) in enumerate(zip(inputs, got["outs"], strict=True)):
+        ref = bug.reference(x).float()
+        grader.assert_tensor(out.float(), ref, rtol=0.0, atol=5e-3 * ref.abs().max().item(),
+                             name=f"fixed model on the simulated Spyre vs CPU ({name}, input {i})")
 ### END HIDDEN TESTS
 
 # %%
@@ -860,15 +1162,30 @@ from common.checks import check_no_problems
 check_no_problems("your landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from answers import landscape_vocab as _vocab
-from common.checks import grader
-from common.landscape_rows import vocabulary_misses as _misses
+from common.grading.probe import Probe
 
-_cells = len(ATTRIBUTES) * len(SYSTEMS)
-_v = _vocab(BUGS["hang"])
-grader.assert_in_range(1 - len(_misses(MY_ROWS, _v)) / _cells, 0.8, 1.0, name="rows name the right mechanisms")
-grader.assert_equal(("a hang surfaces as", "Spyre") in _misses(MY_ROWS, _v), False,
-                    name="your Spyre hang row agrees with your hang")
+probe = Probe()
+probe.send("learner", str(LEARNER_ID))
+try:
+    probe.send("rows", {str(a): {str(k): str(v) for k, v in dict(cells).items()} for a, cells in dict(MY_ROWS).items()})
+except Exception:
+    probe.send("rows", None)
+### JUDGEMENT
+from answers import landscape_vocab
+from common.checks import grader
+from common.debug import bugs
+from common.landscape import SYSTEMS
+from common.landscape_rows import row_problems, vocabulary_misses
+
+data, seed = probe.received()
+attributes = ("unsupported op", "a hang surfaces as")
+rows = data["rows"] or {}
+grader.assert_equal(row_problems(rows, attributes), [], name="rows complete: every attribute and system, 3 to 25 words")
+vocab = landscape_vocab(bugs.make_bug("hang", bugs.learner_seed(data["learner"])))  # the key's hang, not theirs
+misses = vocabulary_misses(rows, vocab)
+grader.assert_in_range(1 - len(misses) / (len(attributes) * len(SYSTEMS)), 0.8, 1.0,
+                       name="rows name the right mechanisms")
+grader.assert_equal(("a hang surfaces as", "Spyre") in misses, False, name="your Spyre hang row agrees with your hang")
 ### END HIDDEN TESTS
 
 # %%

@@ -174,6 +174,148 @@ def fix_perf(bug):
 
     return Held()
 '''),
+    # --- issue 28's root causes -------------------------------------------------------------------------------
+    # Part 1 by the course's own words: a bag-of-words overlap of each report with the taxonomy's texts, and the
+    # last entry that has numbers as the "evidence" (the report's words name several stages; its numbers decide).
+    dict(cell="classify", kind="call-reference", fails=["classify_tests"], code='''
+import re as _re
+
+_lazy_words = {L.key: set(_re.findall(r"[a-z]\\w+", " ".join([L.key, L.name, L.what_fails, L.symptom, L.tool,
+               *(e.text for e in L.examples.values())]).lower())) for L in taxonomy.LAYERS}
+MY_LAYERS = {r.id: max(_lazy_words, key=lambda k, r=r: len(_lazy_words[k] & set(_re.findall(r"[a-z]\\w+",
+             r.text.lower())))) for r in REPORTS}
+MY_EVIDENCE = {r.id: [ln.split()[0] for ln in r.text.splitlines()[1:] if not ln.endswith("not reached")][-1]
+               for r in REPORTS}
+'''),
+    # Part 1 with objects that lie: every reading equal to whatever the grader compares it with.
+    dict(cell="classify", kind="echo-expected", fails=["classify_tests"], code='''
+class _LazyYes(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+class _LazyAll(dict):
+    def get(self, key, default=None):
+        return _LazyYes("capture")
+
+    def __contains__(self, key):
+        return True
+
+
+MY_LAYERS = _LazyAll({r.id: _LazyYes("capture") for r in REPORTS})
+MY_EVIDENCE = _LazyAll({r.id: _LazyYes("e1") for r in REPORTS})
+'''),
+    # The layer of the 65-element copy by a text search of the taxonomy (its Spyre examples), and a node name
+    # equal to anything.
+    dict(cell="stick_layer", kind="call-reference", fails=["stick_layer_tests"], code='''
+STICK_LAYER = next((L.key for L in taxonomy.LAYERS for e in L.examples.values()
+                    if "65" in e.text or "clone" in e.text), None)
+'''),
+    dict(cell="stick_locate", kind="echo-expected", fails=["stick_locate_tests"], code='''
+class _LazyName(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+STICK_NODE = _LazyName("clone")
+STICK_REPRO = None
+'''),
+    # The layer of the hang read off the simulator's docstring (it used to say which layer each fault is).
+    dict(cell="hang_layer", kind="read-off-object", fails=["hang_layer_tests"], code='''
+import re as _re
+
+_lazy_m = _re.search(r"``%s`` \\(([a-z]+)" % BUGS["hang"]._rule["fault"], faults.__doc__ or "")
+HANG_LAYER = {"scheduling": "schedule"}.get(_lazy_m.group(1), _lazy_m.group(1)) if _lazy_m else None
+'''),
+    # The fixes: replace the model or empty the input the learner is handed, so a reference rebuilt from that
+    # object after the call agrees with anything; rebind the device check and the tolerances.
+    dict(cell="fix_stick", kind="cpu-reference", fails=["fix_stick_tests"], code='''
+class _LazyPlus(torch.nn.Module):
+    def forward(self, x):
+        return x + 0.0  # no copy, so no stick bug; the model of the bug is replaced by this
+
+
+def fix_stick(bug):
+    bug.model = _LazyPlus()
+    return bug.run()
+'''),
+    dict(cell="fix_stick", kind="cpu-reference", fails=["fix_stick_tests"], code='''
+bugs.device_problems = lambda *a, **k: []  # the device check the old hidden test called, rebound
+TOL = {k: 1e9 for k in TOL}  # and the tolerances it read
+
+
+def fix_stick(bug):
+    return bug.reference().half()
+'''),
+    dict(cell="fix_hang", kind="cpu-reference", fails=["fix_hang_tests"], code='''
+def fix_hang(bug):
+    bug.args = (bug.args[0][:1, :2],)  # a call small enough not to hang: the input handed over, emptied
+    return bug.run()
+'''),
+    dict(cell="fix_perf", kind="cpu-reference", fails=["fix_perf_tests"], code='''
+def fix_perf(bug):
+    x = bug.args[0]
+    bug.model = torch.nn.Linear(x.shape[-1], x.shape[-1])  # a native model in place of the slow one
+    return bug.model
+'''),
+    dict(cell="perf", kind="echo-expected", fails=["perf_tests"], code='''
+class _LazyTime(float):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+    def __sub__(self, other):
+        return 0.0
+
+    def __rsub__(self, other):
+        return 0.0
+
+
+class _LazyCause(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+PERF_REGION, PERF_CAUSE = (_LazyTime(0.0), _LazyTime(1.0)), _LazyCause("fallback:aten.cumsum")
+'''),
+    # A re-asked question answered with one's own first answer: a wrong hang kind, then the landscape row that
+    # says the same (the grader judges the row against the hang it planted, not against HANG_ERROR).
+    dict(cell="landscape_rows", kind="hard-code-visible", fails=["landscape_rows_tests"], code='''
+HANG_ERROR = faults.SimTimeoutError if HANG_ERROR is not faults.SimTimeoutError else faults.DeadlockError
+MY_ROWS = {
+    "unsupported op": {
+        "GPU": "an extern aten kernel that breaks the fusion, no host trip",
+        "TPU": "a CPU round trip with a device sync (XLA fallback)",
+        "WSE": "a compile error: no host to fall back to",
+        "LPU": "a compile error: the static schedule has no host path",
+        "Spyre": "a CPU fallback: sync, PCIe round trip, relaunch",
+    },
+    "a hang surfaces as": {
+        "GPU": "a watchdog timeout in a stuck NCCL collective",
+        "TPU": "a barrier or collective timeout at run time",
+        "WSE": "a routing plan rejected at compile time",
+        "LPU": "a scheduling failure at compile time, never at run time",
+        "Spyre": ("a DMA timeout: a transfer never completed" if HANG_ERROR is faults.SimTimeoutError
+                  else "a deadlock report: a cycle of waits between kernels"),
+    },
+}
+'''),
+    # Part 3: the verdicts read off the backends' names (the old hidden test called them planted_bug, rounds_once).
+    dict(cell="bisect_stack", kind="read-off-object", fails=["bisect_stack_tests"], code='''
+def bisect_stack(model, args, backends=STACK, seed=0):
+    out = {}
+    for b in backends:
+        name = backend_label(b)
+        out[name] = "match" if name in ("eager", "aot_eager") else "bug" if "bug" in name or "seed" in name else "noise"
+    return out
+'''),
 ]
 
 # Stubs under "Going further (optional)": ungraded, so there is no score for a shortcut to win.
