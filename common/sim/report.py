@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from common.sim.program import BOUNDS, Event, Program
@@ -42,28 +43,33 @@ class Report:
     coverage: object = None
     numerics: list = field(default_factory=list)
 
-    # ---- totals ---------------------------------------------------------------------------------------
+    # ---- totals ----------------------------------------------------------------------------------------
+    # Each total walks every event (10^3-10^4 of them); ``summary_row`` and ``sweeps`` take each one once
+    # (``totals``). Not cached: ``serving`` appends events to a finished report.
     @property
     def time_s(self) -> float:
-        return max((e.end for e in self.events), default=0.0)
+        return end_of(self.events)
 
     @property
     def flops(self) -> float:
         """FLOPs done by all chips (an event of a tensor-parallel step stands for ``replicas`` chips)."""
-        return sum(e.flops * e.detail.get("replicas", 1) for e in self.events if e.kind == "compute")
+        return sum([e.flops * e.detail.get("replicas", 1) for e in self.events if e.kind == "compute"])
 
     @property
     def bytes(self) -> dict[str, float]:
         """Bytes moved per memory level, over all chips."""
         out: dict[str, float] = defaultdict(float)
         for e in self.events:
-            for level, b in e.bytes.items():
-                out[level] += b * e.detail.get("replicas", 1)
+            if e.bytes:
+                r = e.detail.get("replicas", 1)
+                for level, b in e.bytes.items():
+                    out[level] += b * r
         return dict(out)
 
     @property
     def tokens_per_s(self) -> float:
-        return self.tokens / self.time_s if self.time_s else 0.0
+        t = self.time_s
+        return self.tokens / t if t else 0.0
 
     @property
     def tokens_per_s_per_user(self) -> float:
@@ -71,34 +77,37 @@ class Report:
 
     @property
     def achieved_flops(self) -> float:
-        return self.flops / self.time_s if self.time_s else 0.0
+        t = self.time_s
+        return self.flops / t if t else 0.0
 
     @property
     def attribution(self) -> dict[str, float]:
         """Seconds of the step by bound: events on the critical engine, idle gaps counted as scheduling."""
-        out = dict.fromkeys(BOUNDS, 0.0)
-        busy_until = 0.0
-        for e in sorted((e for e in self.events if e.engine == self.critical_engine), key=lambda e: e.start):
-            if e.start > busy_until:
-                out["scheduling"] += e.start - busy_until
-            covered = max(0.0, e.end - max(e.start, busy_until))
-            out[e.bound] += covered
-            busy_until = max(busy_until, e.end)
-        out["scheduling"] += max(0.0, self.time_s - busy_until)
-        return out
+        return attribution_of(self.events, self.critical_engine, self.time_s)
 
     @property
     def bottleneck(self) -> str:
         att = self.attribution
         return max(att, key=att.get)
 
+    def totals(self) -> dict:
+        """``time_s``, ``flops``, ``bytes``, ``attribution`` and what follows from them, each computed once."""
+        t, flops = self.time_s, self.flops
+        att = attribution_of(self.events, self.critical_engine, t)
+        tokens_per_s = self.tokens / t if t else 0.0
+        return {"time_s": t, "flops": flops, "bytes": self.bytes, "attribution_s": att,
+                "bottleneck": max(att, key=att.get), "tokens_per_s": tokens_per_s,
+                "tokens_per_s_per_user": tokens_per_s / max(self.batch, 1),
+                "achieved_flops_per_s": flops / t if t else 0.0}
+
     def summary_row(self) -> dict:
         """The CLI's JSON contract (``dfa simulate --json``): one object per backend."""
+        tot = self.totals()
         return {"backend": self.backend, "chip": self.chip, "chips": self.chips, "phase": self.phase,
-                "batch": self.batch, "seq": self.seq, "dtype": self.dtype, "time_s": self.time_s,
-                "tokens_per_s": self.tokens_per_s, "tokens_per_s_per_user": self.tokens_per_s_per_user,
-                "bottleneck": self.bottleneck, "flops": self.flops, "bytes": self.bytes,
-                "attribution_s": self.attribution, "achieved_flops_per_s": self.achieved_flops,
+                "batch": self.batch, "seq": self.seq, "dtype": self.dtype, "time_s": tot["time_s"],
+                "tokens_per_s": tot["tokens_per_s"], "tokens_per_s_per_user": tot["tokens_per_s_per_user"],
+                "bottleneck": tot["bottleneck"], "flops": tot["flops"], "bytes": tot["bytes"],
+                "attribution_s": tot["attribution_s"], "achieved_flops_per_s": tot["achieved_flops_per_s"],
                 "peak_flops_per_s": self.peak_flops * self.chips, "counters": self.counters,
                 "workload": self.workload, "notes": self.notes}
 
@@ -194,6 +203,32 @@ class Report:
     @property
     def main_levels(self) -> set[str]:
         return {"HBM", "GDDR6", "LPDDR5", "SRAM"}
+
+
+def end_of(events) -> float:
+    """The end of the last event (``Event.end`` inlined: a sweep reads it for every event of every row)."""
+    return max([e.start + e.duration for e in events], default=0.0)
+
+
+def attribution_of(events, engine: str, time_s: float) -> dict[str, float]:
+    """``Report.attribution`` of ``events`` read on ``engine``, for a step that ends at ``time_s``."""
+    out = dict.fromkeys(BOUNDS, 0.0)
+    busy_until = 0.0
+    for e in sorted([e for e in events if e.engine == engine], key=_start):
+        start = e.start
+        end = start + e.duration
+        if start > busy_until:
+            out["scheduling"] += start - busy_until
+        covered = end - (busy_until if busy_until > start else start)
+        out[e.bound] += covered if covered > 0.0 else 0.0
+        if end > busy_until:
+            busy_until = end
+    rest = time_s - busy_until
+    out["scheduling"] += rest if rest > 0.0 else 0.0
+    return out
+
+
+_start = attrgetter("start")
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from common import sim_args
 from common.errors import DFAError
-from common.sim.run import simulate_llm
+from common.sim.run import gc_paused, simulate_llm
 
 if TYPE_CHECKING:  # pandas is imported when the table is built
     import pandas as pd
@@ -54,30 +54,33 @@ def sweep(model, backends: Iterable[str] | str = sim_args.BACKEND_NAMES, *, batc
     for name in names:
         sim_args.chip_for(name, None, dtype)
     rows = []
-    for b in batch_list:  # each step captured once, then costed on every backend while it is cached
-        for s in seq_list:
-            for name in names:
-                try:
-                    r = simulate_llm(model, name, phase=phase, batch=b, seq=s, chips=chips, dtype=dtype)
-                except DFAError as exc:
-                    raise DFAError(f"{name}, batch={b}, seq={s}: {exc}") from exc
-                if reports is not None:
-                    reports.append(r)
-                rows.append(_row(config.name, r))
+    # The cycle collector stays off for the whole sweep, not only inside each step (``gc_paused``): turned back
+    # on between steps, it walked each finished report's ~10^4 events before the row dropped them.
+    with gc_paused():
+        for b in batch_list:  # each step captured once, then costed on every backend while it is cached
+            for s in seq_list:
+                for name in names:
+                    try:
+                        r = simulate_llm(model, name, phase=phase, batch=b, seq=s, chips=chips, dtype=dtype)
+                    except DFAError as exc:
+                        raise DFAError(f"{name}, batch={b}, seq={s}: {exc}") from exc
+                    if reports is not None:
+                        reports.append(r)
+                    rows.append(_row(config.name, r))
     import pandas as pd
 
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
 def _row(model: str, r) -> dict:
-    """``Report.summary_row``'s numbers, each of the report's totals computed once (they walk every event;
+    """``Report.summary_row``'s numbers (``Report.totals``: each total walks every event once;
     ``tests/test_sim_sweep.py`` keeps the two equal)."""
-    t, flops, attribution = r.time_s, r.flops, r.attribution
-    tokens_per_s = r.tokens / t if t else 0.0
+    tot = r.totals()
+    attribution = tot["attribution_s"]
     return {"model": model, "backend": r.backend, "chip": r.chip, "chips": r.chips, "phase": r.phase,
-            "batch": r.batch, "seq": r.seq, "dtype": r.dtype, "time_s": t, "tokens_per_s": tokens_per_s,
-            "tokens_per_s_per_user": tokens_per_s / max(r.batch, 1),
-            "bottleneck": max(attribution, key=attribution.get),
+            "batch": r.batch, "seq": r.seq, "dtype": r.dtype, "time_s": tot["time_s"],
+            "tokens_per_s": tot["tokens_per_s"], "tokens_per_s_per_user": tot["tokens_per_s_per_user"],
+            "bottleneck": tot["bottleneck"],
             **{f"{k}_s": attribution.get(k, 0.0) for k in ("compute", "memory", "scheduling", "communication")},
-            "flops": flops, "bytes_by_level": r.bytes, "achieved_flops_per_s": flops / t if t else 0.0,
+            "flops": tot["flops"], "bytes_by_level": tot["bytes"], "achieved_flops_per_s": tot["achieved_flops_per_s"],
             "peak_flops_per_s": r.peak_flops * r.chips}
