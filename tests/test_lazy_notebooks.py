@@ -34,13 +34,16 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 from nbformat.v4.nbbase import random_cell_id
 
+from common.grading.judge import Judgement, parts, probe_cell_source, probe_payloads, verdict
 from common.grading.lab_length import GOING_FURTHER
+from common.grading.probe import variant_seed
 from common.grading.standard import is_autograded_test, is_stub, nbgrader_meta
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visible", "echo-expected")
 LAZY_LABS = sorted(REPO.glob("course*_*/source/*/lazy.py"))
 TAG = "dfa-lazy"  # metadata key marking the cells the harness inserted
+SALT = "lazy-suite-salt"  # the variants the harness judges (the grader derives them from the offering's salt)
 
 
 def _id(path: Path) -> str:
@@ -155,10 +158,50 @@ def lazy_notebook(nb, shortcuts: list[dict], release=None):
         out += after.get(i, [])
     if release is not None:
         out += blank_run(release)
-    nb.cells = out
+    nb.cells = [piece for cell in out for piece in as_graded(cell)]
     for cell in nb.cells:  # nbformat 4.5 wants an id on every cell
         cell.setdefault("id", random_cell_id())
     return nb
+
+
+def _test_id(cell) -> str | None:
+    """The grade_id of a test cell the grader judges: an autograded test of the lab, or a copy the harness made."""
+    tag = cell.metadata.get(TAG) or {}
+    if tag.get("role") in ("must-fail", "must-fail-blank"):
+        return tag["test"]
+    return nbgrader_meta(cell)["grade_id"] if is_autograded_test(cell) else None
+
+
+def as_graded(cell) -> list:
+    """A test cell as the grader runs it (runner.py): its probe first, on its own, then its visible checks; the
+    judgement waits in the cell's metadata for ``judged`` to run it here, outside the kernel."""
+    test = _test_id(cell)
+    if test is None:
+        return [cell]
+    visible, probe, judgement = parts(cell.source)
+    seed = variant_seed(SALT, "lazy-suite", "lazy", test)
+    probe_cell = new_code_cell(probe_cell_source(probe, seed), metadata={TAG: {"role": "probe", "test": test}})
+    cell = copy.deepcopy(cell)
+    cell.source = visible
+    tag = cell.metadata.get(TAG) or {"role": "test"}
+    cell.metadata[TAG] = {**tag, "judgement": judgement, "seed": seed, "test": test}
+    return [probe_cell, cell]
+
+
+def judged(nb, answers: str | None) -> dict[int, list[str]]:
+    """The grader's verdict on every test cell of an executed lazy notebook, judged in this process from the
+    data its probe cell printed (judge.verdict): {cell index: errors}, empty when it earns its points."""
+    verdicts = {}
+    for i, cell in enumerate(nb.cells):
+        tag = cell.metadata.get(TAG) or {}
+        if "judgement" not in tag:
+            continue
+        probe_cell = nb.cells[i - 1]
+        record = {"probe": {"data": probe_payloads(probe_cell.get("outputs", [])),
+                            "error": "; ".join(_errors(probe_cell)), "timed_out": False}}  # fmt: skip
+        outputs = verdict(Judgement(tag["test"], tag["judgement"], tag["seed"]), record, answers=answers)
+        verdicts[i] = [f"{o['ename']}: {o['evalue']}"[:300] for o in outputs if o["output_type"] == "error"]
+    return verdicts
 
 
 def _errors(cell) -> list[str]:
@@ -177,28 +220,38 @@ def test_every_shortcut_scores_zero_and_the_honest_solution_keeps_its_points(laz
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(lab_dir)}}).execute()  # fmt: skip
     nbformat.write(nb, tmp_path / "lazy.ipynb")  # kept for a failing run's inspection
-    honest_errors, passed = judge(nb, shortcuts)
+    answers = (lab_dir / "answers.py").read_text(encoding="utf-8") if (lab_dir / "answers.py").is_file() else None
+    honest_errors, passed = judge(nb, shortcuts, judged(nb, answers))
     assert not honest_errors, f"the honest notebook raised: {honest_errors}"
     assert not passed, f"shortcuts that earned points: {passed}"
 
 
-def judge(nb, shortcuts: list[dict]) -> tuple[list[str], list[str]]:
-    """(errors in the honest cells, shortcuts whose must-fail test cell ran clean) of an executed lazy notebook."""
+def judge(nb, shortcuts: list[dict], verdicts: dict[int, list[str]]) -> tuple[list[str], list[str]]:
+    """(errors in the honest cells, shortcuts whose must-fail test cell earned its points) of an executed lazy
+    notebook; ``verdicts`` are the grader's (``judged``): a test cell earns its points when its judgement passed
+    on its probe's data, whatever its visible checks printed."""
     honest_errors, passed = [], []
-    for cell in nb.cells:
+    for i, cell in enumerate(nb.cells):
         tag = cell.metadata.get(TAG)
-        if tag is None or tag.get("role") in ("restore", "parameters"):
+        role = (tag or {}).get("role")
+        first = cell.source.splitlines()[0][:60] if cell.source else ""
+        if role == "probe":
+            continue  # judged with its test cell
+        if role == "test":  # an honest test cell of the lab: its judgement passes, and so do its visible checks
+            if verdicts[i] or _errors(cell):
+                honest_errors.append(f"test {tag['test']}: judgement {verdicts[i]}, visible checks {_errors(cell)}")
+        elif tag is None or role in ("restore", "parameters"):
             if _errors(cell):
-                honest_errors.append(f"{cell.source.splitlines()[0][:60] if cell.source else ''}: {_errors(cell)}")
-        elif tag["role"] == "must-fail" and not _errors(cell):
+                honest_errors.append(f"{first}: {_errors(cell)}")
+        elif role == "must-fail" and not verdicts[i]:
             s = shortcuts[tag["shortcut"]]
             passed.append(f"{s['kind']} shortcut for {s['cell']} passed {tag['test']}")
-        elif tag["role"] == "must-fail-blank" and not _errors(cell):
+        elif role == "must-fail-blank" and not verdicts[i]:
             passed.append(f"the blank release's stubs passed {tag['test']}")
-        elif tag["role"] == "blank-run" and not tag["may_raise"] and _errors(cell):
-            first = cell.source.splitlines()[0][:60] if cell.source else ""
-            honest_errors.append(f"the blank release crashed in a cell that is not a stub or a test ({first}): "
-                                 f"{_errors(cell)}")
+        elif role == "blank-run" and not tag["may_raise"] and _errors(cell):
+            honest_errors.append(
+                f"the blank release crashed in a cell that is not a stub or a test ({first}): {_errors(cell)}"
+            )
     return honest_errors, passed
 
 
@@ -229,38 +282,62 @@ def test_the_harness_catches_a_shortcut_that_passes_and_a_list_that_is_wrong():
     def graded(source, grade_id, **meta):
         return new_code_cell(source, metadata={"nbgrader": {"grade_id": grade_id, **meta}})
 
+    def test_cell(probe: str, judgement: str) -> str:  # visible check, then the probe and its judgement
+        return (
+            f"assert f(2) == 4\n### BEGIN HIDDEN TESTS\nfrom common.grading.probe import Probe\nprobe = Probe()\n"
+            f"{probe}\n### JUDGEMENT\ndata, seed = probe.received()\n{judgement}\n### END HIDDEN TESTS"
+        )
+
     nb = new_notebook(cells=[
         graded("def f(x):\n    return 2 * x", "f", solution=True, grade=False),
-        graded("assert f(2) == 4", "f_tests", solution=False, grade=True, points=1),
+        graded(test_cell('probe.send("f2", f(2))', 'assert data["f2"] == 4'), "f_tests", solution=False, grade=True,
+               points=1),
     ])  # fmt: skip
     cheat = dict(cell="f", kind="hard-code-visible", code="def f(x):\n    return 4", fails=["f_tests"])
     assert shortcut_problems(nb, [cheat]) == []
     assert len(shortcut_problems(nb, [dict(cell="f_tests", kind="guess", code="", fails=[])])) == 3
+
+    def run(lazy):
+        NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
+        return judge(lazy, [cheat], judged(lazy, None))
+
     lazy = lazy_notebook(nb, [cheat])
     roles = [c.metadata.get(TAG, {}).get("role") for c in lazy.cells]
-    assert roles == [None, None, "code", "must-fail", "restore"]
+    assert roles == [None, "probe", "test", "code", "probe", "must-fail", "restore"]
+    assert "JUDGEMENT" not in "".join(c.source for c in lazy.cells)  # judgements never reach the kernel
+    # the visible value hard-coded passes a judgement of the visible value only: the harness reports it
+    assert run(lazy) == ([], ["hard-code-visible shortcut for f passed f_tests"])
+    # a judgement on an input the learner has not seen fails it, though the visible check passes
+    nb.cells[1].source = test_cell(
+        'probe.send("f2", f(2))\nprobe.send("f5", f(5))', 'assert data["f2"] == 4 and data["f5"] == 10'
+    )
+    assert run(lazy_notebook(nb, [cheat])) == ([], [])
+    # a lying __eq__ reaches the judgement only as data: a float that is not 10
+    liar = dict(
+        cell="f",
+        kind="hard-code-visible",
+        fails=["f_tests"],
+        code="class Any(float):\n    __eq__ = lambda s, o: True\ndef f(x):\n    return Any(4.0)",
+    )
+    lazy = lazy_notebook(nb, [liar])
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
-    # the visible value hard-coded passes a test of the visible value only: the harness reports it
-    assert judge(lazy, [cheat]) == ([], ["hard-code-visible shortcut for f passed f_tests"])
-    nb.cells[1].source = "assert f(2) == 4\nassert f(5) == 10"  # a test on an input the learner has not seen
-    lazy = lazy_notebook(nb, [cheat])
-    NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
-    assert judge(lazy, [cheat]) == ([], [])
+    assert judge(lazy, [liar], judged(lazy, None)) == ([], [])
     release = copy.deepcopy(nb)
     release.cells[0].source = "def f(x):\n    raise NotImplementedError()"
     lazy = lazy_notebook(nb, [], release)
     assert [c.metadata.get(TAG, {}).get("role") for c in lazy.cells] == [
-        None, None, "blank", "must-fail-blank", "restore", "parameters", "blank-run", "blank-run"]  # fmt: skip
+        None, "probe", "test", "blank", "probe", "must-fail-blank", "restore", "parameters", "blank-run",
+        "blank-run"]  # fmt: skip
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
-    assert judge(lazy, []) == ([], [])
+    assert judge(lazy, [], judged(lazy, None)) == ([], [])
     # a given cell that uses a stub's work without its 'not written yet' line: the blank run catches it
     release.cells.append(new_code_cell("print(f(3))"))
     lazy = lazy_notebook(nb, [], release)
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
-    errors, _ = judge(lazy, [])
+    errors, _ = judge(lazy, [], judged(lazy, None))
     assert len(errors) == 1 and "not a stub or a test (print(f(3)))" in errors[0]
     release.cells.pop()
     release.cells[0].source = "def f(x):\n    return 2 * x"  # a release whose stub is the answer
     lazy = lazy_notebook(nb, [], release)
     NotebookClient(lazy, timeout=60, kernel_name="python3", allow_errors=True).execute()
-    assert judge(lazy, []) == ([], ["the blank release's stubs passed f_tests"])
+    assert judge(lazy, [], judged(lazy, None)) == ([], ["the blank release's stubs passed f_tests"])

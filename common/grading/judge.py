@@ -69,6 +69,23 @@ def split_hidden(source: str) -> tuple[str, str, str]:
     return "\n".join(kept), "\n".join(probe), "\n".join(judgement)
 
 
+def probe_cell_source(probe: str, seed: int) -> str:
+    """What the kernel runs as a test's probe: this learner's seed first, ``probe.finish()`` last."""
+    return "\n".join([SEED_LINE.format(seed=seed), probe, FINISH_LINE]) if probe.strip() else ""
+
+
+def parts(source: str) -> tuple[str, str, str]:
+    """``(visible checks, probe, judgement)`` of a test cell's source."""
+    kept, probe, judgement = split_hidden(source)
+    visible, hidden = [], False
+    for line in kept.splitlines():
+        if BEGIN_HIDDEN in line or END_HIDDEN in line:
+            hidden = BEGIN_HIDDEN in line
+        elif not hidden:
+            visible.append(line)
+    return "\n".join(visible), probe, judgement
+
+
 def take_out(nb, *, salt: str, lab: str, student: str) -> dict[int, Judgement]:
     """Remove the judgements from ``nb``'s test cells in place and set each probe's seed; return them by
     cell index."""
