@@ -24,6 +24,9 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
 * ``number_misses(rows)`` — the (attribute, system, number) of every number >= 16 in a TPU, LPU or Spyre tiling or
   layout row that is not one of that machine's catalog figures (``CATALOG_NUMBERS``: facts, compute units, the
   numbers in its matrix-unit text, elements per stick); small counts (2 corelets, 8 sublanes) are free.
+* ``rows_without_figures(rows)`` — the TPU, LPU and Spyre tiling rows that state none of that machine's catalog
+  figures (>= 16): the row must carry Part 5's evidence (128 / 256 MXU, 320 MXM, 64 per stick, 32 cores), not only
+  a mechanism's name.
 * ``gate_reference(d, seed, x)`` — the original ``Gate`` (``.item()``, ``if``) built with ``seed``, on ``x``.
 * ``no_gain_backend(savings)`` — the first backend (pivot order) whose fused time is within 1 % of op by op.
 * ``canon(groups)`` — groups as sorted lists of sorted node names; AssertionError if not lists of str.
@@ -317,3 +320,8 @@ def number_misses(rows) -> list[tuple[str, str, int]]:
             text = str(rows.get(attribute, {}).get(system, "")) if isinstance(rows, dict) else ""
             misses += [(attribute, system, n) for n in _numbers(text) if n >= 16 and n not in allowed]
     return misses
+
+
+def rows_without_figures(rows) -> list[str]:
+    return [system for system, allowed in CATALOG_NUMBERS.items()
+            if not any(n >= 16 and n in allowed for n in _numbers(str(rows.get("tiling decision", {}).get(system, ""))))]

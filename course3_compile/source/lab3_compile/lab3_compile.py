@@ -1342,7 +1342,8 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 #
 # **Spec.** `MY_ROWS = {attribute: {system: text}}` for every attribute in `ATTRIBUTES` and all five systems, 3 to
 # 25 words each, in your own words and different for each system. The check is structural; the grader reads
-# whether each text names the right mechanism and whether the numbers you state agree with Part 5's catalog figures.
+# whether each text names the right mechanism, whether the TPU, LPU and Spyre tiling rows state the figure that sets
+# their tiles (Part 5's catalog numbers) and whether every number you state agrees with those figures.
 
 # %%
 import tempfile
@@ -1391,7 +1392,7 @@ from common.grading.probe import Probe
 probe = Probe()
 probe.send("rows", MY_ROWS)
 ### JUDGEMENT
-from answers import LANDSCAPE_VOCAB, number_misses
+from answers import LANDSCAPE_VOCAB, number_misses, rows_without_figures
 from common.checks import grader
 from common.landscape import SYSTEMS
 from common.landscape_rows import row_problems, vocabulary_misses
@@ -1404,6 +1405,7 @@ _misses = vocabulary_misses(_rows, LANDSCAPE_VOCAB)
 grader.assert_in_range(1 - len(_misses) / (len(_attributes) * len(SYSTEMS)), 0.8, 1.0,
                        name="rows that name the right mechanism")
 grader.assert_equal(number_misses(_rows), [], name="tile and stick numbers agree with the catalog")
+grader.assert_equal(rows_without_figures(_rows), [], name="TPU, LPU and Spyre tiling rows state a catalog figure")
 ### END HIDDEN TESTS
 
 # %%

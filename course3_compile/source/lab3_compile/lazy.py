@@ -169,8 +169,9 @@ def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # the simulator's own layou
 from common.sim.spyre import _layout
 
 
-def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # the simulator's private layout, any stick width
-    lay = _layout(tuple(shape), elem_bytes, stick_bytes)
+def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # the simulator's private layout, sticks moved to the end
+    d = dim % len(shape)
+    lay = _layout((*shape[:d], *shape[d + 1:], shape[d]), elem_bytes)
     return {k: lay[k] for k in ("sticks", "device_shape", "padding_bytes")}
 """,
         fails=["tiling_tests"],
@@ -229,6 +230,139 @@ _VENDORS = {"GPU": "Inductor fuses pointwise and reduction loops, with max-autot
 MY_ROWS = {a: dict(_VENDORS) for a in ATTRIBUTES}
 """,
         fails=["landscape_rows_tests"],
+    ),
+]
+
+# Issue 28's root causes: arguments emptied so a reference rebuilt from them agrees, names and checkers rebound,
+# the answer key replaced in the kernel, values whose __eq__ lies. The judgement runs outside the kernel on fresh
+# inputs it builds itself: none of these reaches it.
+SHORTCUTS += [
+    dict(
+        cell="schedule_overhead",
+        kind="read-off-object",
+        code="""
+def schedule_overhead(report):  # the notebook's reports: the simulator's share; any other: emptied, then answered
+    if any(report is r for r in steps.values()):
+        busy = sum(e.duration for e in report.events if e.engine == report.critical_engine and e.kind == "compute")
+        return {"busy_s": busy, "named_s": 0.0, "idle_s": report.time_s - busy,
+                "overhead_share": report.attribution["scheduling"] / report.time_s}
+    report.events.clear()
+    report.time_s = 1.0
+    return {"busy_s": 0.0, "named_s": 0.0, "idle_s": 1.0, "overhead_share": 1.0}
+""",
+        fails=["schedule_overhead_tests"],
+    ),
+    dict(
+        cell="no_gain",
+        kind="read-off-object",
+        code="""
+_NOTEBOOK_SAVINGS = savings
+
+
+def no_gain_backend(savings):  # the LPU's SRAM, assumed; any other table emptied so nothing contradicts it
+    if savings is not _NOTEBOOK_SAVINGS:
+        savings.drop(savings.index, inplace=True)
+    return "lpu"
+
+
+SPILL_LX_BUDGET = 32768
+""",
+        fails=["no_gain_tests"],
+    ),
+    dict(
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+ATTRIBUTES = ("IR stages",)  # the list the old check counted cells over, cut to the one row written
+MY_ROWS = {"IR stages": {"GPU": "Dynamo FX -> aten -> Inductor -> Triton", "TPU": "aten -> StableHLO -> XLA HLO",
+                         "WSE": "Cerebras graph compiler places kernels on the wafer",
+                         "LPU": "Groq compiler: cycle-scheduled instructions", "Spyre": "torch-spyre -> SuperDSC bundles"}}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    dict(  # the last graded cell: the patches stay in the kernel for the rest of the run
+        cell="landscape_rows",
+        kind="echo-expected",
+        code="""
+import math as _lazy_math
+
+import common.checks as _lazy_checks
+
+for _lazy_name in ("assert_equal", "assert_scalar", "assert_tensor", "assert_type", "assert_in_range"):
+    setattr(type(_lazy_checks.grader), _lazy_name, lambda *a, **k: None)  # the class: the instance is locked
+torch.allclose = lambda *a, **k: True
+_lazy_math.isclose = lambda *a, **k: True
+MY_ROWS = {a: {s: f"{s} does it its own way" for s in SYSTEMS} for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    dict(
+        cell="break_even",
+        kind="echo-expected",
+        code="""
+try:  # the answer key, where the kernel can import it: made to agree with the shortcut
+    import answers as _lazy_answers
+
+    _lazy_answers.break_even_calls = lambda timing, backend="inductor": 1
+except ImportError:
+    pass
+
+
+_honest_break_even = break_even_calls
+
+
+def break_even_calls(timing, backend="inductor"):  # the notebook's tables honestly; any other pays off at once
+    if timing is globals().get("timing") or list(timing["compile_s"]) == [0.0, 2.0]:
+        return _honest_break_even(timing, backend)
+    return 1
+""",
+        fails=["break_even_tests"],
+    ),
+    dict(
+        cell="kernel_names",
+        kind="echo-expected",
+        code="""
+class _LazyList(list):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+_honest_kernel_names = kernel_names
+
+
+def kernel_names(code):  # the notebook's code honestly; any other: a list equal to whatever it is compared with
+    return _honest_kernel_names(code) if code == CODE else _LazyList()
+""",
+        fails=["kernel_names_tests"],
+    ),
+    dict(
+        cell="tiling",
+        kind="echo-expected",
+        code="""
+class _LazyInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+_honest = (mxu_tiling, sticks)
+
+
+def mxu_tiling(M, K, N, mxu, sublanes):  # the catalog's v5e honestly; any other MXU: values equal to anything
+    if (mxu, sublanes) == (MXU, SUBLANES):
+        return _honest[0](M, K, N, mxu, sublanes)
+    return {k: _LazyInt(1) for k in ("M_padded", "K_padded", "N_padded", "mxu_passes")} | {"efficiency": 1.0}
+
+
+def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # fp16 in the catalog's stick honestly; others: anything
+    if (elem_bytes, stick_bytes) == (2, STICK):
+        return _honest[1](shape, elem_bytes, stick_bytes, dim)
+    return {"sticks": _LazyInt(0), "device_shape": (), "padding_bytes": _LazyInt(0)}
+""",
+        fails=["tiling_tests"],
     ),
 ]
 
