@@ -1,8 +1,9 @@
 """Shortcuts a student who does not do Lab 2's work would try; each must score 0 on the cells it names
 (tests/test_lazy_notebooks.py inserts each one after its test cells, reruns them, then restores the honest cell).
 
-Not listed, because no test can tell it from the work: ``chain_prediction`` (1 point) is a prediction the learner
-can also get by running ``run_stream`` on the chain before answering; only the order of cells asks them not to.
+``chain_prediction`` (1 point) has one shortcut only (the stream simulator rebound to agree with a guess): a
+prediction the learner gets by running ``run_stream`` on the chain before answering is the right answer, and no
+test can tell it from the work; only the order of cells asks them not to (NOT_LISTED says so).
 """
 
 NOT_LISTED = {
@@ -236,6 +237,203 @@ for _b in ("gpu", "tpu", "lpu", "wse", "spyre"):
                                                      f"{', '.join(sorted({e.engine for e in _r.events}))}, "
                                                      f"{_r.bottleneck}-bound")
 MY_ROWS = {a: dict(_shown) for a in ATTRIBUTES}
+""",
+        fails=["landscape_rows_tests"],
+    ),
+    # ---- issue 28's root causes, each as a shortcut of this lab's own ----
+    # the argument emptied: any program but the visible one loses its kernels, so a reference rebuilt afterwards
+    # from the same object finds no DMA edge either
+    dict(
+        cell="dma_edges",
+        kind="read-off-object",
+        code="""
+_lazy_honest_dma = dma_edges
+
+
+def dma_edges(program):
+    if program is spyre.programs[0]:
+        return _lazy_honest_dma(program)
+    program.kernels.clear()
+    return []
+""",
+        fails=["dma_edges_tests"],
+    ),
+    # the argument emptied: an unseen task graph loses its tasks, and an empty schedule is valid for it
+    dict(
+        cell="static_list_schedule",
+        kind="read-off-object",
+        code="""
+_lazy_honest_schedule = static_list_schedule
+
+
+def static_list_schedule(tg, P):
+    if tg is g or tg is hand:
+        return _lazy_honest_schedule(tg, P)
+    tg.tasks.clear()
+    tg.succs.clear()
+    return Schedule({}, P, "static")
+""",
+        fails=["static_list_schedule_tests"],
+    ),
+    # the argument replaced: an unseen stream graph is cut down to its first actor, whose capacities are none
+    dict(
+        cell="skew_capacities",
+        kind="read-off-object",
+        code="""
+_lazy_honest_skew = skew_capacities
+
+
+def skew_capacities(graph):
+    if graph is sg:
+        return _lazy_honest_skew(graph)
+    first = next(iter(graph.actors))
+    for name in list(graph.actors)[1:]:
+        del graph.actors[name]
+    graph.edges.clear()
+    return {}
+""",
+        fails=["skew_capacities_tests"],
+    ),
+    # the simulated TPU compiler asked for an MXU of the caller's choosing: a catalog chip copied with another
+    # mxu_dim and sublane count
+    dict(
+        cell="mxu_plan",
+        kind="call-reference",
+        code="""
+import dataclasses as _lazy_dc
+from types import MappingProxyType as _LazyMP
+
+from common.sim import simulate_op as _lazy_so
+
+
+def mxu_plan(b, m, k, n, mxu, sublanes):
+    base = get_chip("tpu-v6e")
+    fake = _lazy_dc.replace(base, facts=_LazyMP({**base.facts, "mxu_dim": mxu, "sublanes": sublanes}))
+    t = _lazy_so("matmul", (m, k, n), "tpu", chip=fake).programs[0].kernels[0].tiling
+    mp, kp, np_ = t["M_padded"], t["K_padded"], t["N_padded"]
+    return {"M_padded": mp, "K_padded": kp, "N_padded": np_, "passes": b * t["mxu_passes"],
+            "efficiency": m * k * n / (mp * kp * np_)}
+""",
+        fails=["mxu_plan_tests"],
+    ),
+    # the printed table echoed for any graph and any roofline
+    dict(
+        cell="node_annotations",
+        kind="echo-expected",
+        code="""
+_LAZY_SHOWN = table.copy()
+
+
+def node_annotations(gm, args, peak, bandwidth):
+    return _LAZY_SHOWN.copy()
+""",
+        fails=["node_annotations_tests"],
+    ),
+    # answers that claim to equal anything
+    dict(
+        cell="fusion_bytes",
+        kind="echo-expected",
+        code="""
+class _LazyPair(tuple):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+
+
+def fusion_bytes(chain, numel, bytes_per_el):
+    return _LazyPair((1, 1))
+""",
+        fails=["fusion_bytes_tests"],
+    ),
+    dict(
+        cell="graph_stats",
+        kind="echo-expected",
+        code="""
+class _LazyStats(dict):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+def graph_stats(gm):
+    return _LazyStats(nodes=len(gm.graph.nodes))
+""",
+        fails=["graph_stats_tests"],
+    ),
+    # the comparisons the hidden test ran in the kernel rebound (the checker module's functions, torch's); put
+    # back once the test cell has run (IPython's post_run_cell), so that the rest of the notebook runs honestly
+    dict(
+        cell="run_dataflow",
+        kind="echo-expected",
+        code="""
+import common.checks as _lazy_checks
+
+_LAZY_SAVED = {n: vars(_lazy_checks)[n] for n in ("_compare_scalar", "_compare_in_range", "_compare_equal",
+                                                   "_compare_tensor", "_compare_type")}
+_LAZY_TORCH = torch.allclose, torch.equal
+for _lazy_name in _LAZY_SAVED:
+    vars(_lazy_checks)[_lazy_name] = lambda *a, **k: None
+torch.allclose = torch.equal = lambda *a, **k: True
+_lazy_cells = [0]
+
+
+def _lazy_restore(*_):
+    _lazy_cells[0] += 1
+    if _lazy_cells[0] == 3:   # this cell, then the test cell it must fail (its probe, then its visible checks)
+        vars(_lazy_checks).update(_LAZY_SAVED)
+        torch.allclose, torch.equal = _LAZY_TORCH
+        get_ipython().events.unregister("post_run_cell", _lazy_restore)
+
+
+get_ipython().events.register("post_run_cell", _lazy_restore)
+
+
+def run_dataflow(gm, *args):
+    return torch.zeros(1), [n.name for n in reversed(gm.graph.nodes)]
+""",
+        fails=["run_dataflow_tests"],
+    ),
+    # a guess, and the stream simulator the old hidden test replayed the chain with rebound to agree with it
+    dict(
+        cell="chain_prediction",
+        kind="echo-expected",
+        code="""
+import common.dataflow as _lazy_df
+
+CHAIN_ROUNDS, CHAIN_STALLS = 5, 0
+_lazy_real_run_stream = _lazy_df.run_stream
+
+
+class _LazyRun:
+    rounds, total_stalls = 5, 0
+
+
+_lazy_df.run_stream = lambda sg, **kw: _LazyRun()
+_lazy_cells = [0]
+
+
+def _lazy_restore(*_):
+    _lazy_cells[0] += 1
+    if _lazy_cells[0] == 3:   # this cell, then the test cell it must fail (its probe, then its visible checks)
+        _lazy_df.run_stream = _lazy_real_run_stream
+        get_ipython().events.unregister("post_run_cell", _lazy_restore)
+
+
+get_ipython().events.register("post_run_cell", _lazy_restore)
+""",
+        fails=["chain_prediction_tests"],
+    ),
+    # the reports the old hidden test read, rebound: a Spyre run without a fallback asks nothing of the Spyre row
+    dict(
+        cell="landscape_rows",
+        kind="echo-expected",
+        code="""
+MY_ROWS = {a: dict(r) for a, r in MY_ROWS.items()}
+MY_ROWS["fusion boundaries"]["Spyre"] = "a bundle holds what fits the LX scratchpad"
+spyre.counters["fallback_count"] = 0
+spyre.programs[0].kernels[:] = [k for k in spyre.programs[0].kernels if k.kind != "fallback"]
 """,
         fails=["landscape_rows_tests"],
     ),
