@@ -201,7 +201,10 @@ class LPUPolicy(Policy):
             for i, (c, f) in enumerate(parts):
                 if c != chip:  # the next chip needs this kernel's input activations before it can start
                     under = chips[chip].events[-1].duration if i > 0 else 0.0
-                    links[chip].events.append(self._hop(chip, q * step.needs, under))
+                    hop = self._hop(chip, q * step.needs, under)
+                    if light:  # what step_time reads of it: its duration and overlap
+                        hop = spatial.Timed(hop.duration, {"overlap_s": hop.detail["overlap_s"]})
+                    links[chip].events.append(hop)
                     chip = c
                 if light:
                     e = made.get((id(step.kernel), f))

@@ -180,13 +180,13 @@ class Stage:
     @property
     def occupancy(self) -> float:
         """Time one microbatch holds the stage: its events but the pure-latency ones."""
-        return sum(e.duration for e in self.events if not e.detail.get("latency"))
+        return sum([e.duration for e in self.events if not e.detail.get("latency")])
 
     @property
     def passage(self) -> float:
         """Time from a microbatch entering the stage to it entering the next: every event, less the part of
         one that overlaps the stage before (``detail["overlap_s"]``: a transfer started under compute)."""
-        return sum(e.duration - e.detail.get("overlap_s", 0.0) for e in self.events)
+        return sum([e.duration - e.detail.get("overlap_s", 0.0) for e in self.events])
 
 
 class Timed(NamedTuple):
@@ -200,27 +200,35 @@ LATENCY = MappingProxyType({"latency": True})  # ``Timed(t, LATENCY)``: wavelets
 
 
 def _scaled(e: Event, start: float, engine: str, n: int) -> Event:
-    if n == 1:  # one microbatch: the event as it is, placed (its stage's copy is dropped)
-        return e.copy(start=start, engine=engine)
-    k = 1 if e.detail.get("latency") else n
-    detail = dict(e.detail, microbatches=n) if n > 1 else e.detail
-    return e.copy(start=start, engine=engine, duration=e.duration * k, flops=e.flops * k,
-                  bytes={lv: b * k for lv, b in e.bytes.items()}, floor=e.floor * k, detail=detail)
+    """``e`` placed at ``start`` on ``engine`` for ``n`` microbatches, in place: ``lay_out``'s stages are built
+    for it, and every event in them is its own object with its own ``bytes`` and ``detail``."""
+    e.start, e.engine = start, engine
+    if n == 1:
+        return e
+    if e.detail.get("latency"):  # wavelets in flight: one microbatch's latency, however many follow
+        e.detail["microbatches"] = n
+        return e
+    e.duration, e.flops, e.floor = e.duration * n, e.flops * n, e.floor * n
+    e.bytes = {lv: b * n for lv, b in e.bytes.items()}
+    e.detail["microbatches"] = n
+    return e
 
 
 def lay_out(stages: list[Stage], n: int, critical: str) -> list[Event]:
     """Events of ``n`` microbatches through ``stages`` in order. An event marked ``latency`` (wavelets in flight)
     delays a microbatch but does not hold the stage; one with ``overlap_s`` starts that long before the previous
     event ends. n = 1: every stage in turn on the critical engine. n > 1: ``T = sum passage + (n - 1) x the
-    largest occupancy``; the critical engine shows the fill, the bottleneck stage's n microbatches, the drain."""
+    largest occupancy``; the critical engine shows the fill, the bottleneck stage's n microbatches, the drain.
+    The stages' events are placed (and scaled) in place and returned: build the stages for this call."""
     stages = [s for s in stages if s.events]
     if not stages:
         return []
-    b = max(range(len(stages)), key=lambda i: stages[i].occupancy)
+    occupancy = [s.occupancy for s in stages]
+    b = max(range(len(stages)), key=occupancy.__getitem__)
     starts = [0.0]
     for s in stages[:-1]:
         starts.append(starts[-1] + s.passage)
-    total = starts[-1] + stages[-1].passage + (n - 1) * stages[b].occupancy
+    total = starts[-1] + stages[-1].passage + (n - 1) * occupancy[b]
     events = []
     info = {"microbatches": n, "stages": len(stages), "bottleneck": stages[b].label, "latency": True}
     if n > 1 and starts[b] > 0:
@@ -228,11 +236,12 @@ def lay_out(stages: list[Stage], n: int, critical: str) -> list[Event]:
                             detail=info))
     for i, s in enumerate(stages):
         t = starts[i]
+        engine = critical if n == 1 or i == b else s.engine
         for e in s.events:
-            ev = _scaled(e, max(0.0, t - e.detail.get("overlap_s", 0.0)), critical if n == 1 or i == b else s.engine,
-                         n)
+            start = t - e.detail.get("overlap_s", 0.0)
+            ev = _scaled(e, start if start > 0.0 else 0.0, engine, n)
             events.append(ev)
-            t = ev.end
+            t = ev.start + ev.duration
         if n > 1 and i == b and total - t > 1e-12 * total:  # (no float-residue drain after the last stage)
             events.append(Event("pipeline drain", "sync", critical, t, total - t, stages[-1].chip,
                                 bound="scheduling", detail=info))
@@ -242,15 +251,17 @@ def lay_out(stages: list[Stage], n: int, critical: str) -> list[Event]:
 def step_time(stages: list[Stage], n: int) -> float:
     """``lay_out``'s total without drawing it: sum of passages + (n - 1) x the largest occupancy."""
     stages = [s for s in stages if s.events]
-    return sum(s.passage for s in stages) + (n - 1) * max((s.occupancy for s in stages), default=0.0)
+    return sum([s.passage for s in stages]) + (n - 1) * max([s.occupancy for s in stages], default=0.0)
 
 
 def best_microbatches(rows: int, build) -> tuple[int, list[Stage]]:
     """The compiler's microbatch choice: of 1, 2, 4, ... rows (and all of them), the one whose pipeline finishes
     first. Small microbatches fill the pipeline fast but re-read every weight per microbatch; large ones
     amortise the weights but the fill takes longer. ``build(q)`` makes the stages for a ``q`` fraction of rows."""
-    best = None
     sizes = sorted({min(rows, 1 << i) for i in range(rows.bit_length() + 1)})
+    if len(sizes) == 1:  # one row: one choice, nothing to time
+        return 1, build(1.0)
+    best = None
     for size in sizes:
         n = math.ceil(rows / size)
         stages = build(1.0 / n)

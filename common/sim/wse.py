@@ -221,13 +221,14 @@ class WSEPolicy(Policy):
                 cost = self.region_cost(s.kernel, r, c, q)
                 detail = dict(cost["terms"], ops=s.kernel.op_names, **cost["tiling"])
                 duration, floor = self.at_least_one_cycle(cost["duration"], cost["floor"], detail)
-                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q)
-            cost, detail, duration, floor, flops = known
+                timed = [spatial.Timed(duration)]  # light: shared by every repeat of the layer
+                if cost["latency"] > 0:
+                    timed.append(spatial.Timed(cost["latency"], spatial.LATENCY))
+                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q, timed)
+            cost, detail, duration, floor, flops, timed = known
             st = stages[-1]
             if light:
-                st.events.append(spatial.Timed(duration))
-                if cost["latency"] > 0:
-                    st.events.append(spatial.Timed(cost["latency"], spatial.LATENCY))
+                st.events += timed
                 continue
             st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, flops,
                                    {"SRAM": s.kernel.bytes["SRAM"] * q}, cost["bound"], s.kernel.name,
