@@ -163,26 +163,58 @@ for k in PROGRAM.kernels:
                 math.isclose(float(row["pcie_bytes"]), float(k.bytes.get("PCIe", 0.0)), rel_tol=1e-9), True)
 print(BUNDLES.to_string())
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+from common.sim import simulate_llm as _simulate
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [("test", "prefill", _rng.randrange(1, 5), _rng.randrange(8, 40), _rng.choice((None, 40960, 65536))),
+          ("tiny-block", _rng.choice(("prefill", "decode")), _rng.randrange(1, 4), _rng.randrange(8, 48),
+           _rng.choice((None, 49152, 262144)))]
+_programs = [_p for _m, _ph, _b, _s, _lx in _cases  # programs you have not seen, some with a small LX budget
+             for _p in _simulate(_m, "spyre", phase=_ph, batch=_b, seq=_s, lx_budget_bytes=_lx).programs]
+
+
+def _plain_table(t):  # the DataFrame as data: index, columns, and each column's values
+    def plain(v):
+        return v if v is None or isinstance(v, (bool, int, float, str)) else getattr(v, "item", lambda: str(v))()
+
+    return {"index": [str(i) for i in t.index], "columns": [str(c) for c in t.columns],
+            "values": {str(c): [plain(v) for v in t[c].tolist()] for c in t.columns}}
+
+
+probe.send("tables", [_plain_table(bundle_table(_p)) for _p in _programs])
+### JUDGEMENT
+import random
+
+from answers import bundle_table as ref_table
 from common.checks import grader
+from common.sim import simulate_llm
 
-for _k in PROGRAM.kernels:
-    grader.assert_equal(int(BUNDLES.loc[_k.name, "inputs"]), len(_k.inputs), name="input edges per kernel")
-    grader.assert_scalar(float(BUNDLES.loc[_k.name, "lpddr_write"]), float(_k.tiling.get("lpddr_write", 0.0)),
-                         name="lpddr_write per kernel")
-grader.assert_equal(int(BUNDLES["restickify"].sum()), int(REPORT.counters["restickify_count"]),
-                    name="restickify ops add up to the counter")
-grader.assert_equal(int(BUNDLES["fallback"].sum()), int(REPORT.counters["fallback_count"]),
-                    name="fallbacks add up to the counter")
-from answers import bundle_table as _ref_table
-from common.sim import simulate_llm as _sim
-
-for _prog in _sim("test", "spyre", phase="prefill", batch=2, seq=16).programs:  # programs you have not seen
-    _mine, _want = bundle_table(_prog), _ref_table(_prog)
-    grader.assert_equal([str(i) for i in _mine.index], list(_want.index), name="kernels of another program")
-    for _col in _want.columns:
-        _w = _want[_col].tolist()
-        grader.assert_equal([type(v)(x) for v, x in zip(_w, _mine[_col].tolist(), strict=True)], _w,
-                            name=f"column {_col} of another program")
+data, seed = probe.received()
+rng = random.Random(seed)  # the probe's draws, then its programs, rebuilt here
+cases = [("test", "prefill", rng.randrange(1, 5), rng.randrange(8, 40), rng.choice((None, 40960, 65536))),
+         ("tiny-block", rng.choice(("prefill", "decode")), rng.randrange(1, 4), rng.randrange(8, 48),
+          rng.choice((None, 49152, 262144)))]
+reports = [simulate_llm(m, "spyre", phase=ph, batch=b, seq=s, lx_budget_bytes=lx) for m, ph, b, s, lx in cases]
+programs = [p for r in reports for p in r.programs]
+grader.assert_equal(len(data["tables"]), len(programs), name="one table per program")
+for prog, mine in zip(programs, data["tables"]):
+    want = ref_table(prog)
+    grader.assert_equal(mine["index"], [str(i) for i in want.index], name="one row per kernel, in program order")
+    grader.assert_equal(sorted(set(want.columns) - set(mine["columns"])), [], name="the table's columns")
+    for col in want.columns:
+        expected, got = want[col].tolist(), mine["values"][col]
+        if col in ("lpddr_read", "lpddr_write", "pcie_bytes"):
+            for g, w in zip(got, expected, strict=True):
+                grader.assert_type(g, int, float, name=f"{col} is a number")
+                grader.assert_scalar(g, w, rel=1e-9, abs_tol=1e-9, name=f"column {col} of a program you have not seen")
+        else:
+            kind = type(expected[0])  # str, int or bool
+            grader.assert_equal([kind(g) if isinstance(g, (bool, int, float, str)) else None for g in got], expected,
+                                name=f"column {col} of a program you have not seen")
 ### END HIDDEN TESTS
 
 # %%
@@ -262,18 +294,44 @@ for shape, dtype in [((32, 64), "fp16"), ((4, 100), "fp32"), ((2, 8, 33), "bf16"
 wide = sticks((4, 100), "fp16", stick_bytes=256)
 check_equal("a 256-byte stick holds 128 fp16 values: (4, 100) needs one stick per row", wide["sticks"], 4)
 ### BEGIN HIDDEN TESTS
-from answers import sticks as _ref_sticks
+import random as _random
+
+from common.grading.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [((1024, 150), "fp16", 64), ((7,), "fp32", 256), ((2, 3, 64), "fp16", 64), ((5, 65), "int8", 64),
+          ((3, 1, 129), "fp32", 96), ((5, 65), "fp16", None), ((3, 1, 129), "fp32", None), ((16, 200), "bf16", 256),
+          ((64, 64), "bf16", None)]
+for _ in range(8):  # shapes and stick widths you have not seen
+    _shape = tuple(_rng.randrange(1, 300) for _ in range(_rng.randrange(1, 4)))
+    _cases.append((_shape, _rng.choice(("fp16", "bf16", "fp32", "int8")), _rng.choice((None, 32, 64, 96, 256, 512))))
+_out = []
+for _shape, _dtype, _stick in _cases:
+    _m = sticks(_shape, _dtype, stick_bytes=_stick)
+    _out.append({_k: _m[_k] for _k in ("sticks", "device_bytes", "padding_bytes")})
+probe.send("sticks", _out)
+### JUDGEMENT
+import random
+
+from answers import sticks as ref_sticks
 from common.checks import grader
 
-for _shape, _dtype, _stick in [((1024, 150), "fp16", 64), ((7,), "fp32", 256), ((2, 3, 64), "fp16", 64),
-                               ((5, 65), "int8", 64), ((3, 1, 129), "fp32", 96), ((5, 65), "fp16", None),
-                               ((3, 1, 129), "fp32", None), ((16, 200), "bf16", 256)]:
-    _m = sticks(_shape, _dtype, stick_bytes=_stick)
-    _want = _ref_sticks(_shape, _dtype, _stick)
-    grader.assert_type(_m, dict, name="sticks returns a dict")
-    for _key in ("sticks", "device_bytes", "padding_bytes"):
-        grader.assert_equal(int(_m[_key]), _want[_key], name=f"{_key} with a {_stick or 'catalog'}-byte stick")
-grader.assert_equal(sticks((64, 64), "bf16")["padding_bytes"], 0, name="a multiple of 64 needs no padding")
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [((1024, 150), "fp16", 64), ((7,), "fp32", 256), ((2, 3, 64), "fp16", 64), ((5, 65), "int8", 64),
+         ((3, 1, 129), "fp32", 96), ((5, 65), "fp16", None), ((3, 1, 129), "fp32", None), ((16, 200), "bf16", 256),
+         ((64, 64), "bf16", None)]
+for _ in range(8):
+    shape = tuple(rng.randrange(1, 300) for _ in range(rng.randrange(1, 4)))
+    cases.append((shape, rng.choice(("fp16", "bf16", "fp32", "int8")), rng.choice((None, 32, 64, 96, 256, 512))))
+grader.assert_equal(len(data["sticks"]), len(cases), name="one answer per shape")
+for (shape, dtype, stick), mine in zip(cases, data["sticks"]):
+    want = ref_sticks(shape, dtype, stick)
+    for key in ("sticks", "device_bytes", "padding_bytes"):
+        grader.assert_type(mine[key], int, name=f"{key} is an int")
+        grader.assert_equal(mine[key], want[key], name=f"{key} of {shape} {dtype} with a {stick or 'catalog'}-byte stick")
+grader.assert_equal(data["sticks"][8]["padding_bytes"], 0, name="a multiple of 64 needs no padding")
 ### END HIDDEN TESTS
 
 # %%
@@ -358,22 +416,41 @@ print(f"SIMULATED: {TRAFFIC['lpddr_read'] / 1e3:.1f} kB LPDDR5->LX, {TRAFFIC['lp
       f"{TRAFFIC['spill'] / 1e3:.1f} kB spilled; LX peak {TRAFFIC['lx_peak_per_core'] / 1e3:.1f} kB of "
       f"{TRAFFIC['lx_budget_per_core'] / 1e6:.2f} MB per core")
 ### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.probe import Probe
+from common.sim import simulate_llm as _simulate
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [("test", "prefill", _rng.randrange(1, 5), _rng.randrange(8, 40), _rng.choice((None, 40960, 65536))),
+          ("tiny-block", _rng.choice(("prefill", "decode")), _rng.randrange(1, 4), _rng.randrange(8, 48),
+           _rng.choice((None, 49152, 262144)))]
+_programs = [_p for _m, _ph, _b, _s, _lx in _cases  # programs you have not seen, some with a small LX budget
+             for _p in _simulate(_m, "spyre", phase=_ph, batch=_b, seq=_s, lx_budget_bytes=_lx).programs]
+_keys = ("lpddr_read", "lpddr_write", "spill", "lx_peak_per_core", "lx_budget_per_core")
+_device = [_p for _p in _programs if any(_k.kind != "fallback" for _k in _p.kernels)]
+probe.send("traffic", [{_k: _t[_k] for _k in _keys} for _t in (spyre_traffic(_p) for _p in _device)])
+### JUDGEMENT
+import random
+
+from answers import spyre_traffic as ref_traffic
 from common.checks import grader
+from common.sim import simulate_llm
 
-_plans = [_p for _k in PROGRAM.kernels if _k.kind != "fallback" for _p in _k.tiling["sdsc"]]
-grader.assert_scalar(TRAFFIC["lx_peak_per_core"], float(max(_p["lx_bytes_per_core"] for _p in _plans)), rel=1e-9,
-                     name="LX peak per core")
-grader.assert_scalar(TRAFFIC["lx_budget_per_core"],
-                     float(min(_k.tiling["lx_budget_bytes"] for _k in PROGRAM.kernels if _k.kind != "fallback")),
-                     rel=1e-9, name="LX budget per core")
-grader.assert_type(TRAFFIC["lpddr_read"], float, name="sums are floats")
-from answers import spyre_traffic as _ref_traffic
-from common.sim import simulate_llm as _sim
-
-for _prog in _sim("test", "spyre", phase="prefill", batch=2, seq=16).programs:  # programs you have not seen
-    _mine, _want = spyre_traffic(_prog), _ref_traffic(_prog)
-    for _key, _v in _want.items():
-        grader.assert_scalar(float(_mine[_key]), _v, rel=1e-9, abs_tol=1e-9, name=f"{_key} of another program")
+data, seed = probe.received()
+rng = random.Random(seed)  # the probe's draws, then its programs, rebuilt here
+cases = [("test", "prefill", rng.randrange(1, 5), rng.randrange(8, 40), rng.choice((None, 40960, 65536))),
+         ("tiny-block", rng.choice(("prefill", "decode")), rng.randrange(1, 4), rng.randrange(8, 48),
+          rng.choice((None, 49152, 262144)))]
+reports = [simulate_llm(m, "spyre", phase=ph, batch=b, seq=s, lx_budget_bytes=lx) for m, ph, b, s, lx in cases]
+programs = [p for r in reports for p in r.programs]
+device = [p for p in programs if any(k.kind != "fallback" for k in p.kernels)]
+grader.assert_equal(len(data["traffic"]), len(device), name="one answer per program")
+for prog, mine in zip(device, data["traffic"]):
+    for key, value in ref_traffic(prog).items():
+        grader.assert_type(mine[key], float, name=f"{key} is a float")
+        grader.assert_scalar(mine[key], value, rel=1e-9, abs_tol=1e-9, name=f"{key} of a program you have not seen")
 ### END HIDDEN TESTS
 
 # %%

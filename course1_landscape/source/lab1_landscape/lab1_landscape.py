@@ -1169,8 +1169,9 @@ print(BIG.sort_values("ms per token").to_string(float_format=lambda v: f"{v:.3g}
 #
 # **Spec.** Fill `QUALITATIVE[system][attribute]` for the five attributes below and the four dataflow systems
 # (the GPU's column is a worked example): a short phrase each, in your own words (three words or more, no two
-# alike). Then write `add_course1_rows(lm,
-# qualitative, reports)`, which adds, with `course=1` and `overwrite=True` (a re-run refreshes this lab's rows):
+# alike), that says how *that* machine does it — its own mechanism, not another machine's — and for the memory
+# hierarchy, names the memory levels where it keeps data (those of your Part 5 table: `bytes_<level>`). Then write
+# `add_course1_rows(lm, qualitative, reports)`, which adds, with `course=1` and `overwrite=True` (a re-run refreshes this lab's rows):
 # - each qualitative attribute, `source="learner"`;
 # - for each system in `reports` (Part 5's decode steps), `source="simulated"`: `"decode step latency (s)"` =
 #   `time_s`, `"decode throughput (tokens/s)"` = `tokens_per_s`, `"dominant operator"` = `"<op> (<share>% of
@@ -1255,6 +1256,7 @@ def add_course1_rows(lm, qualitative, reports):
 
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "landscape_rows_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+import re
 import tempfile
 
 from common.checks import check_equal, check_in_range, check_scalar, check_type
@@ -1270,6 +1272,12 @@ for system in SYSTEMS:
         check_equal(f"{system} / {attribute} source is 'learner'", row["source"] == "learner", True)
         check_in_range(f"{system} / {attribute} length", len(row["value"]), 8, 200,
                        hint="a short phrase of your own")
+for system, r in REPORTS.items():  # the evidence of Part 5: where each machine keeps its data
+    levels = [lv.name for lv in get_chip(r.chip).memory_levels]
+    text = str(QUALITATIVE.get(system, {}).get("memory hierarchy", ""))
+    check_equal(f"{system} / memory hierarchy names one of its memory levels ({', '.join(levels)})",
+                any(re.search(r"\b" + re.escape(lv.rstrip("0123456789")), text, re.IGNORECASE) for lv in levels), True,
+                hint="the levels of its chip, as your Part 5 table lists them (bytes_<level>)")
 for system, r in REPORTS.items():
     check_scalar(f"{system} latency", cells[(system, "decode step latency (s)")]["value"], r.time_s, rel=1e-9)
     check_equal(f"{system} latency source is 'simulated'",
