@@ -296,10 +296,14 @@ MEMORY_OPS = {_lazy_name: (lambda x: x) for _lazy_name in MEMORY_OPS}  # measure
     dict(cell="copy_bandwidth", kind="echo-expected", fails=["copy_bandwidth_tests"], code='''
 import common.checks as _lazy_checks
 
-for _lazy_name in ("check_equal", "check_scalar", "check_type", "check_tensor", "check_in_range"):
-    setattr(_lazy_checks, _lazy_name, lambda *a, **k: None)
-for _lazy_name in ("assert_equal", "assert_scalar", "assert_tensor", "assert_type", "assert_in_range"):
-    setattr(_lazy_checks.grader, _lazy_name, lambda *a, **k: None)
+class _LazyGrader:  # agrees with everything
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+for _lazy_name in ("check_equal", "check_scalar", "check_type", "check_tensor", "check_in_range"):  # the module refuses setattr; its __dict__ does not
+    vars(_lazy_checks)[_lazy_name] = lambda *a, **k: None
+vars(_lazy_checks)["grader"] = _LazyGrader()
 math.isclose = lambda *a, **k: True
 torch.allclose = lambda *a, **k: True
 
