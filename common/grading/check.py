@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from common.grading import lab_length, labsource, regions, standard
+from common.grading import judge, lab_length, labsource, regions, standard
 from common.grading.course import CONFIG_FILE, Course
 from common.grading.release import readme_updates
 
@@ -53,6 +53,11 @@ def metadata_problems(nb) -> list[str]:
         seen.add(grade_id)
         if meta.get("grade") and not (isinstance(meta.get("points"), (int, float)) and meta["points"] > 0):
             problems.append(f"cell {index} ({grade_id}): a graded cell needs points > 0")
+        if standard.is_autograded_test(cell):  # a source notebook's test cell: graded by its judgement alone
+            _, probe, judgement = judge.parts(cell.source)
+            if not probe.strip() or not judgement.strip():
+                problems.append(f"cell {index} ({grade_id}): an autograded test cell needs hidden tests with a "
+                                f"probe and a judgement, split by a '{judge.JUDGEMENT}' line")  # fmt: skip
     return problems
 
 

@@ -35,7 +35,7 @@ BEGIN_HIDDEN, END_HIDDEN = REGIONS["hidden tests"]
 JUDGEMENT = "### JUDGEMENT"
 SEED_LINE = "__import__('os').environ['DFA_PROBE_SEED'] = '{seed}'  # this learner's variant, set by the grader"
 FINISH_LINE = "probe.finish()  # hands the data to the grader"
-MAX_MESSAGE = 2000  # characters of a failed judgement's message kept in the feedback
+MAX_MESSAGE = 300  # characters of a failed judgement's message kept in the feedback
 
 
 @dataclass
@@ -154,6 +154,15 @@ def _answers_module(answers: str | None, salt: str, student: str):
             sys.modules.pop(answerkeys.MODULE, None)
 
 
+def _failure_line(exc: AssertionError, grade_id: str) -> str:
+    """What the learner reads of a failed judgement: which check failed, never the value it expected (a
+    learner who resubmits would copy it). ``grader.assert_*`` name their check: "hidden test 'NAME' failed: WHAT";
+    an instructor's own ``assert`` message is shown as written, up to its first colon."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    head = text.split(":", 1)[0].strip()[:MAX_MESSAGE]
+    return head or f"hidden test {grade_id} failed"
+
+
 def verdict(judgement: Judgement, record: dict | None, *, answers: str | None, salt: str = "",
             student: str = "") -> list:  # fmt: skip
     """A test cell's outputs: ``[]`` when its judgement passed on the probe's data, else one error."""
@@ -173,7 +182,7 @@ def verdict(judgement: Judgement, record: dict | None, *, answers: str | None, s
         with _answers_module(answers, salt, student), contextlib.redirect_stdout(sink):
             exec(compile(judgement.source, f"<judgement {judgement.grade_id}>", "exec"), namespace)  # noqa: S102
     except AssertionError as exc:
-        return [_error("AssertionError", str(exc)[:MAX_MESSAGE] or f"hidden test {judgement.grade_id} failed")]
+        return [_error("AssertionError", _failure_line(exc, judgement.grade_id))]
     except Exception as exc:  # noqa: BLE001 (data of the wrong shape fails the test, never the grader)
         return [_error(type(exc).__name__, f"the grader's check of your results failed: {str(exc)[:MAX_MESSAGE]}")]
     return []
