@@ -423,7 +423,7 @@ import torch
 
 from answers import op_points as ref_points
 from common.checks import grader
-from common.sim import simulate_llm
+from common import sim
 
 data, seed = probe.received()
 rng = random.Random(seed)
@@ -432,7 +432,7 @@ cases = [("tpu", "prefill", "VMEM"), ("spyre", "decode", None), ("gpu", "prefill
 shape = (rng.choice((1, 2, 3)), rng.choice((8, 16, 24)))
 for k, (backend, phase, level) in enumerate(cases):
     got = data[f"case {k}"]
-    ref = ref_points(simulate_llm("test", backend, phase=phase, batch=shape[0], seq=shape[1]), level)
+    ref = ref_points(sim.simulate_llm("test", backend, phase=phase, batch=shape[0], seq=shape[1]), level)
     what = f"{backend} {phase} at {level or 'main memory'}"
     grader.assert_equal(got["frame"], True, name="op_points returns a DataFrame")
     grader.assert_equal(len(got["name"]), len(ref), name=f"{what}: one row per compute event with FLOPs and bytes")
@@ -796,9 +796,9 @@ from common.sim import simulate_op
 
 data, seed = probe.received()
 rng = random.Random(seed)
-chip = get_chip("h100-sxm")
-peak = chip.compute_peak("bf16")[0]
-bandwidths = {lv.name: lv.bandwidth for lv in chip.memory_levels if lv.bandwidth}
+gpu = get_chip("h100-sxm")
+peak = gpu.compute_peak("bf16")[0]
+bandwidths = {lv.name: lv.bandwidth for lv in gpu.memory_levels if lv.bandwidth}
 asked = [("sdpa", (1, 8, 4096, 64)), ("sdpa", (1, 8, 4096, 128)), ("sdpa", (1, 8, 512, 64)),
          ("sdpa", (1, 32, 128, 128)), ("softmax", (2048, 2048)),
          ("sdpa", (1, rng.choice((2, 4, 16)), rng.choice((256, 1024, 2048)), rng.choice((64, 128)))),
@@ -957,7 +957,7 @@ import random
 
 from answers import attribute as ref_attribute, optimum as ref_optimum
 from common.checks import grader
-from common.sim import simulate_llm
+from common import sim
 
 data, seed = probe.received()
 rng = random.Random(seed)
@@ -989,7 +989,7 @@ steps = [("tpu", {"chips": 2}), ("spyre", {}), ("gpu", {}), ("gpu", {"graphs": T
 shape = (rng.choice((1, 2)), rng.choice((16, 24)))
 part = sorted(rng.uniform(0.0, 1.0) for _ in range(2))
 for k, (backend, kw) in enumerate(steps):
-    r = simulate_llm("test", backend, phase="decode", batch=shape[0], seq=shape[1], **kw)
+    r = sim.simulate_llm("test", backend, phase="decode", batch=shape[0], seq=shape[1], **kw)
     got, window = data[f"step {k}"], (part[0] * r.time_s, part[1] * r.time_s)
     for which, want in (("critical", r.attribution), ("host", ref_attribute(r, "host")), ("optimum", ref_optimum(r)),
                         ("window", ref_attribute(r, None, window)), ("host window", ref_attribute(r, "host", window))):
@@ -1157,7 +1157,7 @@ for _k, _targets in enumerate(_sets):
 import random
 
 from common.checks import grader
-from common.sim import simulate_llm
+from common import sim
 
 data, seed = probe.received()
 rng = random.Random(seed)
@@ -1182,7 +1182,7 @@ sets = [{
 }]
 for k, targets in enumerate(sets):
     for name, (b, c) in targets.items():
-        base, changed = simulate_llm(**b), simulate_llm(**{**b, **c})
+        base, changed = sim.simulate_llm(**b), sim.simulate_llm(**{**b, **c})
         achieved = changed.tokens_per_s / base.tokens_per_s
         predicted, from_slowed = data[f"{k} {name}"]
         what = f"{name} ({b['backend']} {b['phase']}, batch {b['batch']}, seq {b['seq']})"
