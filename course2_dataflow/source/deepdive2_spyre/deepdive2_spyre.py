@@ -483,8 +483,8 @@ from common.grading.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
-_cases = [((7,), 1, "fp32", 128), ((5, 65), 3, "fp16", 128), ((2, 3, 129), 32, "int8", 128), ((64, 64), 32, "bf16", 128),
-          ((5, 65), 3, "fp16", 64), ((2, 3, 129), 32, "int8", 256), ((10, 200), 4, "fp32", 64),
+_cases = [((7,), 1, "fp32", 128), ((5, 65), 3, "fp16", 128), ((2, 3, 129), 32, "int8", 128),
+          ((64, 64), 32, "bf16", 128), ((5, 65), 3, "fp16", 64), ((2, 3, 129), 32, "int8", 256), ((10, 200), 4, "fp32", 64),
           ((1, 1, 33), 2, "fp16", 32), ((64, 64), 32, "bf16", 256)]
 _cases += [(tuple(_rng.randint(1, 300) for _ in range(_rng.randint(1, 3))), _rng.randint(1, 32),
             _rng.choice(("fp16", "bf16", "fp32", "int8")), _rng.choice((32, 64, 96, 256, 512))) for _ in range(4)]
@@ -496,8 +496,8 @@ probe.send("plans", [{_k: dict(_p).get(_k) for _k in _keys} for _p in _plans])
 import math
 import random
 
+import common.chips as catalog
 from common.checks import grader
-from common.chips import DTYPE_BYTES
 
 data, seed = probe.received()
 rng = random.Random(seed)
@@ -511,9 +511,9 @@ by_hand = [(((7,), 1, "fp32", 128), (1, 100, 1)), (((5, 65), 3, "fp16", 128), (1
 drawn = [(tuple(rng.randint(1, 300) for _ in range(rng.randint(1, 3))), rng.randint(1, 32),
           rng.choice(("fp16", "bf16", "fp32", "int8")), rng.choice((32, 64, 96, 256, 512))) for _ in range(4)]
 for shape, cores, dtype, sb in drawn:   # this learner's shapes, counted by the formula of the spec
-    per_row = math.ceil(shape[-1] * DTYPE_BYTES[dtype] / sb)
+    per_row = math.ceil(shape[-1] * catalog.DTYPE_BYTES[dtype] / sb)
     sticks = math.prod(shape[:-1]) * per_row
-    by_hand.append(((shape, cores, dtype, sb), (sticks, sticks * sb - math.prod(shape) * DTYPE_BYTES[dtype],
+    by_hand.append(((shape, cores, dtype, sb), (sticks, sticks * sb - math.prod(shape) * catalog.DTYPE_BYTES[dtype],
                                                 math.ceil(sticks / cores))))
 by_hand.append((((5, 65), 3, "fp16", 128), (10, 630, 4)))   # the default stick: the catalog's 128 bytes
 grader.assert_equal(data["types"], ["dict"] * len(by_hand), name="stick_plan returns a dict")
@@ -660,7 +660,7 @@ import torch
 
 from common.checks import grader
 from common.chips import get_chip
-from common.sim import graphview
+from common.sim.graphview import attention_report
 
 data, seed = probe.received()
 units = get_chip("spyre").compute_units
@@ -674,10 +674,10 @@ def resplit(report, seed):
     return q
 
 
-reports = {"test": graphview.attention_report("test", 1, 24),
-           "resplit": resplit(graphview.attention_report("test", 2, 16), seed % 1000),
-           "eight_cores": graphview.attention_report("tiny-block", 1, 16, cores=8),
-           "variant": graphview.attention_report("tiny-block", 1, 8 + seed % 33, cores=1 + seed % 32)}
+reports = {"test": attention_report("test", 1, 24),
+           "resplit": resplit(attention_report("test", 2, 16), seed % 1000),
+           "eight_cores": attention_report("tiny-block", 1, 16, cores=8),
+           "variant": attention_report("tiny-block", 1, 8 + seed % 33, cores=1 + seed % 32)}
 for label, report in reports.items():
     busy = [0.0] * units
     for e in report.events:

@@ -920,8 +920,8 @@ class _Requests(_torch.nn.Module):   # prompts of different lengths through one 
         super().__init__()
         self.block, self.lengths = block, tuple(lengths)
 
-    def forward(self, x):
-        return [self.block(x[i:i + 1, :t]) for i, t in enumerate(self.lengths)]
+    def forward(self, prompts):
+        return [self.block(prompts[i:i + 1, :n]) for i, n in enumerate(self.lengths)]
 
 
 _lengths = (8, 16 + 8 * (probe.seed % 3), 40)
@@ -941,8 +941,8 @@ import torch
 import torch.fx as fx
 
 from answers import list_schedule as reference
+import common.costs as costs
 from common.checks import grader
-from common.costs import annotate
 from common.models import TinyTransformerBlock
 from common.schedule import Schedule, Slot, from_edges, random_dag, task_graph
 
@@ -954,13 +954,13 @@ class RequestBatch(torch.nn.Module):
         super().__init__()
         self.block, self.lengths = block, tuple(lengths)
 
-    def forward(self, x):
-        return [self.block(x[i:i + 1, :t]) for i, t in enumerate(self.lengths)]
+    def forward(self, batch):
+        return [self.block(batch[r:r + 1, :length]) for r, length in enumerate(self.lengths)]
 
 
 lengths = (8, 16 + 8 * (seed % 3), 40)
 req = fx.symbolic_trace(RequestBatch(TinyTransformerBlock(64, 2), lengths))
-annotate(req, torch.zeros(len(lengths), max(lengths), 64))
+costs.annotate(req, torch.zeros(len(lengths), max(lengths), 64))
 cases = {"hand": (from_edges({"a": 2.0, "b": 5.0, "c": 1.0, "d": 1.0, "e": 3.0},
                              [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e")]), 2),
          "requests": (task_graph(req, "h100-sxm", "fp32"), 3)}
