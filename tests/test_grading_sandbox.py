@@ -200,8 +200,8 @@ def test_modes_are_named_and_said(monkeypatch):
 @pytest.mark.slow
 @needs_sandbox
 def test_a_warning_on_stderr_in_a_test_cell_costs_nothing():
-    """The fixture's relu test makes PyTorch warn on stderr, which nbgrader would score 0. The checker keeps a
-    test's stderr out of its outputs: the cell shows its visible checks' text and passes."""
+    """The fixture's relu test makes PyTorch warn on stderr, which nbgrader would score 0. A test cell's own
+    outputs are feedback only: the runner turns its stderr into stdout, so only the judgement decides."""
     from fixtures.grading_support import FIXTURE_COURSE, LAB, cell_index, read
 
     from common.grading.course import Course

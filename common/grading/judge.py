@@ -109,11 +109,13 @@ def take_out(nb, *, salt: str, lab: str, student: str) -> dict[int, Judgement]:
 
 
 def _as_feedback(output: dict) -> dict:
-    """The kernel's own output of a test cell (its visible checks), kept for the learner; an error becomes
-    text, so no output of the learner's kernel decides the grade (the runner does this too)."""
-    if output.get("output_type") != "error":
-        return output
-    return new_output("stream", name="stderr", text=f"{output.get('ename', '')}: {output.get('evalue', '')}\n")
+    """The kernel's own output of a test cell (its visible checks), kept for the learner; an error or stderr
+    becomes stdout text, so no output of the learner's kernel decides the grade (the runner does this too)."""
+    if output.get("output_type") == "error":
+        return new_output("stream", name="stdout", text=f"{output.get('ename', '')}: {output.get('evalue', '')}\n")
+    if output.get("output_type") == "stream" and output.get("name") != "stdout":
+        return new_output("stream", name="stdout", text=str(output.get("text", "")))
+    return output
 
 
 def _error(ename: str, evalue: str):

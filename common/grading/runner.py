@@ -192,7 +192,7 @@ def _streaming_execute_class():
             if self._run(cell, resources, index):
                 self.timed_out.append(index)
             if test is not None:  # the visible checks' outputs stay as feedback; only the judgement's error counts
-                cell.outputs = [_as_text(o) for o in cell.outputs]
+                cell.outputs = coalesce_streams([_as_text(o) for o in cell.outputs])
             if self._truncated:
                 cell.outputs.append(new_output("stream", name="stdout", text="\n[output truncated by the grader]\n"))
             event = {"index": index, "execution_count": cell.get("execution_count"), "outputs": cell.outputs}
@@ -211,14 +211,17 @@ def _streaming_execute_class():
 
 
 def _as_text(output: dict) -> dict:
-    """A test cell's own output as feedback text: its error becomes stderr, so only the judgement's error
-    (judge.py, added by the parent) can decide the cell's grade."""
+    """A test cell's own output as feedback: its errors and stderr become stdout text, so nothing the learner's
+    kernel prints can decide the cell's grade (nbgrader zeroes a cell with an error or stderr): only the
+    judgement's error can (judge.py, added by the parent)."""
     from nbformat.v4 import new_output
 
-    if output.get("output_type") != "error":
-        return output
-    text = f"[your kernel, visible check] {output.get('ename', '')}: {output.get('evalue', '')}\n"
-    return new_output("stream", name="stderr", text=text)
+    if output.get("output_type") == "error":
+        text = f"[your kernel, visible check] {output.get('ename', '')}: {output.get('evalue', '')}\n"
+        return new_output("stream", name="stdout", text=text)
+    if output.get("output_type") == "stream" and output.get("name") == "stderr":
+        return new_output("stream", name="stdout", text=output.get("text", ""))
+    return output
 
 
 def _read_tests(fd) -> dict:
