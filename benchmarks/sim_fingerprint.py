@@ -2,7 +2,7 @@
 
 Records, for ~125 configurations (the sim_speed sweep of llama-3.1-8b, a prefill sweep, the 70B step, MoE models,
 explicit chip counts, 8-bit types, single operators, on all five backends): every event as ``repr`` of its fields,
-the ``summary_row``, each program's kernels (tiling, bytes, padded FLOPs), and the sweep tables. ``repr`` keeps
+the ``summary_row``, each program's ops as decomposed and its kernels (tiling, bytes, padded FLOPs), and the sweep tables. ``repr`` keeps
 every float bit. Record on the old code, change it, record again, compare:
 
     python benchmarks/sim_fingerprint.py record before.json     # on the old commit (e.g. a git worktree)
@@ -27,7 +27,7 @@ OPS = [("matmul", (512, 1024, 2048)), ("sdpa", (1, 8, 512, 64)), ("softmax", (64
 
 def _report(r) -> list:
     return [[repr(dataclasses.astuple(e)) for e in r.events], repr(r.summary_row()),
-            [p.summary() for p in r.programs],
+            [p.summary() for p in r.programs], [repr(p.stages.get("decompose")) for p in r.programs],
             repr([(k.name, k.kind, k.tiling, k.bytes, k.padded_flops) for p in r.programs for k in p.kernels])]
 
 

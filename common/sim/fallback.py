@@ -88,17 +88,19 @@ def _input_dtypes(node: fx.Node) -> list[str]:
             if isinstance(a.meta.get("val"), torch.Tensor)]
 
 
-def op_coverage(policy, name: str, node: fx.Node, cost: NodeCost) -> tuple[str, tuple[str, ...], str]:
+def op_coverage(policy, name: str, node: fx.Node, cost: NodeCost,
+                input_dtypes: tuple[str, ...] | None = None) -> tuple[str, tuple[str, ...], str]:
     """(coverage, decomposed_into, fallback reason): the policy's op tables, then two reasons to leave the
     machine - an op no cost rule covers runs on the host (timed there, by its bytes), and an op computing in a
-    dtype the machine has no datapath for runs on the host in that dtype."""
+    dtype the machine has no datapath for runs on the host in that dtype. ``input_dtypes``: the node's input
+    dtypes when the caller has read them already (``pipeline.decompose`` reads each graph once)."""
     if cost.kind == "uncosted":
         return "fallback", (), "no cost rule in common.op_kinds"
     coverage, parts = policy.coverage(name)
     if coverage == "fallback":
         return coverage, parts, "not in the backend's op coverage"
     if cost.kind in COMPUTING:
-        for dt in dict.fromkeys([cost.dtype, *_input_dtypes(node)]):
+        for dt in dict.fromkeys([cost.dtype, *(_input_dtypes(node) if input_dtypes is None else input_dtypes)]):
             if not runs_dtype(policy, dt):
                 return "fallback", (), f"dtype {dt}: no {dt} datapath on {policy.chip.name}"
     return coverage, parts, ""

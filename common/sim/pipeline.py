@@ -8,15 +8,16 @@ Input: an aten-level ``GraphModule`` annotated by ``common.costs.annotate`` (``m
 """
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 import torch.fx as fx
 
 from common.costs import NodeCost, op_name, touched_bytes
 from common.sim.fallback import (
+    _input_dtypes,
     computed_dtypes,
     dtype_note,
     host_fallbacks,  # noqa: F401  (re-exported: run.simulate calls it after the schedule)
@@ -83,43 +84,90 @@ def _mnk(node: fx.Node) -> tuple | None:
     return None
 
 
-def decompose(gm: fx.GraphModule, policy) -> list[Op]:  # noqa: C901  (one pass over the nodes)
-    """Stage 1: aten nodes -> ``Op`` records, each classified by kind and by the policy's op coverage."""
-    ops = []
+class _NodeRead(NamedTuple):
+    """What an op reads from one input, as the graph says it (no policy involved)."""
+    src: str  # the node that owns the storage (views followed back)
+    nbytes: float  # bytes of the distinct elements the view addresses
+    int64: bool
+    shape: tuple
+    transposed: bool  # innermost stride != 1
+    is_param: bool  # ``src`` is a parameter (a weight)
+    param: str  # its name (the placeholder's ``meta["source"]``)
+
+
+class _NodeOps(NamedTuple):
+    """A costed aten node's policy-independent facts: ``decompose`` reads these for every backend."""
+    node: fx.Node
+    name: str
+    cost: NodeCost
+    reads: tuple[_NodeRead, ...]
+    first_root: str | None  # root of the first input: the table of a lookup, the destination of a copy_
+    mnk: tuple | None
+    input_dtypes: tuple[str, ...]
+
+
+_GRAPH_FACTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _graph_facts(gm: fx.GraphModule) -> tuple[list[_NodeOps], dict[str, str]]:
+    """The costed nodes of an annotated graph, read once per graph: a sweep compiles each captured step for
+    every backend. (An annotated graph is not edited afterwards: its ``meta["cost"]`` would be stale too; the
+    node count is checked all the same.)"""
+    known = _GRAPH_FACTS.get(gm)
+    if known is not None and known[0] is gm.graph and known[1] == len(gm.graph.nodes):
+        return known[2], known[3]
+    nodes = []
     for node in gm.graph.nodes:
         cost: NodeCost | None = node.meta.get("cost")
         if node.op != "call_function" or cost is None or cost.is_view or cost.kind == "metadata":
             continue
         name = op_name(node)
-        in_bytes: dict[str, float] = defaultdict(float)
-        params, in_shapes, transposed, param_inputs = [], {}, [], []
-        narrow = narrows_int64_bytes(policy)
+        reads = []
         for arg in node.all_input_nodes:
             val = arg.meta.get("val")
             if isinstance(val, torch.Tensor):
                 src = _root(arg)
-                half = narrow and val.dtype == torch.int64  # held as int32 on the machine: 4 bytes an element
-                in_bytes[src.name] = max(in_bytes[src.name], float(touched_bytes(val)) / (2 if half else 1))
-                in_shapes[src.name] = tuple(val.shape)
-                if val.dim() >= 2 and val.stride()[-1] != 1 and val.shape[-1] > 1:
-                    transposed.append(src.name)
-                if src.meta.get("kind") == "param":
-                    params.append(src.meta.get("source", src.name))
-                    param_inputs.append(src.name)
-        scale = gm.meta.get("byte_scale", 1.0)  # 8-bit workloads are traced in 16 bit (workload.py)
+                reads.append(_NodeRead(src.name, float(touched_bytes(val)), val.dtype == torch.int64,
+                                       tuple(val.shape), val.dim() >= 2 and val.stride()[-1] != 1 and val.shape[-1] > 1,
+                                       src.meta.get("kind") == "param", src.meta.get("source", src.name)))
+        first = _root(node.all_input_nodes[0]).name if node.all_input_nodes else None
+        nodes.append(_NodeOps(node, name, cost, tuple(reads), first,
+                              _mnk(node) if op_kind(name, cost.kind) == "matmul" else None,
+                              tuple(_input_dtypes(node))))
+    kinds = {n.name: n.meta["cost"].kind for n in gm.graph.nodes if "cost" in n.meta}
+    _GRAPH_FACTS[gm] = (gm.graph, len(gm.graph.nodes), nodes, kinds)
+    return nodes, kinds
+
+
+def decompose(gm: fx.GraphModule, policy) -> list[Op]:
+    """Stage 1: aten nodes -> ``Op`` records, each classified by kind and by the policy's op coverage."""
+    ops = []
+    narrow = narrows_int64_bytes(policy)
+    scale = gm.meta.get("byte_scale", 1.0)  # 8-bit workloads are traced in 16 bit (workload.py)
+    for n in _graph_facts(gm)[0]:
+        name, cost = n.name, n.cost
+        in_bytes: dict[str, float] = defaultdict(float)
+        params, in_shapes, transposed, param_inputs = [], {}, [], []
+        for r in n.reads:
+            half = narrow and r.int64  # held as int32 on the machine: 4 bytes an element
+            in_bytes[r.src] = max(in_bytes[r.src], r.nbytes / (2 if half else 1))
+            in_shapes[r.src] = r.shape
+            if r.transposed:
+                transposed.append(r.src)
+            if r.is_param:
+                params.append(r.param)
+                param_inputs.append(r.src)
         if scale != 1.0:
             in_bytes = defaultdict(float, {k: v * scale for k, v in in_bytes.items()})
-        if op_kind(name) == "gather" and node.all_input_nodes:  # a lookup reads the rows it returns, not the table
-            table = _root(node.all_input_nodes[0]).name
-            in_bytes[table] = min(in_bytes[table], cost.bytes_written)
+        if op_kind(name) == "gather" and n.first_root is not None:  # a lookup reads the rows it returns, not the table
+            in_bytes[n.first_root] = min(in_bytes[n.first_root], cost.bytes_written)
         if name == "aten.copy_":  # the destination is written, not read
-            dest = _root(node.all_input_nodes[0]).name
-            in_bytes.pop(dest, None)
-        coverage, parts, reason = op_coverage(policy, name, node, cost)
+            in_bytes.pop(n.first_root, None)
+        coverage, parts, reason = op_coverage(policy, name, n.node, cost, n.input_dtypes)
         kind = op_kind(name, cost.kind)
-        out_bytes = cost.bytes_written - (int64_bytes(node.meta.get("val")) / 2 if narrow else 0.0)
-        ops.append(Op(node.name, name, kind, coverage, cost.flops, out_bytes, dict(in_bytes),
-                      cost.shape, cost.dtype, _mnk(node) if kind == "matmul" else None, parts,
+        out_bytes = cost.bytes_written - (int64_bytes(n.node.meta.get("val")) / 2 if narrow else 0.0)
+        ops.append(Op(n.node.name, name, kind, coverage, cost.flops, out_bytes, dict(in_bytes),
+                      cost.shape, cost.dtype, n.mnk if kind == "matmul" else None, parts,
                       tuple(params), in_shapes=in_shapes, transposed_inputs=tuple(transposed),
                       param_inputs=tuple(param_inputs), fallback_reason=reason))
     _mark_attention(ops)
@@ -213,6 +261,13 @@ def _boundary_bytes(kernels: list[Kernel], ops: list[Op]) -> None:
                 k.outputs[o.name] = o.out_bytes
 
 
+def _copy(op: Op) -> Op:
+    """``dataclasses.replace(op)`` (a shallow copy; Op has no ``__post_init__``) without its per-field calls."""
+    out = object.__new__(Op)
+    out.__dict__.update(op.__dict__)
+    return out
+
+
 def kernels_frame(program: Program) -> pd.DataFrame:
     """One row per kernel: what fused, its tiling, bytes per level (the inspectable 'program listing')."""
     rows = []
@@ -232,14 +287,14 @@ def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Pr
     ops = decompose(gm, policy)
     # Each stage is recorded as it leaves its pass: later passes (e.g. Spyre's restickify insertion in ``tile``)
     # rewrite Op fields, so the decompose record keeps copies, and the fuse record is taken before tiling.
-    stages = {"decompose": [replace(o) for o in ops]}
+    stages = {"decompose": [_copy(o) for o in ops]}
     kernels = fuse(ops, policy)
     stages["fuse"] = [[o.op for o in k.ops] for k in kernels]
     for k in kernels:
         k.layer = layer
         policy.tile(k)
         policy.place(k)
-    kinds = {n.name: n.meta["cost"].kind for n in gm.graph.nodes if "cost" in n.meta}
+    kinds = _graph_facts(gm)[1]
     on, _ = computed_dtypes(policy, ops, kinds)
     program = Program(policy.name, policy.chip.name, policy.n_chips, program_dtype(policy, ops, on), kernels)
     program.stages.update(stages)
