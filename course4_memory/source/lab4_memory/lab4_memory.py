@@ -534,12 +534,11 @@ _prof = _profile(_Run("tiny-block", batch=2 + probe.seed % 5, prompt=3 + probe.s
 probe.send("profile", {"allocs": _table(_prof.allocs), "regions": _table(_prof.regions)})
 _mine = categorise(_prof.allocs.copy(), _prof.regions.copy())
 probe.send("profile_labels", [str(x) for x in _mine.loc[_prof.allocs.index].tolist()])
-probe.send("profile_ends", [int(x) for x in kv_at_ends(timeline(_prof, [str(x) for x in _mine.loc[_prof.allocs.index]]),
-                                                       _prof.regions.copy())])
+probe.send("profile_ends", kv_at_ends(timeline(_prof, [str(x) for x in _mine.loc[_prof.allocs.index]]),
+                                      _prof.regions.copy()))  # as returned: the judgement checks its type
 _f = _pd.DataFrame({"weights": [1.0, 1.0, 1.0, 1.0], "KV cache": [0.0, 5.0, 7.0, 9.0]},
                    index=_pd.Index([0.0, 1.0, 2.0, 3.0], name="ms"))
-probe.send("ends", [int(x) for x in kv_at_ends(_f, _pd.DataFrame({"name": ["a", "b"], "start_ms": [0.0, 1.5],
-                                                                  "end_ms": [1.4, 2.5]}))])
+probe.send("ends", kv_at_ends(_f, _pd.DataFrame({"name": ["a", "b"], "start_ms": [0.0, 1.5], "end_ms": [1.4, 2.5]})))
 ### JUDGEMENT
 import numpy as np
 import pandas as pd
@@ -583,6 +582,8 @@ kv = allocs[np.array(ref) == "KV cache"]
 live = [int(kv.loc[(kv["t_alloc_ms"] <= end) & ~(kv["t_free_ms"] <= end), "bytes"].sum()) for end in regions["end_ms"]]
 want = [kv_bytes(get_config("tiny-block"), prompt + s, batch, "fp32") for s in range(len(regions))]
 grader.assert_equal(live, want, name="the measured run's KV cache (the answer key's labels) = the formula")
+grader.assert_equal(type(data["profile_ends"]).__name__, "list", name="kv_at_ends returns a list")
+grader.assert_equal([type(x).__name__ for x in data["profile_ends"]], ["int"] * len(want), name="of Python ints")
 grader.assert_equal(data["profile_ends"], want, name="kv_at_ends on the measured run's timeline")
 grader.assert_equal(data["ends"], [5, 7], name="live KV at region ends")
 ### END HIDDEN TESTS
