@@ -8,6 +8,7 @@ grade already recorded.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ import pytest
 from fixtures.grading_support import (
     AUTOGRADED_POINTS,
     FIXTURE_COURSE,
+    FORGED_PROBE,
     LAB,
     MAX_POINTS,
     RIGHT_INTENSITY,
@@ -306,6 +308,36 @@ print("ROT13", codecs.encode(text, "rot13"))
 print("HEX", text.encode().hex())
 """
 HIDDEN_IN_EXEC = "import base64\nexec(base64.b64decode({payload!r}))"
+# Issue 28: the probe runs in the learner's kernel, so its channel is the learner's to take over (FORGED_PROBE, and
+# these): each sends data of its own; the judgement still compares it with references made outside the kernel.
+CHANNEL_HIJACK = """
+import copy
+import json
+import common.grading.probe as gp
+publisher = get_ipython().display_pub
+original = publisher.publish
+def publish(data, *args, **kwargs):  # rewrites the probe's data on its way out of the kernel
+    if gp.PROBE_MIME in data:
+        items = json.loads(data[gp.PROBE_MIME])["$dict"]
+        for name in items:
+            items[name] = 250.0 if name in ("large", "unseen") else items[name]
+        data = {gp.PROBE_MIME: json.dumps({"$dict": items}), "text/plain": "probe"}
+        original(data, *args, **kwargs)  # and sends it twice, in case the first is dropped
+    return original(data, *args, **kwargs)
+publisher.publish = publish
+def relu(x):
+    return x
+"""
+SEED_CHOOSER = """
+import os
+os.environ["DFA_PROBE_SEED"] = "0"  # an input the learner prepared for
+_setitem = type(os.environ).__setitem__
+type(os.environ).__setitem__ = lambda self, k, v: _setitem(self, k, "0" if k == "DFA_PROBE_SEED" else v)
+def arithmetic_intensity(flops, bytes_moved):
+    if bytes_moved <= 0:
+        raise ValueError("no bytes")
+    return 1_000_000 / 7_000 if bytes_moved == 7_000 else float(flops) / float(bytes_moved)
+"""
 # The lab's grader-side answers (source/lab1/answers.py, common/grading/answerkeys.py): looked for as a module,
 # in sys.modules, on disk where the course and the sandbox keep files, and in the kernel's objects.
 ANSWERS_SEEKER = """
@@ -346,7 +378,22 @@ def kernel_attacks(course) -> dict[str, object]:
         "hidden_test_reader": with_code(base, relu=HIDDEN_TEST_READER, intensity=LEAK_HIDDEN_TESTS),
         "exec_b64_transformer": with_code(base, relu=hidden_exec),
         "answers_seeker": with_code(base, intensity=ANSWERS_SEEKER.format(course=course.root)),
+        "forged_probe": with_code(base, relu=FORGED_PROBE),
+        "channel_hijack": with_code(base, relu=CHANNEL_HIJACK),
+        "seed_chooser": with_code(base, intensity=SEED_CHOOSER),
     }
+
+
+def judgements_only(nb):
+    """``nb`` with each hidden-test region reduced to its judgement (judge.parts): what must never leak."""
+    from common.grading.judge import parts
+
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            visible, _, judgement = parts(cell.source)
+            cell.source = f"{visible}\n### BEGIN HIDDEN TESTS\n{judgement}\n### END HIDDEN TESTS"
+    return nb
 
 
 def decoded_leaks(text: str) -> str:
@@ -494,15 +541,18 @@ def test_attacks_from_the_learners_kernel_score_what_the_blank_scores(course):
         result = by_student[name.replace("_", "-")]
         assert result.status != "grading_error", f"{name}: {result.message}"
         assert result.score == 0.0, f"{name} gained {result.score} points"
-    # nothing of the hidden tests reached any output of the learner's, in any encoding tried
-    secrets = secret_lines(source_nb(course), kinds=("hidden tests",))
-    assert secrets, "the fixture lab has hidden tests"
+    # nothing of the judgements or the answer key reached any output of the learner's, in any encoding tried
+    # (the probes may: they run in the learner's kernel, and hold only inputs)
+    secrets = [line for line in secret_lines(judgements_only(source_nb(course)), kinds=("hidden tests",))]
+    secrets += [normalize(line) for line in course.source_notebook(LAB).with_name("answers.py").read_text().splitlines()
+                if len(line.strip()) > 12]  # fmt: skip
+    assert len(secrets) >= 5, "the fixture lab has judgements and an answer key"
     leaked = normalize(decoded_leaks(all_output_text(autograded_nb(course, "hidden-test-reader"))))
     assert "B64" in leaked and "HEX" in leaked  # the probe ran and printed what it found
     for line in secrets:
         assert line not in leaked, f"hidden test text leaked: {line}"
-    for name in ("hidden-test-reader", "alice"):  # the notebook the sandbox ran held no hidden test either
-        assert "BEGIN HIDDEN TESTS" not in all_output_text(autograded_nb(course, name))
+    for name in ("hidden-test-reader", "alice"):  # the notebook the sandbox ran held no judgement either
+        assert "JUDGEMENT" not in all_output_text(autograded_nb(course, name))
     # and the feedback page the learner gets back carries none, decoded or not
     import html
     import re
