@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from fixtures.grading_support import (
     AUTOGRADED_POINTS,
-    FIXTURE_COURSE,
+    FAST_LIMITS,
     FORGED_PROBE,
     LAB,
     MAX_POINTS,
@@ -41,27 +41,12 @@ from fixtures.grading_support import (
 
 from common.cli import main
 from common.grading.autograde import autograde
-from common.grading.limits import GB, Limits
 from common.grading.release import release
 
 REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.slow, needs_sandbox]
 
-FAST_LIMITS = Limits(cell_timeout_s=6, notebook_timeout_s=240, memory_bytes=2 * GB, max_processes=64)
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    """The fixture course, released once (gradebook created); tests grade copies of it."""
-    course = copy_course(FIXTURE_COURSE, tmp_path_factory.mktemp("released"))
-    release([course])
-    return course
-
-
-@pytest.fixture
-def course(released, tmp_path):
-    return copy_course(released.root, tmp_path)  # copies gradebook.db and release/ too
 
 
 def scores(graded) -> dict[str, float]:

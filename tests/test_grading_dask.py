@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.grading_support import (
+    FAST_LIMITS,
     FIXTURE_COURSE,
     LAB,
     RIGHT_RELU,
@@ -31,21 +32,11 @@ from fixtures.grading_support import (
 from common.cli import main
 from common.grading.autograde import autograde
 from common.grading.executors import execute_files, folder_files, stage_files
-from common.grading.limits import GB, Limits
-from common.grading.release import release
 from common.grading.sandbox import SandboxUnavailable
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
 
-FAST_LIMITS = Limits(cell_timeout_s=6, notebook_timeout_s=240, memory_bytes=2 * GB, max_processes=64)
 KILL_ONCE, KILL_ALWAYS = "# dask-test: kill my worker once", "# dask-test: kill my worker every time"
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    course = copy_course(FIXTURE_COURSE, tmp_path_factory.mktemp("released"))
-    release([course])
-    return course
 
 
 def gradebook(course) -> dict[str, float]:

@@ -23,8 +23,10 @@ import nbformat
 import pytest
 from fixtures.grading_support import (
     AUTOGRADED_POINTS,
+    FAST_LIMITS,
     FIXTURE_COURSE,
     LAB,
+    PART,
     copy_course,
     needs_sandbox,
     release_nb,
@@ -39,25 +41,10 @@ from common.grading import inputs, stale
 from common.grading.autograde import autograde
 from common.grading.collect import collect
 from common.grading.course import Course
-from common.grading.limits import GB, Limits
 from common.grading.platforms import coursera, gradescope, shared
-from common.grading.release import BACKUPS, release
+from common.grading.release import BACKUPS
 
-FAST_LIMITS = Limits(cell_timeout_s=6, notebook_timeout_s=240, memory_bytes=2 * GB, max_processes=64)
-PART = "Zb6wb"
 SECRET_TEXT = ("BEGIN HIDDEN TESTS", "relu on mixed signs", "BEGIN MARK SCHEME")
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    course = copy_course(FIXTURE_COURSE, tmp_path_factory.mktemp("released"))
-    release([course])
-    return course
-
-
-@pytest.fixture
-def course(released, tmp_path):
-    return copy_course(released.root, tmp_path)
 
 
 def scores(course) -> dict[str, float]:
@@ -165,20 +152,6 @@ def test_collect_refuses_links_in_folders_and_zips(course, tmp_path, capsys):
         z.writestr(info, "../source/lab1/lab1.ipynb")
     assert main(["collect", str(course.root), LAB, str(archive)]) == 1
     assert "skipped: refused mallory_lab1.ipynb: a symbolic link" in capsys.readouterr().out
-
-
-@pytest.fixture(scope="module")
-def coursera_grader(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("coursera") / "context"
-    assert main(["export", "coursera", str(FIXTURE_COURSE), str(out), "--part", f"{PART}=lab1"]) == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def gradescope_zip(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gradescope") / "export"
-    assert main(["export", "gradescope", str(FIXTURE_COURSE), "lab1", str(out)]) == 0
-    return out / "autograder.zip"
 
 
 def test_coursera_refuses_a_symlink_to_the_grader_s_source(coursera_grader, tmp_path):

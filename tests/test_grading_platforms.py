@@ -21,6 +21,7 @@ from fixtures.grading_support import (
     AUTOGRADED_POINTS,
     FIXTURE_COURSE,
     LAB,
+    PART,
     needs_sandbox,
     release_nb,
     right_answers,
@@ -33,7 +34,6 @@ from common.grading import regions
 from common.grading.course import Course
 from common.grading.platforms import coursera, gradescope, shared
 
-PART = "Zb6wb"  # a Coursera part id (the form Coursera's authoring page shows)
 # Reference values and names of the fixture's hidden tests and mark scheme: no platform file may show them.
 HIDDEN_LITERALS = ("relu on mixed signs", "[0.0, 0.0, 2.25]", "2_000_000", "on-wafer SRAM", "BEGIN HIDDEN TESTS")
 
@@ -84,13 +84,6 @@ def assert_no_hidden_tests(root: Path) -> None:
 
 
 # ---- Coursera ---
-@pytest.fixture(scope="module")
-def coursera_grader(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("coursera") / "context"
-    assert main(["export", "coursera", str(FIXTURE_COURSE), str(out), "--part", f"{PART}=lab1"]) == 0
-    return out
-
-
 def run_coursera(grader: Path, root: Path, part_id: str = PART) -> tuple[dict, str]:
     """The exported grader.py as Coursera runs it: $partId set, /shared (here: ``root``) holding the submission."""
     env = {**os.environ, "partId": part_id, coursera.ROOT_ENV: str(root)}
@@ -147,13 +140,6 @@ def test_coursera_time_limit_still_gives_feedback(coursera_grader, tmp_path, mon
 
 
 # ---- Gradescope ---
-@pytest.fixture(scope="module")
-def gradescope_zip(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gradescope") / "export"
-    assert main(["export", "gradescope", str(FIXTURE_COURSE), "lab1", str(out)]) == 0
-    return out / "autograder.zip"
-
-
 def run_gradescope(archive: Path, root: Path) -> dict:
     """Gradescope's layout: the zip in source/, the submission in submission/, an empty results/."""
     with zipfile.ZipFile(archive) as z:

@@ -22,9 +22,11 @@ import nbformat
 import pytest
 from fixtures.grading_support import (
     AUTOGRADED_POINTS,
+    FAST_LIMITS,
     FIXTURE_COURSE,
     FORGED_PROBE,
     LAB,
+    PART,
     all_output_text,
     autograded_nb,
     copy_course,
@@ -40,14 +42,11 @@ from common.grading.autograde import autograde
 from common.grading.judge import parts
 from common.grading.limits import GB, Limits
 from common.grading.platforms import coursera, gradescope
-from common.grading.release import release
 
 pytestmark = [pytest.mark.slow, needs_sandbox]
 
 SALT = "fixture-offering-secret"  # c.Offering.salt of the fixture course
 SCAN_LIMITS = Limits(cell_timeout_s=900, notebook_timeout_s=1800, memory_bytes=2 * GB, max_processes=64)
-FAST_LIMITS = Limits(cell_timeout_s=6, notebook_timeout_s=240, memory_bytes=2 * GB, max_processes=64)
-PART = "Zb6wb"
 
 
 def secret_needles() -> list[str]:
@@ -102,13 +101,6 @@ print("HITS", hits)
 def relu(x):
     return x
 """
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    course = copy_course(FIXTURE_COURSE, tmp_path_factory.mktemp("released"))
-    release([course])
-    return course
 
 
 def test_nothing_secret_is_visible_inside_the_sandbox(released, tmp_path):
