@@ -175,8 +175,9 @@ class LPUPolicy(Policy):
         pieces = spatial.pack_even([s.resident for s in steps], self.n_chips)
         rows = max(1, int(workload.tokens or 1))
         self._run_totals = {}
-        try:  # microbatch sizes compared on durations alone, then the chosen one built with every event
-            n_mb, stages = spatial.best_microbatches(rows, lambda q: self._stages(steps, pieces, q, light=rows > 1))
+        try:  # microbatch sizes compared on durations alone (``_tally``), then the chosen one built with every event
+            n_mb, stages = spatial.best_microbatches(
+                rows, lambda q: self._tally(steps, pieces, q) if rows > 1 else self._stages(steps, pieces, q))
             if rows > 1:
                 stages = self._stages(steps, pieces, 1.0 / n_mb)
         finally:
@@ -190,9 +191,8 @@ class LPUPolicy(Policy):
                            f"{self._per_link() / 1e9:.0f} GB/s link")
         return spatial.lay_out(stages, n_mb, ENGINE)
 
-    def _stages(self, steps, pieces, q: float, light: bool = False) -> list[spatial.Stage]:
-        """Chip and link stages in pipeline order for microbatches of a ``q`` fraction of the rows. ``light``: a
-        compute event is only its duration (all ``spatial.step_time`` reads), shared by its repeats."""
+    def _stages(self, steps, pieces, q: float) -> list[spatial.Stage]:
+        """Chip and link stages in pipeline order for microbatches of a ``q`` fraction of the rows."""
         chips = [spatial.Stage(f"chip {c}", c, ENGINE + " (pipelined)") for c in range(self.n_chips)]
         links = [spatial.Stage(f"c2c {c}->{c + 1}", c, "C2C (pipelined)") for c in range(self.n_chips)]
         chip = pieces[0][0][0] if pieces else 0
@@ -201,18 +201,8 @@ class LPUPolicy(Policy):
             for i, (c, f) in enumerate(parts):
                 if c != chip:  # the next chip needs this kernel's input activations before it can start
                     under = chips[chip].events[-1].duration if i > 0 else 0.0
-                    hop = self._hop(chip, q * step.needs, under)
-                    if light:  # what step_time reads of it: its duration and overlap
-                        hop = spatial.Timed(hop.duration, {"overlap_s": hop.detail["overlap_s"]})
-                    links[chip].events.append(hop)
+                    links[chip].events.append(self._hop(chip, q * step.needs, under))
                     chip = c
-                if light:
-                    e = made.get((id(step.kernel), f))
-                    if e is None:
-                        duration, _, floor, terms = self.kernel_time(step.kernel, f, q)
-                        e = made[id(step.kernel), f] = spatial.Timed(self.at_least_one_cycle(duration, floor, terms)[0])
-                    chips[c].events.append(e)
-                    continue
                 name = step.name if len(parts) == 1 else f"{step.name}[{i + 1}/{len(parts)}]"
                 e = made.get((id(step.kernel), f))
                 if e is None:
@@ -220,4 +210,26 @@ class LPUPolicy(Policy):
                 else:  # the same costs under this instance's name and chip
                     e = e.copy(name=name, chip=c, bytes=dict(e.bytes), detail=dict(e.detail))
                 chips[c].events.append(e)
+        return [s for pair in zip(chips, links, strict=True) for s in pair]
+
+    def _tally(self, steps, pieces, q: float) -> list[spatial.Tally]:
+        """``_stages`` as ``spatial.step_time`` reads it (each event's duration, each hop's overlap), the same
+        walk and the same arithmetic; compared for every microbatch size, so no events are made."""
+        chips = [spatial.Tally() for _ in range(self.n_chips)]
+        links = [spatial.Tally() for _ in range(self.n_chips)]
+        latency, per_link = self.chip.fact("c2c_hop_latency_s"), self._per_link()  # as in ``_hop``
+        chip = pieces[0][0][0] if pieces else 0
+        made: dict = {}  # (kernel, share) -> its duration
+        for step, parts in zip(steps, pieces, strict=True):
+            for i, (c, f) in enumerate(parts):
+                if c != chip:
+                    under = chips[chip].held[-1] if i > 0 else 0.0
+                    t = latency + q * step.needs / per_link
+                    links[chip].add(t, min(t, under))
+                    chip = c
+                d = made.get((id(step.kernel), f))
+                if d is None:
+                    duration, _, floor, terms = self.kernel_time(step.kernel, f, q)
+                    d = made[id(step.kernel), f] = self.at_least_one_cycle(duration, floor, terms)[0]
+                chips[c].add(d)
         return [s for pair in zip(chips, links, strict=True) for s in pair]

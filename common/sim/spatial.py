@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import NamedTuple
 
 from common.sim.program import Event, Kernel
 
@@ -189,14 +187,33 @@ class Stage:
         return sum([e.duration - e.detail.get("overlap_s", 0.0) for e in self.events])
 
 
-class Timed(NamedTuple):
-    """An event as ``step_time`` sees it: a duration, and whether it is pure latency. The policies compare
-    microbatch sizes on these (shared by a layer's repeats: no names, no copies), then build the chosen one."""
-    duration: float
-    detail: dict = MappingProxyType({})  # read-only: shared by every repeat
+class Tally:
+    """A stage as ``step_time`` reads it, for a microbatch size being compared (no events, no names): each
+    event's time holding the stage (``held``: all but pure latency) and its time on a microbatch's way
+    through (``passed``: less any overlap with the stage before), in event order, so that ``occupancy`` and
+    ``passage`` are ``Stage``'s sums, bit for bit."""
+    __slots__ = ("held", "passed")
 
+    def __init__(self):
+        self.held: list[float] = []
+        self.passed: list[float] = []
 
-LATENCY = MappingProxyType({"latency": True})  # ``Timed(t, LATENCY)``: wavelets in flight
+    def add(self, duration: float, overlap: float = 0.0, latency: bool = False) -> None:
+        if not latency:
+            self.held.append(duration)
+        self.passed.append(duration - overlap)
+
+    @property
+    def events(self) -> list[float]:  # empty when the stage has no events (``step_time`` skips it)
+        return self.passed
+
+    @property
+    def occupancy(self) -> float:
+        return sum(self.held)
+
+    @property
+    def passage(self) -> float:
+        return sum(self.passed)
 
 
 def _scaled(e: Event, start: float, engine: str, n: int) -> Event:

@@ -183,7 +183,7 @@ class WSEPolicy(Policy):
         rows = max(1, int(workload.tokens or 1))
         # microbatch sizes compared on durations alone, then the chosen one built with every event
         n_mb, stages = spatial.best_microbatches(
-            rows, lambda q: self._stages(steps, shape, wafer, label, q, light=rows > 1))
+            rows, lambda q: self._stages(steps, shape, wafer, label, q, tally=rows > 1))
         if rows > 1:
             stages = self._stages(steps, shape, wafer, label, 1.0 / n_mb)
         placement = []
@@ -203,17 +203,19 @@ class WSEPolicy(Policy):
                            f"microbatch(es); clock, fabric width and hop latency are catalog estimates")
         return spatial.lay_out(stages, n_mb, ENGINE)
 
-    def _stages(self, steps, shape, wafer, label, q: float, light: bool = False) -> list[spatial.Stage]:
-        """Region and hop stages in pipeline order for microbatches of a ``q`` fraction of the rows. ``light``:
-        compute and wavelet events as ``spatial.Timed`` durations (all ``spatial.step_time`` reads)."""
-        stages: list[spatial.Stage] = []
+    def _stages(self, steps, shape, wafer, label, q: float, tally: bool = False) -> list:
+        """Region and hop stages in pipeline order for microbatches of a ``q`` fraction of the rows. ``tally``:
+        each stage as ``spatial.step_time`` reads it (a ``spatial.Tally`` of durations), no events kept."""
+        stages: list = []
         current, width = -1, len(str(len(shape) - 1))  # zero-padded region numbers sort in pipeline order
         costs: dict = {}  # (kernel, region shape) -> its cost, computed once for all repeats of a layer
         for s in steps:
             if s.stage != current:
                 if stages:
-                    stages.append(self._hop(s, shape, wafer, label, q))
-                stages.append(spatial.Stage(label[s.stage], wafer[s.stage], f"region {s.stage:0{width}d}"))
+                    hop = self._hop(s, shape, wafer, label, q)
+                    stages.append(_tally(hop) if tally else hop)
+                stages.append(spatial.Tally() if tally else
+                              spatial.Stage(label[s.stage], wafer[s.stage], f"region {s.stage:0{width}d}"))
                 current = s.stage
             r, c = shape[s.stage]
             known = costs.get((id(s.kernel), r, c))
@@ -221,14 +223,13 @@ class WSEPolicy(Policy):
                 cost = self.region_cost(s.kernel, r, c, q)
                 detail = dict(cost["terms"], ops=s.kernel.op_names, **cost["tiling"])
                 duration, floor = self.at_least_one_cycle(cost["duration"], cost["floor"], detail)
-                timed = [spatial.Timed(duration)]  # light: shared by every repeat of the layer
-                if cost["latency"] > 0:
-                    timed.append(spatial.Timed(cost["latency"], spatial.LATENCY))
-                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q, timed)
-            cost, detail, duration, floor, flops, timed = known
+                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q)
+            cost, detail, duration, floor, flops = known
             st = stages[-1]
-            if light:
-                st.events += timed
+            if tally:
+                st.add(duration)
+                if cost["latency"] > 0:
+                    st.add(cost["latency"], latency=True)
                 continue
             st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, flops,
                                    {"SRAM": s.kernel.bytes["SRAM"] * q}, cost["bound"], s.kernel.name,
@@ -263,6 +264,13 @@ class WSEPolicy(Policy):
             hop.events.append(Event(f"fabric {src}->{dst} wavelets", "sync", ENGINE, 0.0, lat, wafer[src],
                                     bound="communication", floor=lat, detail={"latency": True, "hops": hops}))
         return hop
+
+
+def _tally(stage: spatial.Stage) -> spatial.Tally:
+    out = spatial.Tally()
+    for e in stage.events:
+        out.add(e.duration, e.detail.get("overlap_s", 0.0), bool(e.detail.get("latency")))
+    return out
 
 
 def _stationary(o) -> float:
