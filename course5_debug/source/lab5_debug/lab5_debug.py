@@ -372,6 +372,8 @@ for _name, _seed in (("mine", _bugs.learner_seed(LEARNER_ID)), ("unseen", probe.
     probe.send(_name, {"out": _out if isinstance(_out, torch.Tensor) else None,
                        "trace": _bugs.device_trace(_b, 0, probe.seed)})
 probe.send("learner", str(LEARNER_ID))
+probe.send("tools", [f.__code__.co_filename for f in (_bugs.make_bug, _bugs.device_trace, _bugs.PlantedBug.run,
+                                                      _bugs.PlantedBug.compile, _bugs.PlantedBug.reference)])
 ### JUDGEMENT
 import torch
 
@@ -382,7 +384,9 @@ import common.debug.bugs as bugs
 fix = "fix_stick"
 data, seed = probe.received()
 variants = {"mine": bugs.make_bug("wrong", bugs.learner_seed(data["learner"])), "unseen": bugs.make_bug("wrong", seed)}
-
+for path in data["tools"]:  # the probe ran the fix on the simulator's own PlantedBug, not a rebound one
+    grader.assert_equal(path.replace("\\", "/").endswith("common/debug/bugs.py"), True,
+                        name="the probe ran the simulated Spyre's own PlantedBug")
 for name, bug in variants.items():
     got = data[name]
     grader.assert_type(got["out"], torch.Tensor, name=f"{fix} returns a tensor ({name} variant)")
@@ -532,6 +536,8 @@ for _name, _b in _variants.items():
     probe.send(_name, {"out": _out if isinstance(_out, torch.Tensor) else None,
                        "trace": _bugs.device_trace(_b, 0, probe.seed)})
 probe.send("learner", str(LEARNER_ID))
+probe.send("tools", [f.__code__.co_filename for f in (_bugs.make_bug, _bugs.device_trace, _bugs.PlantedBug.run,
+                                                      _bugs.PlantedBug.compile, _bugs.PlantedBug.reference)])
 ### JUDGEMENT
 import torch
 
@@ -544,7 +550,9 @@ data, seed = probe.received()
 variants = {"mine": bugs.make_bug("hang", bugs.learner_seed(data["learner"]))}
 for kind in ("dma_timeout", "deadlock"):
     variants[kind] = variant("hang", seed, like=lambda b, kind=kind: b._rule["fault"] == kind)
-
+for path in data["tools"]:  # the probe ran the fix on the simulator's own PlantedBug, not a rebound one
+    grader.assert_equal(path.replace("\\", "/").endswith("common/debug/bugs.py"), True,
+                        name="the probe ran the simulated Spyre's own PlantedBug")
 for name, bug in variants.items():
     got = data[name]
     grader.assert_type(got["out"], torch.Tensor, name=f"{fix} returns a tensor ({name} variant)")
