@@ -170,7 +170,7 @@ from common.sim import simulate_llm as _simulate
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
-_cases = [("test", "prefill", _rng.randrange(1, 5), _rng.randrange(8, 40), _rng.choice((None, 40960, 65536))),
+_cases = [("test", "prefill", _rng.randrange(1, 5), _rng.randrange(8, 33), _rng.choice((None, 40960, 65536))),
           ("tiny-block", _rng.choice(("prefill", "decode")), _rng.randrange(1, 4), _rng.randrange(8, 48),
            _rng.choice((None, 49152, 262144)))]
 _programs = [_p for _m, _ph, _b, _s, _lx in _cases  # programs you have not seen, some with a small LX budget
@@ -195,7 +195,7 @@ from common.sim import simulate_llm
 
 data, seed = probe.received()
 rng = random.Random(seed)  # the probe's draws, then its programs, rebuilt here
-cases = [("test", "prefill", rng.randrange(1, 5), rng.randrange(8, 40), rng.choice((None, 40960, 65536))),
+cases = [("test", "prefill", rng.randrange(1, 5), rng.randrange(8, 33), rng.choice((None, 40960, 65536))),
          ("tiny-block", rng.choice(("prefill", "decode")), rng.randrange(1, 4), rng.randrange(8, 48),
           rng.choice((None, 49152, 262144)))]
 reports = [simulate_llm(m, "spyre", phase=ph, batch=b, seq=s, lx_budget_bytes=lx) for m, ph, b, s, lx in cases]
@@ -423,7 +423,7 @@ from common.sim import simulate_llm as _simulate
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
-_cases = [("test", "prefill", _rng.randrange(1, 5), _rng.randrange(8, 40), _rng.choice((None, 40960, 65536))),
+_cases = [("test", "prefill", _rng.randrange(1, 5), _rng.randrange(8, 33), _rng.choice((None, 40960, 65536))),
           ("tiny-block", _rng.choice(("prefill", "decode")), _rng.randrange(1, 4), _rng.randrange(8, 48),
            _rng.choice((None, 49152, 262144)))]
 _programs = [_p for _m, _ph, _b, _s, _lx in _cases  # programs you have not seen, some with a small LX budget
@@ -440,7 +440,7 @@ from common.sim import simulate_llm
 
 data, seed = probe.received()
 rng = random.Random(seed)  # the probe's draws, then its programs, rebuilt here
-cases = [("test", "prefill", rng.randrange(1, 5), rng.randrange(8, 40), rng.choice((None, 40960, 65536))),
+cases = [("test", "prefill", rng.randrange(1, 5), rng.randrange(8, 33), rng.choice((None, 40960, 65536))),
          ("tiny-block", rng.choice(("prefill", "decode")), rng.randrange(1, 4), rng.randrange(8, 48),
           rng.choice((None, 49152, 262144)))]
 reports = [simulate_llm(m, "spyre", phase=ph, batch=b, seq=s, lx_budget_bytes=lx) for m, ph, b, s, lx in cases]

@@ -259,21 +259,22 @@ class _Async:  # the work of every call runs only when sync() waits for it
     def launch(self, n):
         self.clock.calls += 1
         self.clock.now += 3e-7
-        slow = self.slow_every and self.clock.calls % self.slow_every == 0
-        self.queued += n * (100 if slow else 1)  # one call in slow_every is preempted: 100x its time
+        # after the first ten calls (warm-up and block sizing), one call in slow_every is preempted: 100x its time
+        slow = self.slow_every and self.clock.calls > 10 and self.clock.calls % self.slow_every == 0
+        self.queued += n * (100 if slow else 1)
 
     def sync(self):
         self.clock.now += self.queued * _step
         self.queued = 0
 
 
-def _on_async(n, slow_every=0, **kw):
+def _on_async(n, slow_every=0, min_run_time=0.05, **kw):
     _c = _Clock()
     _saved = _timeit.default_timer, _time.perf_counter
     _timeit.default_timer = _time.perf_counter = _c
     try:
         _d = _Async(_c, slow_every)
-        _r = measure(_d.launch, n, min_run_time=0.05, sync=_d.sync, **kw)
+        _r = measure(_d.launch, n, min_run_time=min_run_time, sync=_d.sync, **kw)
         return {k: _r[k] for k in ("median_s", "iqr_s", "n_runs")}, _c.calls_at_first_read
     finally:
         _timeit.default_timer, _time.perf_counter = _saved
@@ -282,7 +283,7 @@ def _on_async(n, slow_every=0, **kw):
 probe.send("gemm", dict(measure(torch.mm, torch.randn(128, 128), torch.randn(128, 128), min_run_time=0.02)))
 probe.send("small", _on_async(_n)[0])
 probe.send("big", _on_async(_n * _scale)[0])
-probe.send("robust", _on_async(_n, slow_every=_slow_every)[0])
+probe.send("robust", _on_async(_n, slow_every=_slow_every, min_run_time=0.5)[0])  # long enough for slow calls
 probe.send("calls_before_first_read", _on_async(_n // 4, warmup=_warmup)[1])
 ### JUDGEMENT
 import random
@@ -308,6 +309,7 @@ work_s = n * step + 3e-7  # the queued work of one call, plus its launch
 grader.assert_scalar(data["small"]["median_s"], work_s, rel=0.01, name="synced time per call is the work's")
 grader.assert_scalar(data["big"]["median_s"] / data["small"]["median_s"], (n * scale * step + 3e-7) / work_s,
                      rel=0.01, name="on an asynchronous device, k times the work takes k times the time")
+grader.assert_in_range(data["robust"]["n_runs"], 3, 10**9, name="half a second of calls is several runs")
 grader.assert_scalar(data["robust"]["median_s"], work_s, rel=0.01,
                      name="one preempted call in a few does not move the median")
 grader.assert_type(data["calls_before_first_read"], int, name="the clock was read")
