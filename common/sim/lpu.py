@@ -215,21 +215,27 @@ class LPUPolicy(Policy):
     def _tally(self, steps, pieces, q: float) -> list[spatial.Tally]:
         """``_stages`` as ``spatial.step_time`` reads it (each event's duration, each hop's overlap), the same
         walk and the same arithmetic; compared for every microbatch size, so no events are made."""
-        chips = [spatial.Tally() for _ in range(self.n_chips)]
+        durations: list[list[float]] = [[] for _ in range(self.n_chips)]  # a chip's compute, in order
         links = [spatial.Tally() for _ in range(self.n_chips)]
         latency, per_link = self.chip.fact("c2c_hop_latency_s"), self._per_link()  # as in ``_hop``
         chip = pieces[0][0][0] if pieces else 0
         made: dict = {}  # (kernel, share) -> its duration
         for step, parts in zip(steps, pieces, strict=True):
+            kid = id(step.kernel)
             for i, (c, f) in enumerate(parts):
                 if c != chip:
-                    under = chips[chip].held[-1] if i > 0 else 0.0
+                    under = durations[chip][-1] if i > 0 else 0.0
                     t = latency + q * step.needs / per_link
                     links[chip].add(t, min(t, under))
                     chip = c
-                d = made.get((id(step.kernel), f))
+                d = made.get((kid, f))
                 if d is None:
                     duration, _, floor, terms = self.kernel_time(step.kernel, f, q)
-                    d = made[id(step.kernel), f] = self.at_least_one_cycle(duration, floor, terms)[0]
-                chips[c].add(d)
+                    d = made[kid, f] = self.at_least_one_cycle(duration, floor, terms)[0]
+                durations[c].append(d)
+        chips = []
+        for ds in durations:  # compute holds its chip, overlaps nothing: held and passed are the same terms
+            t = spatial.Tally()
+            t.held = t.passed = ds
+            chips.append(t)
         return [s for pair in zip(chips, links, strict=True) for s in pair]
