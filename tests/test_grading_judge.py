@@ -251,3 +251,18 @@ def test_probe_payloads_are_found_by_mime_type_only():
         {"output_type": "stream", "name": "stdout", "text": probe.text()},
     ]
     assert probe_payloads(outputs) == [probe.text()]
+
+
+def test_every_answer_key_import_from_common_is_explained(monkeypatch):
+    """Issue 28: a library function an answer key calls may compute a graded answer; each import is explained."""
+    from pathlib import Path
+
+    from common.grading import grader_only
+    from common.grading.course import all_courses
+
+    courses = all_courses(Path(__file__).resolve().parents[1])
+    assert grader_only.answer_key_problems(courses) == []
+    dropped = next(iter(grader_only.ANSWER_KEY_IMPORTS))
+    monkeypatch.delitem(grader_only.ANSWER_KEY_IMPORTS, dropped)
+    (problem,) = grader_only.answer_key_problems(courses)
+    assert dropped[1] in problem and "ANSWER_KEY_IMPORTS" in problem

@@ -181,6 +181,119 @@ def defines(path: Path, qualname: str) -> bool:
     return definition(tree, qualname) is not None
 
 
+def answer_key_imports(course, lab: str) -> list[str]:
+    """``module:name`` of everything the lab's ``answers.py`` imports from the student package ``common``, at any
+    depth: a graded answer computed by a library function is one a learner can compute by calling it."""
+    path = course.source_dir / lab / "answers.py"
+    if not path.is_file():
+        return []
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "common" and not node.level:
+            found += [f"{node.module}:{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [f"{alias.name}:*" for alias in node.names if alias.name.split(".")[0] == "common"]
+    return sorted(set(found))
+
+
+def answer_key_problems(courses) -> list[str]:
+    """Imports of an answers.py from ``common`` that ``ANSWER_KEY_IMPORTS`` does not explain, and entries that
+    no answers.py imports any more."""
+    problems, seen = [], set()
+    for course in courses:
+        for lab in course.labs():
+            where = f"{course.name}/{lab}"
+            for name in answer_key_imports(course, lab):
+                seen.add((where, name))
+                if (where, name) not in ANSWER_KEY_IMPORTS:
+                    problems.append(f"grader_only: {where}/answers.py imports {name}: say in ANSWER_KEY_IMPORTS "
+                                    "why it computes no graded answer (else a learner can call it)")  # fmt: skip
+    known = {f"{c.name}/{lab}" for c in courses for lab in c.labs()}
+    problems += [f"grader_only: ANSWER_KEY_IMPORTS lists {w} {n}, which its answers.py no longer imports"
+                 for w, n in ANSWER_KEY_IMPORTS if w in known and (w, n) not in seen]  # fmt: skip
+    return problems
+
+
+# (course/lab, "module:name") an answers.py imports from common -> why it computes no graded answer of that lab.
+CATALOG = "catalog data (chip records, dtype sizes) every lab reads: no answer is computed by it"
+ANSWER_KEY_IMPORTS: dict[tuple[str, str], str] = {
+    ("course1_landscape/deepdive1_spyre", "common.chips:DTYPE_BYTES"):
+        CATALOG,
+    ("course1_landscape/deepdive1_spyre", "common.chips:get_chip"):
+        CATALOG,
+    ("course1_landscape/lab1_landscape", "common.chips:get_chip"):
+        CATALOG,
+    ("course2_dataflow/lab2_dataflow", "common.costs:annotate"):
+        "the cost pass the lab hands out; node_annotations' graded part is the bound from given peak/bandwidth",
+    ("course2_dataflow/lab2_dataflow", "common.costs:node_table"):
+        "a table of annotate's numbers; NOT_REFERENCES: it bounds by a catalog chip, the stub by given rooflines",
+    ("course2_dataflow/lab2_dataflow", "common.dataflow:Evaluator"):
+        "evaluates one node; run_dataflow's graded part is the token firing order and buffers around it",
+    ("course2_dataflow/lab2_dataflow", "common.models:TinyTransformerBlock"):
+        "the model Part 4 simulates (input of the landscape check), not an answer",
+    ("course2_dataflow/lab2_dataflow", "common.schedule:Schedule"):
+        "the result container the lab's scheduler fills and draws",
+    ("course2_dataflow/lab2_dataflow", "common.schedule:Slot"):
+        "the result container the lab's scheduler fills and draws",
+    ("course2_dataflow/lab2_dataflow", "common.schedule:upward_rank"):
+        "the priority the lab hands out; static_list_schedule's graded part is placing ranked nodes on PEs",
+    ("course2_dataflow/lab2_dataflow", "common.sim.run:make_policy"):
+        "the simulator the lab runs in Part 4 (landscape consistency check), not a stub's answer",
+    ("course2_dataflow/lab2_dataflow", "common.sim.workload:graph_workload"):
+        "the simulator the lab runs in Part 4 (landscape consistency check), not a stub's answer",
+    ("course2_dataflow/lab2_dataflow", "common.sim:simulate"):
+        "the simulator the lab runs in Part 4 (landscape consistency check), not a stub's answer",
+    ("course3_compile/deepdive3_spyre", "common.chips:DTYPE_BYTES"):
+        CATALOG,
+    ("course3_compile/deepdive3_spyre", "common.sim.lowering:CUSTOM_OPS"):
+        "the names of Spyre's custom ops, which the lab shows; lowering_summary counts them itself",
+    ("course3_compile/lab3_compile", "common.chips:chips_of_kind"):
+        CATALOG,
+    ("course3_compile/lab3_compile", "common.compile_tools:op_name"):
+        "names one node; my_count_ops' graded part is which nodes count and the tally",
+    ("course3_compile/lab3_compile", "common.compile_tools:ops_in_kernel_name"):
+        "used for fused_kernels, which no stub asks; kernel_names' answer is its own regex",
+    ("course3_compile/lab3_compile", "common.fusion:classify"):
+        "the op classes the lab hands out; my_find_groups' graded part is the grouping (docs/architecture.md)",
+    ("course4_memory/lab4_memory", "common.cache:LRUCache"):
+        "the cache model the lab hands out; cache_traffic's graded part is the tiling's address stream through it",
+    ("course4_memory/lab4_memory", "common.cache:MatmulTiling"):
+        "the tiling record the stubs take as input",
+    ("course4_memory/lab4_memory", "common.chips:DTYPE_BYTES"):
+        CATALOG,
+    ("course4_memory/lab4_memory", "common.chips:canonical_dtype"):
+        CATALOG,
+    ("course4_memory/lab4_memory", "common.chips:get_chip"):
+        CATALOG,
+    ("course5_debug/deepdive5_spyre", "common.chips:DTYPE_BYTES"):
+        CATALOG,
+    ("course5_debug/deepdive5_spyre", "common.chips:get_chip"):
+        CATALOG,
+    ("course5_debug/lab5_debug", "common.debug.divergence:first_divergence"):
+        "the lab's given tool (Part 1 demo); it finds a node, which no stub returns",
+    ("course5_debug/lab5_debug", "common.debug.reducer:reduce"):
+        "the lab's given tool (Part 1 demo); it cuts a graph, which no stub returns",
+    ("course5_debug/lab5_debug", "common.debug.timing:CATEGORIES"):
+        "the event kinds' names",
+    ("course5_debug/lab5_debug", "common.debug.timing:category"):
+        "an event's kind; split_time's graded part is the priority-ordered split",
+    ("course5_debug/lab5_debug", "common.debug.timing:exclusive_split"):
+        "NOT_REFERENCES: fixed kernel-first priority; hidden tests ask other orders",
+    ("course5_debug/lab5_debug", "common.debug.timing:timing_region"):
+        "the region for perf_region (a judgement helper); fix_perf's graded part is the fix",
+    ("course5_debug/lab5_debug", "common.debug:bugs"):
+        "plants the cases the learner debugs (they run in the learner's kernel); the fixes are judged on device traces",
+    ("course6_roofline/deepdive6_spyre", "common.chips:get_chip"):
+        CATALOG,
+    ("course6_roofline/lab6_roofline", "common.chips:get_chip"):
+        CATALOG,
+    ("course6_roofline/lab6_roofline", "common.roofline:roofline_for_chip"):
+        "ridge_table (no stub) for the plot; the ridge_point stub takes raw numbers, infinite ones included",
+    ("course6_roofline/lab6_roofline", "common.sim:simulate_llm"):
+        "the simulator the lab asks the learner to run; decode_sweep's graded part is intensity and attainment",
+}
+
+
 def graded_stubs(course, lab: str) -> list[str]:
     """Names the learner writes in a lab: top-level ``def``/``class`` of its solution cells (source notebook)."""
     nb = nbformat.read(course.source_notebook(lab), as_version=4)
@@ -233,4 +346,4 @@ def registry_problems(courses, package_parent: Path) -> list[str]:
                         f"grader_only: {namesake} has the name of {where}'s graded stub {stub}: "
                         "list it in GRADER_ONLY, or say in NOT_REFERENCES why it is not the answer"
                     )
-    return problems
+    return problems + answer_key_problems(courses)
