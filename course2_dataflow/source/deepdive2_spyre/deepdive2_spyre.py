@@ -731,7 +731,9 @@ plt.show()
 # `decompose(gm, make_policy("spyre"))`.
 #
 # **Spec.** `predict_restickify(ops)` → a `set` of `(producer, consumer)` string pairs: every producer an op reads
-# through a transposed view that is not a parameter. Then compare your prediction with the compiler's
+# through a transposed view that is not a parameter. Read only those three fields of each op: a prediction made
+# before compiling needs nothing else (the grader also hands you records that carry only `name`,
+# `transposed_inputs` and `param_inputs`). Then compare your prediction with the compiler's
 # `gv.restickify_edges(PROGRAM)` (`source`, `consumers`).
 
 # %% nbgrader={"grade": false, "grade_id": "predict_restickify", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -755,6 +757,8 @@ check_equal("your prediction = the compiler's restickify edges", sorted(PREDICTE
             hint="transposed_inputs minus param_inputs, per op; compare with gv.restickify_edges(PROGRAM)")
 print("predicted restickify edges:", sorted(PREDICTED))
 ### BEGIN HIDDEN TESTS
+from types import SimpleNamespace as _SimpleNamespace
+
 from common.grading.probe import Probe
 from common.sim import graphview as _gv5
 from common.sim.pipeline import decompose as _decompose
@@ -768,6 +772,12 @@ _workloads = {"sdpa": _opw("sdpa", (1, 2, 64, 32), "fp16"), "matmul": _opw("matm
 for _name, _w in _workloads.items():
     _mine = predict_restickify(_decompose(_w.segments[0].gm, _mp("spyre")))
     probe.send(_name, {"type": type(_mine).__name__, "pairs": [list(_pair) for _pair in _mine]})
+# the same ops as records of the three fields the spec reads, and nothing a compiler pass could run on
+_records = [_SimpleNamespace(name=_o.name, transposed_inputs=tuple(_o.transposed_inputs),
+                             param_inputs=tuple(_o.param_inputs))
+            for _o in _decompose(_workloads["variant"].segments[0].gm, _mp("spyre"))]
+_mine = predict_restickify(_records)
+probe.send("records", {"type": type(_mine).__name__, "pairs": [list(_pair) for _pair in _mine]})
 ### JUDGEMENT
 from common.checks import grader
 from common.sim import graphview, simulate
@@ -784,6 +794,9 @@ for label, workload in workloads.items():
     grader.assert_equal(data[label]["type"], "set", name="predict_restickify returns a set")
     grader.assert_equal(sorted(data[label]["pairs"]), sorted([a, b] for a, b in compiled),
                         name=f"restickify edges ({label})")
+grader.assert_equal(data["records"]["type"], "set", name="predict_restickify returns a set")
+grader.assert_equal(sorted(data["records"]["pairs"]), sorted([a, b] for a, b in compiled),
+                    name="restickify edges from the three fields alone")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -186,4 +186,24 @@ def predict_restickify(ops):
 """,
         fails=["predict_restickify_tests"],
     ),
+    # the compiler's own passes run on the ops: fuse them into bundles, tile each (which inserts the restickify
+    # copies), read the copies back
+    dict(
+        cell="predict_restickify",
+        kind="call-reference",
+        code="""
+from common.sim.pipeline import fuse as _lazy_fuse
+
+
+def predict_restickify(ops):
+    policy, out = make_policy("spyre"), set()
+    for k in _lazy_fuse(list(ops), policy):
+        policy.tile(k)
+        for o in k.ops:
+            if o.op == "spyre.restickify":
+                out |= {(next(iter(o.in_bytes)), c.name) for c in k.ops if o.name in c.in_bytes}
+    return out
+""",
+        fails=["predict_restickify_tests"],
+    ),
 ]
