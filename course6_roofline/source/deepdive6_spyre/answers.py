@@ -4,7 +4,8 @@
   LX bytes = the ``lx_bytes`` counter, intensities = report.flops / those bytes, attained = flops / time.
 * ``op_counters``: per compute event on the ``cores`` engine with FLOPs: the per-op counters (``detail``
   lpddr_read + lpddr_write; LX bytes of the event) and its duration.
-* ``tile_sweep``: one Spyre prefill per ``coarse_tiles`` value, LPDDR5 bytes from the counters.
+* ``tile_sweep``: one row per {coarse_tiles: report}, LPDDR5 bytes from the counters (so that
+  ``common.sim.traffic.sweep``, which re-simulates, cannot answer a profiler's counters).
 * ``level_ridges``: peak / bandwidth per memory level with a published bandwidth or a catalog estimate
   (``ESTIMATED_LEVELS``); levels with neither are left out.
 """
@@ -37,13 +38,10 @@ def op_counters(report) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "flops", "lpddr_bytes", "lx_bytes", "duration_s"])
 
 
-def tile_sweep(model, tiles, seq) -> pd.DataFrame:
-    """coarse_tiles, lpddr_bytes, I_LPDDR5, time_s of one Spyre prefill per tiling."""
-    from common.sim import simulate_llm
-
+def tile_sweep(reports: dict) -> pd.DataFrame:
+    """coarse_tiles, lpddr_bytes, I_LPDDR5, time_s of each {coarse_tiles: Spyre prefill report}, from its counters."""
     rows = []
-    for t in tiles:
-        r = simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t)
+    for t, r in reports.items():
         lp = _lpddr(r.counters)
         rows.append({"coarse_tiles": t, "lpddr_bytes": lp, "I_LPDDR5": r.flops / lp, "time_s": r.time_s})
     return pd.DataFrame(rows, columns=["coarse_tiles", "lpddr_bytes", "I_LPDDR5", "time_s"])

@@ -293,72 +293,99 @@ print("bundle launch estimate:", SPYRE.estimates["kernel_launch_s"].derivation)
 # each extra row tile re-reads the weight operand from LPDDR5. Fewer, larger tiles → fewer LPDDR5 bytes → a
 # higher LPDDR5 intensity, as long as the tile fits the LX budget.
 #
-# **Spec.** Write `tile_sweep(model, tiles, seq)`: for each `coarse_tiles` value simulate a Spyre prefill
-# (`simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t)`) and return a `DataFrame`
-# with columns `coarse_tiles`, `lpddr_bytes` (counters, read + write), `I_LPDDR5` (report.flops / lpddr_bytes)
-# and `time_s`.
+# **Spec.** Write `tile_sweep(reports)`: `reports` maps each `coarse_tiles` value to the report of one Spyre
+# prefill compiled with it (the next cell builds them with `simulate_llm(..., coarse_tiles=t)`). Return a
+# `DataFrame` with one row per tiling, in the order of `reports`, and columns `coarse_tiles`, `lpddr_bytes` (the
+# counters, read + write), `I_LPDDR5` (`report.flops / lpddr_bytes`) and `time_s` (`report.time_s`). Read the
+# counters, as in Part 1: on a card they are what the profiler reports.
+
+# %%
+# One Spyre prefill per tiling: the reports tile_sweep reads.
+tiled = {t: simulate_llm(MODEL, "spyre", phase="prefill", batch=1, seq=SEQ, coarse_tiles=t) for t in TILES}
+
 
 # %% nbgrader={"grade": false, "grade_id": "tile_sweep", "locked": false, "schema_version": 3, "solution": true, "task": false}
-def tile_sweep(model, tiles, seq):
-    """Spyre prefill per coarse_tiles value: coarse_tiles, lpddr_bytes, I_LPDDR5, time_s."""
+def tile_sweep(reports):
+    """One row per {coarse_tiles: Spyre prefill report}: coarse_tiles, lpddr_bytes, I_LPDDR5, time_s."""
     ### BEGIN SOLUTION
     rows = []
-    for t in tiles:
-        r = simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t)
+    for t, r in reports.items():
         lp = r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"]
         rows.append({"coarse_tiles": t, "lpddr_bytes": lp, "I_LPDDR5": r.flops / lp, "time_s": r.time_s})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["coarse_tiles", "lpddr_bytes", "I_LPDDR5", "time_s"])
     ### END SOLUTION
 
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "tile_sweep_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_tensor, check_type
 
-ts = tile_sweep(MODEL, TILES, SEQ)
+ts = tile_sweep(tiled)
 check_type("tile_sweep", ts, pd.DataFrame)
-ref = [simulate_llm(MODEL, "spyre", phase="prefill", batch=1, seq=SEQ, coarse_tiles=t) for t in TILES]
 check_tensor("I_LPDDR5 per tiling", torch.tensor(ts["I_LPDDR5"].to_numpy(float)),
-             torch.tensor([r.flops / (r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"]) for r in ref],
-                          dtype=torch.float64), rtol=1e-9, dtype=torch.float64)
+             torch.tensor([r.flops / (r.counters["lpddr_to_lx_bytes"] + r.counters["lx_to_lpddr_bytes"])
+                           for r in tiled.values()], dtype=torch.float64), rtol=1e-9, dtype=torch.float64)
 check_equal("more row tiles, lower LPDDR5 intensity", bool(np.all(np.diff(ts["I_LPDDR5"].to_numpy(float)) < 0)), True)
 ### BEGIN HIDDEN TESTS
+import dataclasses as _dc
 import random as _random
 
 import pandas as _pd
 import torch as _torch
 
 from common.grading.probe import Probe
+from common.sim import simulate_llm as _sim
 
 probe = Probe()
-_rng = _random.Random(probe.seed)  # this learner's tilings and prompt lengths
-_asked = [("test", (1, _rng.choice((2, 3, 5))), _rng.choice((16, 32))), ("test", (_rng.choice((2, 4)), 1), 24)]
-for _k, (_model, _tiles, _seq) in enumerate(_asked):
-    _t = tile_sweep(_model, _tiles, _seq)
-    probe.send(f"sweep {_k}", {"frame": isinstance(_t, _pd.DataFrame),
-                               **{c: _torch.tensor(_t[c].to_numpy(float), dtype=_torch.float64)
+_rng = _random.Random(probe.seed)  # this learner's tilings, lengths and profiler counters
+_asked = [("test", (1, _rng.choice((2, 3, 5))), _rng.choice((16, 32)), False),
+          ("test", (_rng.choice((2, 4)), 1), 24, True), ("llama-3.1-8b", (4, 1, 2), _rng.choice((128, 256)), False),
+          ("llama-3.1-8b", (1, 2), 128, True)]
+_factors = [round(_rng.uniform(1.05, 1.6), 3) for _ in range(2)]  # LPDDR5 read and write as a profiler counted them
+for _k, (_model, _tiles, _seq, _profiled) in enumerate(_asked):
+    _reports = {_t: _sim(_model, "spyre", phase="prefill", batch=1, seq=_seq, coarse_tiles=_t) for _t in _tiles}
+    if _profiled:
+        _reports = {_t: _dc.replace(_r, counters={**_r.counters,
+                                                 "lpddr_to_lx_bytes": _r.counters["lpddr_to_lx_bytes"] * _factors[0],
+                                                 "lx_to_lpddr_bytes": _r.counters["lx_to_lpddr_bytes"] * _factors[1]})
+                    for _t, _r in _reports.items()}
+    _table = tile_sweep(_reports)
+    probe.send(f"sweep {_k}", {"frame": isinstance(_table, _pd.DataFrame),
+                               **{c: _torch.tensor(_table[c].to_numpy(float), dtype=_torch.float64)
                                   for c in ("coarse_tiles", "lpddr_bytes", "I_LPDDR5", "time_s")}})
 ### JUDGEMENT
+import dataclasses
 import random
 
 import torch
 
 from answers import tile_sweep as ref_sweep
+from common import sim
 from common.checks import grader
 
 data, seed = probe.received()
 rng = random.Random(seed)
-asked = [("test", (1, rng.choice((2, 3, 5))), rng.choice((16, 32))), ("test", (rng.choice((2, 4)), 1), 24)]
-for k, (model, tiles, seq) in enumerate(asked):
-    got, want = data[f"sweep {k}"], ref_sweep(model, tiles, seq)
+asked = [("test", (1, rng.choice((2, 3, 5))), rng.choice((16, 32)), False),
+         ("test", (rng.choice((2, 4)), 1), 24, True), ("llama-3.1-8b", (4, 1, 2), rng.choice((128, 256)), False),
+         ("llama-3.1-8b", (1, 2), 128, True)]
+factors = [round(rng.uniform(1.05, 1.6), 3) for _ in range(2)]
+for k, (model, tiles, seq, profiled) in enumerate(asked):
+    reports = {t: sim.simulate_llm(model, "spyre", phase="prefill", batch=1, seq=seq, coarse_tiles=t) for t in tiles}
+    if profiled:
+        scaled = {"lpddr_to_lx_bytes": factors[0], "lx_to_lpddr_bytes": factors[1]}
+        reports = {t: dataclasses.replace(r, counters={**r.counters, **{n: r.counters[n] * f
+                                                                        for n, f in scaled.items()}})
+                   for t, r in reports.items()}
+    got, want = data[f"sweep {k}"], ref_sweep(reports)
+    what = f"{model}, tilings {tiles}, {seq} tokens" + (", the profiler's counters" if profiled else "")
     grader.assert_equal(got["frame"], True, name="tile_sweep returns a DataFrame")
     for col in ("coarse_tiles", "lpddr_bytes", "I_LPDDR5", "time_s"):
         grader.assert_tensor(got[col], torch.tensor(want[col].to_numpy(float), dtype=torch.float64), rtol=1e-9,
-                             atol=0.0, dtype=torch.float64, name=f"tilings {tiles}, {seq} tokens: {col}")
+                             atol=0.0, dtype=torch.float64, name=f"{what}: {col}")
 ### END HIDDEN TESTS
 
 # %%
 try:
-    ts = tile_sweep(MODEL, TILES, SEQ)
+    ts = tile_sweep(tiled)
 except NotImplementedError:
     ts = None
     print("tile_sweep is not written yet")
