@@ -1026,14 +1026,14 @@ import random
 
 from answers import machine_row
 from common.checks import grader
-from common.landscape import SYSTEM_OF_BACKEND
+from common.landscape import SYSTEM_OF_BACKEND as SYSTEM_OF
 from common.sim import BACKEND_NAMES, simulate_llm
 
 data, seed = probe.received()
 rng = random.Random(seed)
 backends = rng.sample(BACKEND_NAMES, rng.randrange(2, len(BACKEND_NAMES) + 1))
 seq = rng.randrange(8, 48)
-reports = {SYSTEM_OF_BACKEND[b]: simulate_llm("tiny-block", b, phase="decode", batch=1, seq=seq) for b in backends}
+reports = {SYSTEM_OF[b]: simulate_llm("tiny-block", b, phase="decode", batch=1, seq=seq) for b in backends}
 errors = {s: rng.uniform(0, 0.1) for s in list(reports)[::2]}
 for table, given, errs in ((data["table"], reports, errors), (data["one"], dict(list(reports.items())[:1]), {})):
     grader.assert_equal(table["index"], list(given), name="one row per report, in its order, indexed by system")
@@ -1344,8 +1344,8 @@ for s in SYSTEMS:
         grader.assert_equal(row.get("value"), qual[s][a], name="each description it is given, as given")
         grader.assert_equal([row.get("source"), row.get("course")], ["learner", 1], name="descriptions: learner, course 1")
 cfg = get_config(data["model"])
-simulated = ("decode step latency (s)", "decode throughput (tokens/s)", "dominant operator",
-             "main-memory bytes per decode step")
+simulated = ["decode step latency (s)", "decode throughput (tokens/s)", "dominant operator",
+             "main-memory bytes per decode step"]  # the rows from the reports
 for s in SYSTEMS:
     if s not in reports:
         grader.assert_equal([a for a in simulated if (s, a) in cells], [], name="simulated rows only for the reports given")
