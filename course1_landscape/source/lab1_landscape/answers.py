@@ -84,6 +84,7 @@ def machine_row(report, error=math.nan) -> dict:
 
 # ---- Landscape map: the learner's descriptions ---------------------------------------------------------------
 _NOT = r"(?<!no )(?<!not )(?<!without )"  # "no HBM", "not at run time" name the mechanism by its absence
+_NOT_CACHES = _NOT + r"(?<!no hardware )(?<!without hardware )\b(hardware[- ]managed )?caches\b"
 _AT_RUN_TIME = _NOT + r"\b(dynamic(ally)? schedul|run[- ]?time schedul|hardware schedul|out[- ]of[- ]order)"
 _GPU_ONLY = (r"\bsimt\b", r"\bwarps?\b", r"\bcuda\b", r"\btriton\b", r"one by one", r"kernels? (are )?launch")
 
@@ -104,13 +105,13 @@ LANDSCAPE_VOCAB = {
     },
     "memory hierarchy": {
         "TPU": ((r"\bhbm\b", r"\bvmem\b", r"vector memory", r"software[- ]managed", r"\bici\b"),
-                (_NOT + r"\bcaches?\b(?! nothing)", r"\bsram only", r"\blpddr", r"wafer", r"\bsmem\b", r"scratchpad")),
+                (r"\bsram only", r"\blpddr", r"wafer", r"\bsmem\b")),
         "WSE": ((r"\bsram\b", r"on[- ]wafer", r"on[- ]chip memory", r"next to (every|each) (core|pe)",
                  r"distributed memory", r"no (hbm|dram|off[- ]chip)"),
                 (_NOT + r"\bhbm\b", _NOT + r"\bdram\b", r"\blpddr", r"\bvmem\b", _NOT + r"\bl2\b")),
         "LPU": ((r"\bsram\b", r"on[- ]chip (memory|only)", r"no (caches?|dram|hbm|off[- ]chip)", r"230 ?mb"),
                 (_NOT + r"\bhbm\b", _NOT + r"\bdram\b", r"\blpddr", r"\bvmem\b",
-                 _NOT + r"(hardware[- ]managed )?caches\b", r"wafer")),
+                 _NOT_CACHES, r"wafer")),
         "Spyre": ((r"\blpddr", r"\blx\b", r"scratchpads?", r"software[- ]managed"),
                   (_NOT + r"\bhbm\b", r"\bvmem\b", r"wafer", _NOT + r"hardware[- ]managed caches?", r"\bsmem\b")),
     },
