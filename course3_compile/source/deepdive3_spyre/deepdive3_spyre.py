@@ -531,7 +531,8 @@ for _ in range(6):  # dims, cores and a forced split of this learner's variant
     _dims = tuple((f"x{j}", _rng.choice([1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 20, 27, 30])) for j in range(_rng.randint(1, 4)))
     _f = {l: n for l, n in _dims[:1] if n > 1 and _rng.random() < 0.5}
     _f = {l: min(d for d in range(2, n + 1) if n % d == 0) for l, n in _f.items()}
-    _forced_cases.append((_dims, _rng.choice([4, 8, 12, 16, 24, 32]), _f or None))
+    _c = _rng.choice([4, 8, 12, 16, 24, 32])
+    _forced_cases.append((_dims, _c, {l: n for l, n in _f.items() if n <= _c} or None))
 for _i, (_dims, _cores, _f) in enumerate(_forced_cases):
     probe.send(f"forced_{_i}", divide_work(_dims, _cores, forced=None if _f is None else dict(_f)))
 ### JUDGEMENT
@@ -561,7 +562,8 @@ for _ in range(6):
     _dims = tuple((f"x{j}", _rng.choice([1, 2, 3, 4, 5, 6, 8, 9, 12, 16, 20, 27, 30])) for j in range(_rng.randint(1, 4)))
     _f = {l: n for l, n in _dims[:1] if n > 1 and _rng.random() < 0.5}
     _f = {l: min(d for d in range(2, n + 1) if n % d == 0) for l, n in _f.items()}
-    _forced_cases.append((_dims, _rng.choice([4, 8, 12, 16, 24, 32]), _f or None))
+    _c = _rng.choice([4, 8, 12, 16, 24, 32])
+    _forced_cases.append((_dims, _c, {l: n for l, n in _f.items() if n <= _c} or None))
 grader.assert_equal(_dw((("d0", 3), ("d1", 32), ("stick", 1)), 32, forced={"d0": 3}), {"d0": 3, "d1": 8},
                     name="the key's worked example")
 for _i, (_dims, _cores, _f) in enumerate(_forced_cases):
