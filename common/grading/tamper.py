@@ -1,10 +1,10 @@
 """Flag submissions whose own code reaches for the interpreter's machinery, for an instructor to look at.
 
-Tests run in the same interpreter as the learner's code. ``common.checks`` resists the usual tricks (objects
-that claim equality, monkeypatched torch functions, redefined helpers), but code that rewires Python itself —
-``sys.modules``, builtins, IPython's exception or input hooks, ``ctypes`` — could in principle fake a passing
-test. Honest lab code never needs these, so their use is reported next to the grade (no points are taken:
-an instructor decides). Only the learner's cells are scanned, not the read-only cells of the lab.
+No grade depends on these flags: a test cell's verdict is made by its judgement in the grader, on plain data
+(judge.py), so nothing the learner's kernel does can change it. Code that rewires Python itself (``sys.modules``,
+builtins, IPython's hooks, ``ctypes``, frames) or reaches for the grader's files is still worth a look: honest
+lab code never needs it, and it is how a learner would probe the sandbox. Its use is reported next to the grade
+(no points are taken: an instructor decides). Only the learner's cells are scanned, not the lab's locked cells.
 """
 
 from __future__ import annotations
