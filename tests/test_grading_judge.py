@@ -266,3 +266,20 @@ def test_every_answer_key_import_from_common_is_explained(monkeypatch):
     monkeypatch.delitem(grader_only.ANSWER_KEY_IMPORTS, dropped)
     (problem,) = grader_only.answer_key_problems(courses)
     assert dropped[1] in problem and "ANSWER_KEY_IMPORTS" in problem
+
+
+def test_dfa_check_names_a_test_cell_without_judgement_or_with_answers_in_its_probe():
+    from common.grading.check import metadata_problems
+
+    nb = graded_nb()
+    for cell in nb.cells:
+        cell.metadata.setdefault("nbgrader", {})["schema_version"] = 3
+    nb.cells[0].metadata["nbgrader"] = {"grade": False, "grade_id": "relu", "locked": False, "schema_version": 3,
+                                        "solution": True, "task": False}  # fmt: skip
+    nb.cells[1].metadata["nbgrader"]["task"] = False
+    assert metadata_problems(nb) == []
+    nb.cells[1].source = TEST_CELL.replace("### JUDGEMENT\n", "")  # all of it a probe, answer key included
+    problems = metadata_problems(nb)
+    assert any("needs hidden tests with a probe and a judgement" in p for p in problems), problems
+    nb.cells[1].source = TEST_CELL.replace("probe = Probe()", "from answers import SECRET_KEY\nprobe = Probe()")
+    assert ["its probe imports answers" in p for p in metadata_problems(nb)] == [True]

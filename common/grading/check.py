@@ -9,6 +9,7 @@ hidden-test or mark-scheme text. Last, the README lab tables are current.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -58,6 +59,9 @@ def metadata_problems(nb) -> list[str]:
             if not probe.strip() or not judgement.strip():
                 problems.append(f"cell {index} ({grade_id}): an autograded test cell needs hidden tests with a "
                                 f"probe and a judgement, split by a '{judge.JUDGEMENT}' line")  # fmt: skip
+            if re.search(r"^\s*(from\s+answers\s+import|import\s+answers\b)", probe, re.M):
+                problems.append(f"cell {index} ({grade_id}): its probe imports answers: the answer key belongs "
+                                "below the judgement line (the probe runs in the learner's kernel)")  # fmt: skip
     return problems
 
 
