@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from common.chips import DTYPE_BYTES, get_chip
 from common.errors import DFAError, unknown
 
 SYSTEMS = ("GPU", "TPU", "WSE", "LPU", "Spyre")
@@ -266,9 +267,10 @@ def _entries(rng: random.Random, system: str, fault: str) -> list[str]:
     """The log of one report, in run order; the stage that holds ``fault`` is written with wrong numbers, every
     stage before it with right ones, the stages after it as not reached or right on what they received."""
     op, k, steps = rng.choice(_OPS), rng.randrange(9, 40), rng.choice((100, 200, 500))
-    fmt = "stick format" if system == "Spyre" else "tile format"
+    stick_bytes = int(get_chip("spyre").fact("stick_bytes"))
+    e = stick_bytes // DTYPE_BYTES["fp16"]  # fp16 elements per Spyre stick (catalog)
     n, kid = rng.choice((65, 97, 130, 200)), rng.randrange(1, 6)
-    nbytes = 2 * 64 * -(-n // 64) * rng.choice((4, 8, 16))
+    nbytes = stick_bytes * -(-n // e) * rng.choice((4, 8, 16))
     stages = {  # stage -> (its faults, the right line, the wrong line for each fault)
         "trace": (("trace_breaks", "trace_recompiles"),
                   f"Dynamo trace: 1 graph(s), 0 graph break(s); compiled 1 time(s) in {steps} steps",
@@ -285,12 +287,12 @@ def _entries(rng: random.Random, system: str, fault: str) -> list[str]:
                     {"host_op": f"device kernels: {k - 1} of {k} ops; host ops: aten.{op} (sync, copy to host, "
                                 f"run, copy back)",
                      "no_kernel": f"device kernels: {k - 1} of {k} ops; aten.{op}: none, and no host path"}),
-        "format": (("restick", "padding"),
-                   f"{fmt}: x ({n},) fp16 in {-(-n // 64)} unit(s) of 64, readback equals x at {n} of {n}",
-                   {"restick": f"{fmt}: x.transpose(0, 1) ({n}, {n - 19}) fp16 rewritten, readback "
+        "format": (("restick", "padding"),  # Spyre's sticks: the only stack whose format these logs show
+                   f"stick format: x ({n},) fp16 in {-(-n // e)} stick(s), readback equals x at {n} of {n}",
+                   {"restick": f"stick format: x.transpose(0, 1) ({n}, {n - 19}) fp16 re-stuck, readback "
                                f"equals x at {n * (n - 19) - rng.randrange(20, 200)} of {n * (n - 19)}",
-                    "padding": f"{fmt}: a ({n * 32}, {n}) operand stored as ({n * 32}, {-(-n // 64) * 64}); "
-                               f"the op moves and computes {-(-n // 64) * 64 / n:.2f}x its bytes"}),
+                    "padding": f"stick format: a ({n * 32}, {n}) operand stored as ({n * 32}, {-(-n // e) * e}); "
+                               f"the op moves and computes {-(-n // e) * e / n:.2f}x its bytes"}),
         "plan": (("plan_full",), f"scratchpad plan: kernel k{kid} needs {(have := rng.choice((32, 48))) // 2 - 3} "
                                  f"MiB of {have} MiB",
                  {"plan_full": f"scratchpad plan: kernel k{kid} needs {have + rng.randrange(4, 40)} MiB of "
@@ -307,7 +309,7 @@ def _entries(rng: random.Random, system: str, fault: str) -> list[str]:
                    f"{rng.uniform(1, 9):.0f}e-04 (fp16 tolerance 5e-03); non-finite outputs: 0",
                    {"kernel_tail": f"kernel k{kid} (aten.{op}) on the inputs it received: max |diff| vs the CPU "
                                    f"{rng.uniform(1, 9):.1f}e-01 (fp16 tolerance 5e-03) at elements "
-                                   f"{(a := 64 * rng.randrange(1, -(-n // 64)))}..{n - 1} of each row; "
+                                   f"{(a := e * rng.randrange(1, -(-n // e)))}..{n - 1} of each row; "
                                    f"non-finite outputs: 0",
                     "kernel_unwritten": f"kernel k{kid} (aten.{op}) on the inputs it received: max |diff| vs the "
                                         f"CPU nan (fp16 tolerance 5e-03); non-finite outputs: {n - a} per row, "
@@ -322,6 +324,8 @@ def _entries(rng: random.Random, system: str, fault: str) -> list[str]:
                    {"overflow": f"value check: softmax input reaches {rng.randrange(30, 60)}, exp() of it exceeds "
                                 f"fp16 max 65504; non-finite values: {rng.randrange(8, 64)} (fp32 CPU run: 0)"}),
     }
+    if system != "Spyre":
+        del stages["format"]
     order = list(stages)
     at = next(i for i, s in enumerate(order) if fault in stages[s][0])
     lines = [stages[s][1] for s in order[:at] if rng.random() < 0.6] + [stages[order[at]][2][fault]]
@@ -339,7 +343,11 @@ def _report(rng: random.Random, rid: str) -> FailureReport:
     fault = rng.choice(tuple(_FAULTY))
     systems = _STATIC if fault == "no_kernel" else tuple(s for s in SYSTEMS if s not in _STATIC
                                                          or _FAULTY[fault] in ("compile", "wrong", "nan"))
-    system = rng.choice(systems) if fault not in ("collectives", "host_op") else rng.choice(("GPU", "TPU", "Spyre"))
+    if fault in ("restick", "padding"):
+        systems = ("Spyre",)
+    elif fault in ("collectives", "host_op"):
+        systems = ("GPU", "TPU", "Spyre")
+    system = rng.choice(systems)
     n = rng.choice((256, 1024, 4096))
     head = _SYMPTOM[_FAULTY[fault]].format(r=rng.uniform(1.6, 4.0), m=rng.randrange(1, n // 4), n=n,
                                            t=rng.choice((1, 60, 600)))

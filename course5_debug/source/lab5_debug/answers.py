@@ -39,7 +39,7 @@ from common.debug.timing import CATEGORIES, category, exclusive_split, timing_re
 
 # --- Part 1: reading a failure report ------------------------------------------------------------------------
 _STAGE_LAYER = (("Dynamo trace", "capture"), ("AOTAutograd", "lowering"), ("device kernels", "coverage"),
-                ("stick format", "layout"), ("tile format", "layout"), ("scratchpad plan", "memory"),
+                ("stick format", "layout"), ("scratchpad plan", "memory"),
                 ("DMA in", "memory"), ("kernel k", "codegen"), ("dependencies", "schedule"),
                 ("value check", "numerics"))
 
@@ -59,7 +59,7 @@ def _entry_wrong(body: str) -> bool:
     if body.startswith(("AOTAutograd", "device kernels")):
         done, total = _nums(r"(\d+) of (\d+)", body)
         return done < total
-    if body.startswith(("stick format", "tile format")):
+    if body.startswith("stick format"):
         ratio = _nums(r"computes ([\d.]+)x", body)
         if ratio:
             return ratio[0] > 1.0

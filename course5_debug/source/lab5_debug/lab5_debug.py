@@ -138,9 +138,9 @@ MY_EVIDENCE, MY_LAYERS = {}, {}
 ### BEGIN SOLUTION
 # The demo learner's ten reports read by hand (the source notebook runs as "demo-learner"): the first entry whose
 # numbers go wrong, and its stage's layer.
-_read = {"R01": ("e3", "layout"), "R02": ("e6", "codegen"), "R03": ("e1", "capture"), "R04": ("e2", "coverage"),
-         "R05": ("e6", "schedule"), "R06": ("e7", "schedule"), "R07": ("e5", "schedule"), "R08": ("e3", "memory"),
-         "R09": ("e4", "codegen"), "R10": ("e2", "layout")}
+_read = {"R01": ("e3", "layout"), "R02": ("e5", "codegen"), "R03": ("e1", "coverage"), "R04": ("e2", "layout"),
+         "R05": ("e3", "coverage"), "R06": ("e5", "codegen"), "R07": ("e2", "coverage"), "R08": ("e3", "schedule"),
+         "R09": ("e4", "codegen"), "R10": ("e3", "memory")}
 MY_EVIDENCE = {r.id: _read[r.id][0] for r in REPORTS}
 MY_LAYERS = {r.id: _read[r.id][1] for r in REPORTS}
 ### END SOLUTION
@@ -1210,7 +1210,7 @@ plt.show()
 # %% [markdown]
 # ## Going further (optional)
 #
-# Two more exercises, not graded: a fourth planted bug (numerics) with the Part 2 method, and the exclusive time
+# Two more exercises, not graded: a fourth planted bug (a NaN) with the Part 2 method, and the exclusive time
 # split that `timing_region(...).split()` did for you in Part 4.
 
 # %% [markdown]
