@@ -757,7 +757,7 @@ from common.models import build_model as _bm, step_inputs as _si
 probe = Probe()
 
 
-def _worked(x, w):
+def _worked_example(x, w):
     y = torch.relu(x @ w) * 3.0
     return torch.exp(y + y.sum(-1, keepdim=True)) - 1.0
 
@@ -777,15 +777,14 @@ def _fanout(x, w):
 
 
 def _block(x, w, b, r):  # Part 4's block
-    h = torch.addmm(b, x, w)
-    y = _F.gelu(h, approximate="tanh") * 0.5 + r
-    m = y.mean(-1, keepdim=True)
-    z = (y - m) * torch.rsqrt(((y - m) ** 2).mean(-1, keepdim=True) + 1e-5)
+    y = _F.gelu(torch.addmm(b, x, w), approximate="tanh") * 0.5 + r
+    mu = y.mean(-1, keepdim=True)
+    z = (y - mu) * torch.rsqrt(((y - mu) ** 2).mean(-1, keepdim=True) + 1e-5)
     return torch.sigmoid(z) * z
 
 
 _n = 3 + probe.seed % 5
-for _f, _shapes in ((_worked, ((4, 8), (8, 6))), (_two, ((_n, 8), (8, 8), (8, 8))), (_chain, ((3, _n),)),
+for _f, _shapes in ((_worked_example, ((4, 8), (8, 6))), (_two, ((_n, 8), (8, 8), (8, 8))), (_chain, ((3, _n),)),
                     (_fanout, ((_n, _n), (_n, _n))), (_block, ((16, 32), (32, _n * 8), (_n * 8,), (16, _n * 8)))):
     probe.send(_f.__name__, my_find_groups(_mf(_f)(*(torch.randn(*s) for s in _shapes))))
 _m = _bm("test")
@@ -806,7 +805,7 @@ from common.models import build_model as _bm, step_inputs as _si
 data, seed = probe.received()
 
 
-def _worked(x, w):
+def _worked_example(x, w):
     y = torch.relu(x @ w) * 3.0
     return torch.exp(y + y.sum(-1, keepdim=True)) - 1.0
 
@@ -826,18 +825,17 @@ def _fanout(x, w):
 
 
 def _block(x, w, b, r):
-    h = torch.addmm(b, x, w)
-    y = _F.gelu(h, approximate="tanh") * 0.5 + r
-    m = y.mean(-1, keepdim=True)
-    z = (y - m) * torch.rsqrt(((y - m) ** 2).mean(-1, keepdim=True) + 1e-5)
+    y = _F.gelu(torch.addmm(b, x, w), approximate="tanh") * 0.5 + r
+    mu = y.mean(-1, keepdim=True)
+    z = (y - mu) * torch.rsqrt(((y - mu) ** 2).mean(-1, keepdim=True) + 1e-5)
     return torch.sigmoid(z) * z
 
 
-grader.assert_equal(canon(data.get("_worked")), [["add", "exp", "sub"], ["mm", "mul", "relu"]],
+grader.assert_equal(canon(data.get("_worked_example")), [["add", "exp", "sub"], ["mm", "mul", "relu"]],
                     name="the worked example's groups")
 _n = 3 + seed % 5
 torch.manual_seed(seed)
-for _f, _shapes in ((_worked, ((4, 8), (8, 6))), (_two, ((_n, 8), (8, 8), (8, 8))), (_chain, ((3, _n),)),
+for _f, _shapes in ((_worked_example, ((4, 8), (8, 6))), (_two, ((_n, 8), (8, 8), (8, 8))), (_chain, ((3, _n),)),
                     (_fanout, ((_n, _n), (_n, _n))), (_block, ((16, 32), (32, _n * 8), (_n * 8,), (16, _n * 8)))):
     _a = [torch.randn(*s) for s in _shapes]
     _gm = _mf(_f)(*_a)
@@ -1341,9 +1339,8 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 # - **tiling decision**: the block sizes work is cut into, and what sets them.
 #
 # **Spec.** `MY_ROWS = {attribute: {system: text}}` for every attribute in `ATTRIBUTES` and all five systems, 3 to
-# 25 words each, in your own words and different for each system. The check is structural; the grader reads
-# whether each text names the right mechanism, whether the TPU, LPU and Spyre tiling rows state the figure that sets
-# their tiles (Part 5's catalog numbers) and whether every number you state agrees with those figures.
+# 25 words each, in your own words, different per system. The check is structural; the grader reads whether each
+# names the right mechanism and whether the TPU, LPU and Spyre tiling rows state Part 5's catalog figures (no others).
 
 # %%
 import tempfile
@@ -1394,7 +1391,7 @@ probe.send("rows", MY_ROWS)
 ### JUDGEMENT
 from answers import LANDSCAPE_VOCAB, number_misses, rows_without_figures
 from common.checks import grader
-from common.landscape import SYSTEMS
+from common.landscape import SYSTEMS as _SYSTEMS
 from common.landscape_rows import row_problems, vocabulary_misses
 
 data, seed = probe.received()
@@ -1402,7 +1399,7 @@ _rows = data.get("rows")
 _attributes = ("IR stages", "fusion strategy", "tiling decision")
 grader.assert_equal(isinstance(_rows, dict) and row_problems(_rows, _attributes), [], name="rows complete")
 _misses = vocabulary_misses(_rows, LANDSCAPE_VOCAB)
-grader.assert_in_range(1 - len(_misses) / (len(_attributes) * len(SYSTEMS)), 0.8, 1.0,
+grader.assert_in_range(1 - len(_misses) / (len(_attributes) * len(_SYSTEMS)), 0.8, 1.0,
                        name="rows that name the right mechanism")
 grader.assert_equal(number_misses(_rows), [], name="tile and stick numbers agree with the catalog")
 grader.assert_equal(rows_without_figures(_rows), [], name="TPU, LPU and Spyre tiling rows state a catalog figure")
