@@ -20,6 +20,7 @@ through *stages* (LPU: chips; WSE: rectangular PE regions) that each own part of
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 from common.sim.program import Event, Kernel
@@ -40,10 +41,18 @@ def weight_traffic(kernel: Kernel) -> float:
 
 
 def param_sizes(gm) -> dict[str, float]:
-    """Parameter placeholder -> bytes it occupies in SRAM: the whole tensor, at the workload's dtype."""
+    """Parameter placeholder -> bytes it occupies in SRAM: the whole tensor, at the workload's dtype. Read once
+    per graph (``fit`` and ``flow`` of both backends ask for every step of a sweep); a copy is returned."""
     scale = gm.meta.get("byte_scale", 1.0)  # 8-bit steps are traced in 16 bit (workload.llm_step)
-    return {n.name: n.meta["val"].numel() * n.meta["val"].element_size() * scale for n in gm.graph.nodes
-            if n.op == "placeholder" and n.meta.get("kind") == "param" and n.meta.get("val") is not None}
+    known = _PARAM_SIZES.get(gm)
+    if known is None or known[0] is not gm.graph or known[1] != len(gm.graph.nodes) or known[2] != scale:
+        sizes = {n.name: n.meta["val"].numel() * n.meta["val"].element_size() * scale for n in gm.graph.nodes
+                 if n.op == "placeholder" and n.meta.get("kind") == "param" and n.meta.get("val") is not None}
+        known = _PARAM_SIZES[gm] = (gm.graph, len(gm.graph.nodes), scale, sizes)
+    return dict(known[3])
+
+
+_PARAM_SIZES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def kv_per_layer(workload) -> float:
