@@ -918,6 +918,16 @@ for bound, seconds in decode_gpu.attribution.items():
 opt = optimum(decode_gpu)
 floors = sum(e.floor for e in decode_gpu.events if e.engine == "stream" and e.bound != "scheduling")
 check_scalar("sum of floors", opt.get("sum_floors_s"), floors, rel=1e-6)
+from common.sim.program import Event
+from common.sim.report import Report
+
+example = Report("example", "h100-sxm", 1, "bf16", [Event("x", "compute", "E", 2.0, 1.0, bound="memory", floor=1.0)],
+                 [], "E")  # the spec's worked example: one event of 1 s at 2 s
+split = attribute(example, window=(1.5, 2.5))
+check_scalar("worked example, window (1.5, 2.5): memory seconds", split.get("memory"), 0.5, rel=1e-9,
+             hint="only the part of an event inside the window counts")
+check_scalar("worked example, window (1.5, 2.5): scheduling seconds", split.get("scheduling"), 0.5, rel=1e-9,
+             hint="the idle time from t0 to the first event is scheduling")
 ### BEGIN HIDDEN TESTS
 import random as _random
 
