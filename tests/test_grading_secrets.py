@@ -45,6 +45,7 @@ from common.grading.platforms import coursera, gradescope
 
 pytestmark = [pytest.mark.slow, needs_sandbox]
 
+REPO = Path(__file__).resolve().parents[1]
 SALT = "fixture-offering-secret"  # c.Offering.salt of the fixture course
 SCAN_LIMITS = Limits(cell_timeout_s=900, notebook_timeout_s=1800, memory_bytes=2 * GB, max_processes=64)
 
@@ -59,8 +60,11 @@ def secret_needles() -> list[str]:
                                 "### END HIDDEN TESTS")  # fmt: skip
         judgement_lines += [ln.strip() for ln in judgement.splitlines() if len(ln.strip()) > 24]
     answer_lines = [ln.strip() for ln in answers.splitlines() if len(ln.strip()) > 24]
-    needles = [SALT, *answer_lines, *judgement_lines]
-    assert len(needles) >= 6
+    # a line the student package or the release also holds (an import, the probe's documented example) is public
+    public = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "common").rglob("*.py"))
+    public += (FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb").read_text(encoding="utf-8")
+    needles = [SALT, *(line for line in [*answer_lines, *judgement_lines] if line not in public)]
+    assert len(needles) >= 6, needles
     return needles
 
 
