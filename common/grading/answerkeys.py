@@ -1,6 +1,6 @@
 """Grader-side answer keys: a lab's ``source/<lab>/answers.py``, the offering's secret, and how they reach a test.
 
-A graded stub's reference implementation, and any answer key or secret variant the hidden tests need, live in
+A graded stub's reference implementation, and any answer key the judgements need (probe.py), live in
 ``courseN_*/source/<lab>/answers.py``. ``source/`` belongs to the instructor edition only: nbgrader releases no
 ``.py`` (config.py) and ``dfa publish`` copies no ``source/``, so nothing a learner installs or opens holds them.
 
