@@ -123,13 +123,21 @@ class LPUPolicy(Policy):
         vec_flops = (flops - mm_flops) * share * rows
         pad = kernel.padded_flops / flops if flops else 1.0
         sram = share * (w + rows * (kernel.bytes["SRAM"] - w))
-        bw = self.chip.level("SRAM").bandwidth
-        vxm = self.chip.fact("vxm_alus") * self.chip.clock_hz
+        bw, vxm = self._rates()
         mxm_s = mm_flops * share * rows * pad / self.peak
         terms = {"compute_s": max(mxm_s, vec_flops / vxm), "SRAM_s": sram / bw}
         floor = max(mm_flops * share * rows / self.peak, vec_flops / vxm, sram / bw)
         duration = max(terms.values())
         return duration, ("compute" if terms["compute_s"] >= terms["SRAM_s"] else "memory"), floor, terms
+
+    def _rates(self) -> tuple[float, float]:
+        """(SRAM bytes/s, VXM FLOP/s) of one chip, read from the catalog once: ``kernel_time`` runs for every
+        kernel slice of every microbatch size compared."""
+        rates = self.__dict__.get("_rates_known")
+        if rates is None:
+            rates = self._rates_known = (self.chip.level("SRAM").bandwidth,
+                                         self.chip.fact("vxm_alus") * self.chip.clock_hz)
+        return rates
 
     def _totals(self, kernel: Kernel) -> tuple[float, float, float]:
         """(matmul FLOPs, FLOPs, weight bytes) of a kernel: sums over its ops, which every layer repeat, chip
