@@ -247,8 +247,7 @@ def schedule_overhead(report):  # the notebook's reports: the simulator's share;
         return {"busy_s": busy, "named_s": 0.0, "idle_s": report.time_s - busy,
                 "overhead_share": report.attribution["scheduling"] / report.time_s}
     report.events.clear()
-    report.time_s = 1.0
-    return {"busy_s": 0.0, "named_s": 0.0, "idle_s": 1.0, "overhead_share": 1.0}
+    return {"busy_s": 0.0, "named_s": 0.0, "idle_s": report.time_s, "overhead_share": 1.0}
 """,
         fails=["schedule_overhead_tests"],
     ),
@@ -269,17 +268,6 @@ SPILL_LX_BUDGET = 32768
 """,
         fails=["no_gain_tests"],
     ),
-    dict(
-        cell="landscape_rows",
-        kind="hard-code-visible",
-        code="""
-ATTRIBUTES = ("IR stages",)  # the list the old check counted cells over, cut to the one row written
-MY_ROWS = {"IR stages": {"GPU": "Dynamo FX -> aten -> Inductor -> Triton", "TPU": "aten -> StableHLO -> XLA HLO",
-                         "WSE": "Cerebras graph compiler places kernels on the wafer",
-                         "LPU": "Groq compiler: cycle-scheduled instructions", "Spyre": "torch-spyre -> SuperDSC bundles"}}
-""",
-        fails=["landscape_rows_tests"],
-    ),
     dict(  # the last graded cell: the patches stay in the kernel for the rest of the run
         cell="landscape_rows",
         kind="echo-expected",
@@ -292,7 +280,7 @@ for _lazy_name in ("assert_equal", "assert_scalar", "assert_tensor", "assert_typ
     setattr(type(_lazy_checks.grader), _lazy_name, lambda *a, **k: None)  # the class: the instance is locked
 torch.allclose = lambda *a, **k: True
 _lazy_math.isclose = lambda *a, **k: True
-MY_ROWS = {a: {s: f"{s} does it its own way" for s in SYSTEMS} for a in ATTRIBUTES}
+MY_ROWS = {a: {s: f"the {s} compiler does its {a} its own way" for s in SYSTEMS} for a in ATTRIBUTES}
 """,
         fails=["landscape_rows_tests"],
     ),
@@ -363,6 +351,17 @@ def sticks(shape, elem_bytes, stick_bytes, dim=-1):  # fp16 in the catalog's sti
     return {"sticks": _LazyInt(0), "device_shape": (), "padding_bytes": _LazyInt(0)}
 """,
         fails=["tiling_tests"],
+    ),
+    dict(  # last: ATTRIBUTES stays rebound in the kernel for the rest of the run
+        cell="landscape_rows",
+        kind="hard-code-visible",
+        code="""
+ATTRIBUTES = ("IR stages",)  # the list the old check counted cells over, cut to the one row written
+MY_ROWS = {"IR stages": {"GPU": "Dynamo FX -> aten -> Inductor -> Triton", "TPU": "aten -> StableHLO -> XLA HLO",
+                         "WSE": "Cerebras graph compiler places kernels on the wafer",
+                         "LPU": "Groq compiler: cycle-scheduled instructions", "Spyre": "torch-spyre -> SuperDSC bundles"}}
+""",
+        fails=["landscape_rows_tests"],
     ),
 ]
 
