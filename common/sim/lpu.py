@@ -119,16 +119,21 @@ class LPUPolicy(Policy):
     def kernel_time(self, kernel: Kernel, share: float = 1.0, rows: float = 1.0):
         """``share`` of the kernel's weights (a chip's slice) applied to a ``rows`` fraction of its rows: the
         weight slice is read once per microbatch, everything else scales with the rows."""
+        mxm_s, vec_s, sram_s, mxm_floor = self._seconds(kernel, share, rows)
+        terms = {"compute_s": max(mxm_s, vec_s), "SRAM_s": sram_s}
+        floor = max(mxm_floor, vec_s, sram_s)
+        duration = max(terms.values())
+        return duration, ("compute" if terms["compute_s"] >= terms["SRAM_s"] else "memory"), floor, terms
+
+    def _seconds(self, kernel: Kernel, share: float, rows: float) -> tuple[float, float, float, float]:
+        """(padded MXM, VXM, SRAM, unpadded MXM) seconds of ``kernel_time``; ``_tally`` reads only these."""
         mm_flops, flops, w = self._totals(kernel)
         vec_flops = (flops - mm_flops) * share * rows
         pad = kernel.padded_flops / flops if flops else 1.0
         sram = share * (w + rows * (kernel.bytes["SRAM"] - w))
         bw, vxm = self._rates()
-        mxm_s = mm_flops * share * rows * pad / self.peak
-        terms = {"compute_s": max(mxm_s, vec_flops / vxm), "SRAM_s": sram / bw}
-        floor = max(mm_flops * share * rows / self.peak, vec_flops / vxm, sram / bw)
-        duration = max(terms.values())
-        return duration, ("compute" if terms["compute_s"] >= terms["SRAM_s"] else "memory"), floor, terms
+        return (mm_flops * share * rows * pad / self.peak, vec_flops / vxm, sram / bw,
+                mm_flops * share * rows / self.peak)
 
     def _rates(self) -> tuple[float, float]:
         """(SRAM bytes/s, VXM FLOP/s) of one chip, read from the catalog once: ``kernel_time`` runs for every
@@ -228,6 +233,7 @@ class LPUPolicy(Policy):
         latency, per_link = self.chip.fact("c2c_hop_latency_s"), self._per_link()  # as in ``_hop``
         chip = pieces[0][0][0] if pieces else 0
         made: dict = {}  # (kernel, share) -> its duration
+        scratch: dict = {}  # the one-cycle rule's note goes nowhere: no event is made
         for step, parts in zip(steps, pieces, strict=True):
             kid = id(step.kernel)
             for i, (c, f) in enumerate(parts):
@@ -237,9 +243,9 @@ class LPUPolicy(Policy):
                     links[chip].add(t, min(t, under))
                     chip = c
                 d = made.get((kid, f))
-                if d is None:
-                    duration, _, floor, terms = self.kernel_time(step.kernel, f, q)
-                    d = made[kid, f] = self.at_least_one_cycle(duration, floor, terms)[0]
+                if d is None:  # kernel_time's duration (the larger of its two terms), held to one cycle
+                    mxm_s, vec_s, sram_s, _ = self._seconds(step.kernel, f, q)
+                    d = made[kid, f] = self.at_least_one_cycle(max(max(mxm_s, vec_s), sram_s), 0.0, scratch)[0]
                 durations[c].append(d)
         chips = []
         for ds in durations:  # compute holds its chip, overlaps nothing: held and passed are the same terms
