@@ -18,6 +18,11 @@ Two views of the same run:
   activations, gradients...): it finds the weights but has no notion of a KV cache. Its analysis runs in Python
   and takes seconds per decode step, so ``torch_export=False`` skips it (the fast setting of the lab).
 
+``profile_generate`` profiles the real thing: an ``LLM`` (``common.models.load_llm``) running Hugging Face
+``generate`` with a ``DynamicCache``, each forward pass (prefill, then one per new token) in its own region, on
+the model's device (CUDA activities and CUDA allocations on a GPU; there also ``torch.cuda.max_memory_allocated``
+and, where this torch has it, the CUDA memory snapshot: a private API, guarded).
+
 Labelling each allocation (weights, activations, KV cache) is Lab 4's exercise, not the library's.
 ``timeline`` turns any labels into live bytes per category over time; ``plot_memory_timeline`` draws it
 (MEASURED, with machine, batch, sequence lengths and dtype in the title).
@@ -82,7 +87,8 @@ class MemoryProfile:
     @property
     def title(self) -> str:
         m, r = self.meta, self.run
-        return (f"MEASURED on {m['cpu']} ({m['threads']} threads), torch {m['torch']}: {r.model}, batch {r.batch}, "
+        where = m.get("gpu") or f"{m['cpu']} ({m['threads']} threads)"
+        return (f"MEASURED on {where}, torch {m['torch']}: {m.get('label', r.model)}, batch {r.batch}, "
                 f"prompt {r.prompt} + {r.steps} decode steps, {m['dtype']}")
 
 
@@ -131,8 +137,9 @@ def _op_of(event) -> str:
     return p.name if p is not None else ""
 
 
-def _frames(prof) -> tuple[pd.DataFrame, pd.DataFrame, float, int]:
-    """(allocs, regions, end in ms, t0 in ns): times are ms since the first region or allocation."""
+def _frames(prof, device_type: str = "cpu") -> tuple[pd.DataFrame, pd.DataFrame, float, int]:
+    """(allocs, regions, end in ms, t0 in ns): times are ms since the first region or allocation; only the
+    allocations on ``device_type``."""
     events, region_events = _allocation_events(prof)
     if not region_events:
         raise DFAError("the profile holds no prefill/decode regions")
@@ -145,7 +152,7 @@ def _frames(prof) -> tuple[pd.DataFrame, pd.DataFrame, float, int]:
     live: dict[int, int] = {}  # address -> row of the allocation now holding it (an address is reused after free)
     for e in sorted(events, key=lambda e: e.start_time_ns):
         f = e.extra_fields
-        if f.device.type != "cpu":
+        if f.device.type != device_type:
             continue
         t = (e.start_time_ns - t0) / 1e6
         if f.alloc_size > 0:
@@ -260,3 +267,110 @@ def plot_memory_timeline(profile: MemoryProfile, frame: pd.DataFrame, ax=None, *
     ax.legend(handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=9)
     ax.grid(True, axis="y", color="#dddddd", lw=0.5)
     return ax
+
+
+@dataclass(frozen=True)
+class GenerateRun:
+    """What ``profile_generate`` ran: random prompt ids (batch x prompt) and ``steps`` decode steps."""
+
+    model: str
+    batch: int
+    prompt: int
+    steps: int
+    dtype: torch.dtype
+    seed: int = 0
+
+
+class _StepRegions:
+    """Forward hooks that put every forward pass of a model in a profiler region: prefill, decode_0, ..."""
+
+    def __init__(self, model):
+        self.count, self.region = 0, None
+        self.handles = [model.register_forward_pre_hook(self._open, with_kwargs=True),
+                        model.register_forward_hook(self._close, with_kwargs=True)]
+
+    def _open(self, _module, _args, _kwargs):
+        self.region = record_function("prefill" if self.count == 0 else f"decode_{self.count - 1}")
+        self.region.__enter__()
+
+    def _close(self, _module, _args, _kwargs, _out):
+        self.region.__exit__(None, None, None)
+        self.count += 1
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def _generate(model, ids: torch.Tensor, steps: int):
+    from transformers import DynamicCache
+    cache = DynamicCache(config=model.config)
+    with warnings.catch_warnings():  # transformers 5 renames past_key_values to cache: either is accepted
+        warnings.simplefilter("ignore", FutureWarning)
+        model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=steps, min_new_tokens=steps,
+                       do_sample=False, past_key_values=cache, pad_token_id=0)
+    return cache
+
+
+def cache_bytes(cache) -> int:
+    """Bytes of every key and value tensor a transformers ``DynamicCache`` holds."""
+    return int(sum(t.nbytes for layer in cache.layers for t in (layer.keys, layer.values) if t is not None))
+
+
+def cuda_snapshot_blocks(device) -> int | None:
+    """Active blocks in the CUDA memory snapshot (``torch.cuda.memory._snapshot``, a private API: None where
+    this torch lacks it or no history is being recorded)."""
+    try:
+        snap = torch.cuda.memory._snapshot(device)
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+    return sum(1 for seg in snap.get("segments", []) for b in seg.get("blocks", [])
+               if b.get("state") == "active_allocated")
+
+
+def profile_generate(llm, batch: int = 4, prompt: int = 16, steps: int = 8, *, seed: int = 0) -> MemoryProfile:
+    """Profile ``llm.model.generate`` (greedy, a ``DynamicCache``) on random prompt ids, on the model's device."""
+    for name, v in (("batch", batch), ("prompt", prompt), ("steps", steps)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise DFAError(f"{name} must be a positive int, got {v!r}")
+    model = llm.model
+    p = next(model.parameters())
+    dev, dtype = p.device, p.dtype
+    ids = torch.randint(0, llm.config.vocab_size, (batch, prompt), generator=torch.Generator().manual_seed(seed))
+    ids = ids.to(dev)  # (B, T)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    meta = {}
+    with torch.no_grad():
+        _generate(model, ids[:1, :2], 2)  # warm-up: lazy init outside the profile
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+            torch.cuda.reset_peak_memory_stats(dev)
+            before = torch.cuda.memory_allocated(dev)
+            history = getattr(torch.cuda.memory, "_record_memory_history", None)  # private API: guarded
+            if history is not None:
+                history(max_entries=100_000)
+        hooks = _StepRegions(model)
+        try:
+            with profile(activities=activities, profile_memory=True, record_shapes=True) as prof:
+                cache = _generate(model, ids, steps)
+        finally:
+            hooks.remove()
+        meta["cache_bytes"] = cache_bytes(cache)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+            meta["cuda_max_allocated"] = int(torch.cuda.max_memory_allocated(dev))
+            meta["cuda_before"] = int(before)
+            meta["cuda_snapshot_blocks"] = cuda_snapshot_blocks(dev) if history is not None else None
+            if history is not None:
+                history(enabled=None)
+            meta["gpu"] = torch.cuda.get_device_name(dev)
+    allocs, regions, end, _t0 = _frames(prof, dev.type)
+    cfg = llm.config
+    info = machine_info()
+    meta.update({"cpu": info["cpu"], "threads": info["num_threads"], "torch": info["torch"],
+                 "dtype": str(dtype).replace("torch.", ""), "label": llm.label, "device": str(dev)})
+    return MemoryProfile(
+        run=GenerateRun(llm.name, batch, prompt, steps, dtype, seed), allocs=allocs, regions=regions,
+        weight_bytes=sum(q.numel() * q.element_size() for q in model.parameters()),
+        kv_bytes_per_token=2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * p.element_size(), end_ms=end,
+        meta=meta)

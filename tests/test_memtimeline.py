@@ -81,3 +81,55 @@ def test_bad_run():
         DecodeRun(model="test", prompt=30, steps=10)
     with pytest.raises(DFAError, match="batch"):
         DecodeRun(batch=0)
+
+
+# ---- profile_generate: a transformers model, generate() with a DynamicCache ----------------------------------
+def _tiny_llm():
+    import dataclasses
+    from types import SimpleNamespace
+
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    hf = Qwen2Config(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+                     num_key_value_heads=2, max_position_embeddings=128)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(hf).eval()
+    cfg = dataclasses.replace(get_config("qwen2.5-0.5b-instruct"), n_layers=3, n_heads=4, n_kv_heads=2, d_model=32,
+                              head_dim=8, vocab_size=97)
+    return SimpleNamespace(model=model, config=cfg, name="tiny-qwen2", label="tiny Qwen2 (3 layers, random weights)")
+
+
+def test_profile_generate_kv_grows_by_the_formula_per_token():
+    from common.memtimeline import profile_generate
+
+    llm = _tiny_llm()
+    batch, prompt, steps = 3, 5, 4
+    p = profile_generate(llm, batch=batch, prompt=prompt, steps=steps)
+    assert p.regions["name"].tolist() == ["prefill"] + [f"decode_{s}" for s in range(steps - 1)]
+    per_token = 2 * 3 * 2 * (32 // 4) * 4  # K and V, 3 layers, 2 KV heads, head_dim 8, fp32
+    assert p.kv_bytes_per_token == per_token
+    assert p.meta["cache_bytes"] == (prompt + steps - 1) * batch * per_token  # the last token is never fed back
+    labels = categorise_reference(p.allocs, p.regions)
+    frame = timeline(p, labels.tolist())
+    kv = [int(live_at(frame, e)["KV cache"]) for e in p.regions["end_ms"]]
+    assert set(np.diff(kv).tolist()) == {batch * per_token}
+    assert "tiny Qwen2" in p.title and "MEASURED" in p.title
+    with pytest.raises(DFAError, match="steps"):
+        profile_generate(llm, steps=0)
+
+
+def test_cuda_snapshot_blocks_guarded(monkeypatch):
+    import torch
+
+    from common.memtimeline import cuda_snapshot_blocks
+
+    snap = {"segments": [{"blocks": [{"state": "active_allocated"}, {"state": "inactive"}]},
+                         {"blocks": [{"state": "active_allocated"}]}]}
+    monkeypatch.setattr(torch.cuda.memory, "_snapshot", lambda device=None: snap, raising=False)
+    assert cuda_snapshot_blocks("cuda:0") == 2
+
+    def missing(device=None):
+        raise AttributeError("no snapshot in this torch")
+    monkeypatch.setattr(torch.cuda.memory, "_snapshot", missing, raising=False)
+    assert cuda_snapshot_blocks("cuda:0") is None
