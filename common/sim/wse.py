@@ -223,13 +223,16 @@ class WSEPolicy(Policy):
                 cost = self.region_cost(s.kernel, r, c, q)
                 detail = dict(cost["terms"], ops=s.kernel.op_names, **cost["tiling"])
                 duration, floor = self.at_least_one_cycle(cost["duration"], cost["floor"], detail)
-                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q)
-            cost, detail, duration, floor, flops = known
+                terms = spatial.Tally()  # what the kernel adds to a tally: itself, then its wavelets in flight
+                terms.add(duration)
+                if cost["latency"] > 0:
+                    terms.add(cost["latency"], latency=True)
+                known = costs[id(s.kernel), r, c] = (cost, detail, duration, floor, s.kernel.flops * q, terms)
+            cost, detail, duration, floor, flops, terms = known
             st = stages[-1]
             if tally:
-                st.add(duration)
-                if cost["latency"] > 0:
-                    st.add(cost["latency"], latency=True)
+                st.held += terms.held
+                st.passed += terms.passed
                 continue
             st.events.append(Event(s.name, "compute", ENGINE, 0.0, duration, st.chip, flops,
                                    {"SRAM": s.kernel.bytes["SRAM"] * q}, cost["bound"], s.kernel.name,
