@@ -87,12 +87,20 @@ def test_the_lab_extra_brings_jupyterlab_and_widgets_and_the_readme_says_so():
     assert "enough to run every lab" not in readme
 
 
-# ---- a release notebook opens unmodified ---
-@pytest.mark.parametrize("path", RELEASES, ids=lambda p: p.parent.name)
-def test_a_release_notebook_is_already_in_the_form_jupyter_saves(path, tmp_path):
+# ---- a release notebook opens unmodified, on a GPU runtime in Colab ---
+FIXTURE_RELEASE = REPO / "tests" / "fixtures" / "course0_fixture" / "release" / "lab1" / "lab1.ipynb"
+
+
+@pytest.mark.parametrize("path", [*RELEASES, FIXTURE_RELEASE], ids=lambda p: p.parent.name)
+def test_what_dfa_release_writes_opens_unmodified_and_asks_colab_for_a_gpu(path, tmp_path):
+    """What ``dfa release`` writes for this lab: nbgrader's notebook (whose cells are the committed ones) in
+    ``labsource.normalised`` form, its last step. Whether the committed file is that is ``dfa check``'s job
+    (CI runs it), so this holds before and after a pending ``dfa release``."""
     from jupyter_server.services.contents.filemanager import FileContentsManager
 
-    text = path.read_text(encoding="utf-8")
+    committed = path.read_text(encoding="utf-8")
+    text = labsource.notebook_text(labsource.normalised(nbformat.reads(committed, as_version=4)))
+    assert json.loads(text)["cells"] == json.loads(committed)["cells"]  # released cells are already normalised
     assert labsource.notebook_text(labsource.normalised(nbformat.reads(text, as_version=4))) == text
     (tmp_path / "lab.ipynb").write_text(text, encoding="utf-8")
     cm = FileContentsManager(root_dir=str(tmp_path))
@@ -101,6 +109,17 @@ def test_a_release_notebook_is_already_in_the_form_jupyter_saves(path, tmp_path)
     assert (tmp_path / "lab.ipynb").read_text(encoding="utf-8") == text  # loaded and saved: the same bytes
     meta = json.loads(text)["metadata"]
     assert meta["kernelspec"] == labsource.KERNELSPEC and meta["language_info"] == labsource.LANGUAGE_INFO
+    # Colab's own keys for a T4 GPU runtime (as Colab saves them), next to the lab's own metadata
+    assert meta["accelerator"] == "GPU" and meta["colab"] == {"gpuType": "T4", "provenance": []}
+    assert set(meta) == {"accelerator", "colab", "dfa", "kernelspec", "language_info"}
+
+
+def test_the_committed_fixture_release_is_what_dfa_release_writes():
+    """The fixture's release was regenerated with ``dfa release`` (test_grading_release checks it is current):
+    its bytes are the normalised form, Colab's GPU setting included."""
+    text = FIXTURE_RELEASE.read_text(encoding="utf-8")
+    assert labsource.notebook_text(labsource.normalised(nbformat.reads(text, as_version=4))) == text
+    assert json.loads(text)["metadata"]["accelerator"] == "GPU"
 
 
 def test_jupyterlab_would_set_only_the_python_version_when_the_kernel_starts():
@@ -128,6 +147,10 @@ def test_normalising_fixes_what_jupyter_would_change_and_is_idempotent():
     assert once.nbformat_minor == 5 and [c.id for c in once.cells] == ["cell-000", "cell-001"]
     assert once.cells[0].outputs == [] and once.cells[0].execution_count is None
     assert once.metadata["dfa"] == {"lab": "x"} and once.metadata["language_info"] == labsource.LANGUAGE_INFO
+    assert once.metadata["colab"] == colab.NOTEBOOK_METADATA["colab"] and once.metadata["accelerator"] == "GPU"
+    nb.metadata["colab"] = {"provenance": [], "name": "copy.ipynb"}  # saved from Colab: the release setting replaces it
+    again = labsource.normalised(nb)
+    assert again.metadata["colab"] == {"gpuType": "T4", "provenance": []} and "name" not in again.metadata["colab"]
     text = labsource.notebook_text(once)
     assert labsource.notebook_text(labsource.normalised(nbformat.reads(text, as_version=4))) == text
     assert text.endswith("}\n") and nb.cells[0].execution_count == 3  # the input is left alone

@@ -22,6 +22,11 @@ RELEASE_REF = "v0.1.0"
 INSTALL_SOURCE_ENV = "DFA_INSTALL_SOURCE"
 
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+# Notebook metadata as Colab saves it after "Runtime > Change runtime type > T4 GPU": a notebook that carries it
+# opens on a GPU runtime (T4, what Colab's free tier hands out), so the labs' CUDA cells measure a real GPU.
+# Jupyter keeps unknown notebook metadata as it is, so these keys do not make a notebook open modified there.
+# A learner can still pick a CPU runtime: every lab runs on a CPU.
+NOTEBOOK_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
 TABLE_START = "<!-- labs:start -->"
 TABLE_END = "<!-- labs:end -->"
 

@@ -133,7 +133,8 @@ def normalised(nb) -> nbformat.NotebookNode:
     one-space indent, a final newline: ``notebook_text``); JupyterLab's notebook model then sets the kernelspec
     and language_info of the kernel it starts, and keeps a code cell's ``execution_count`` and ``outputs``.
     Here: nbformat 4.5 with an id on every cell, code cells with no outputs and no count, the kernelspec and
-    language_info ipykernel reports (``KERNELSPEC``, ``LANGUAGE_INFO``), other metadata kept."""
+    language_info ipykernel reports (``KERNELSPEC``, ``LANGUAGE_INFO``), Colab's GPU runtime setting
+    (``colab.NOTEBOOK_METADATA``: Colab then opens the lab on a GPU), other metadata kept."""
     nb = nbformat.from_dict(copy.deepcopy(dict(nb)))
     nb.nbformat, nb.nbformat_minor = nbformat.v4.nbformat, nbformat.v4.nbformat_minor
     for i, cell in enumerate(nb.cells):
@@ -142,6 +143,7 @@ def normalised(nb) -> nbformat.NotebookNode:
             cell.outputs, cell.execution_count = [], None
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata["language_info"] = copy.deepcopy(LANGUAGE_INFO)
+    nb.metadata.update(copy.deepcopy(colab.NOTEBOOK_METADATA))
     nbformat.validate(nb)
     return nb
 

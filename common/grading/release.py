@@ -3,7 +3,8 @@
 For each lab: render its jupytext source ``source/<lab>/<lab>.py`` into the source notebook ``<lab>.ipynb``
 (shared cells included, stable cell ids: ``labsource``), then let nbgrader's ``generate_assignment`` write
 ``release/<lab>/<lab>.ipynb`` (solutions stubbed, hidden tests and outputs removed, the lab recorded in the
-course gradebook), rewritten in the form Jupyter saves (``labsource.normalised``) so it opens unmodified.
+course gradebook), rewritten in the form Jupyter saves (``labsource.normalised``) so it opens unmodified, with
+Colab's GPU runtime setting (``colab.NOTEBOOK_METADATA``) so Colab opens it on a GPU.
 Last, the lab tables between ``<!-- labs:start -->`` and ``<!-- labs:end -->`` in the README files are
 rewritten; a README without the markers is left alone.
 """
