@@ -226,3 +226,59 @@ def test_cuda_measure_and_peaks():
     assert r.device.startswith("cuda") and r.median_s > 0
     p = bench.measure_peaks("cuda", gemm_n=1024, copy_bytes=64 << 20, min_run_time=0.05)
     assert p.gemm.flops == 2 * 1024**3 and p.copy.bytes == 2 * (64 << 20) and p.bytes_per_s > 0
+
+
+# ---- the CUDA path against a faked torch.cuda (no GPU needed) ---
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch sees two CUDA devices; ``torch.cuda.synchronize`` logs the device it is asked to wait for."""
+    log: list = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "Tesla T4")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: log.append(("sync", d)))
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    return log
+
+
+def test_measure_on_cuda_synchronizes_the_measured_device_before_every_clock_read(fake_cuda):
+    """CUDA kernels run asynchronously: without ``torch.cuda.synchronize`` the clock would time launches only.
+    Warm-up is drained before the first read, and every read waits for the device measured (cuda:1 here,
+    not the current device)."""
+    log = fake_cuda
+    clock = FakeClock()
+
+    def work():
+        log.append("call")
+        clock.work()
+
+    def now():
+        log.append("clock")
+        return clock.now()
+
+    r = bench.measure(work, device="cuda:1", timer=now, warmup=2, min_run_time=2 * sum(CYCLE) * U)
+    assert r.device == "cuda:1" and r.n_runs == 8 and r.median_s == 2.5 * U
+    assert log[:3] == ["call", "call", ("sync", torch.device("cuda:1"))]
+    clocks = [i for i, e in enumerate(log) if e == "clock"]
+    assert len(clocks) >= 2 * 8 and all(log[i - 1] == ("sync", torch.device("cuda:1")) for i in clocks)
+    assert {e for e in log if e not in ("call", "clock")} == {("sync", torch.device("cuda:1"))}
+
+
+def test_measure_on_the_cpu_never_synchronizes_cuda(fake_cuda):
+    r, _ = fake_measure()
+    assert r.device == "cpu" and fake_cuda == []
+
+
+def test_naive_time_never_synchronizes(fake_cuda):
+    """Lab 1's contrast: the naive timer reads the clock around launches, so on a GPU it misses the kernels."""
+    calls = []
+    bench.naive_time(lambda: calls.append(1), 4)
+    assert calls == [1] * 4 and fake_cuda == []
+
+
+def test_device_name_and_machine_info_on_a_faked_gpu(fake_cuda):
+    assert bench.device_name("cuda") == bench.device_name("cuda:1") == "Tesla T4"
+    info = bench.machine_info()
+    assert (info["cuda"], info["cuda_version"]) == ("Tesla T4", "12.4")
+    with pytest.raises(DFAError, match=r"'cuda:2' is not available: 2 CUDA device\(s\)"):
+        bench.measure(lambda: None, device="cuda:2")

@@ -18,6 +18,7 @@ GPUS = {
     "NVIDIA H100 PCIe": ((9, 0), 114, 85_045_870_592),
     "NVIDIA A10G": ((8, 6), 80, 23_836_098_560),
     "NVIDIA RTX 9999": ((12, 0), 200, 200e9),
+    "Tesla V100-SXM2-16GB": ((7, 0), 80, 16 * 2**30),  # 16 GiB: the memory size, near what torch reports
 }
 
 
@@ -110,3 +111,71 @@ def test_sim_vs_measured_refuses_different_ops_and_bad_times():
         devices.sim_vs_measured({"a": 1.0, "b": 1.0}, {"a": 1.0, "c": 1.0}, chip="t4")
     with pytest.raises(DFAError, match="finite and > 0"):
         devices.sim_vs_measured({"a": 0.0}, {"a": 1.0}, chip="t4")
+
+
+# ---- more of the CUDA path, faked: a second device, Colab's other GPUs, the ratio cell ---
+def test_a_named_cuda_index_reads_that_device(monkeypatch):
+    """``this_machine("cuda:1")`` describes device 1 (name and properties), not the current device 0."""
+    names = {0: "Tesla T4", 1: "NVIDIA A100-SXM4-40GB"}
+
+    def index(d):  # as torch.cuda reads a device argument: None or "cuda" is the current device
+        d = d if d is None or isinstance(d, int) else torch.device(d).index
+        return 0 if d is None else d
+
+    def props(d=None):
+        (major, minor), sms, mem = GPUS[names[index(d)]]
+        return SimpleNamespace(major=major, minor=minor, multi_processor_count=sms, total_memory=mem)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: names[index(d)])
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    m = devices.this_machine("cuda:1")
+    assert (m.device, m.device_name, m.chip_name, m.match) == ("cuda:1", "NVIDIA A100-SXM4-40GB", "a100-40gb", "exact")
+    assert m.properties["sms"] == 108 and m.sixteen_bit == "bf16"
+    assert devices.this_machine().chip_name == "t4"  # no index: the current device
+    with pytest.raises(DFAError, match=r"'cuda:2' is not available: 2 CUDA device"):
+        devices.this_machine("cuda:2")
+
+
+def test_an_exact_match_names_its_catalog_record(fake_gpu):
+    fake_gpu("NVIDIA L4")
+    m = devices.this_machine()
+    assert m.note == "'NVIDIA L4' is catalog record 'l4'" and "not in the catalog" not in m.note
+
+
+def test_a_gpu_of_an_older_generation_than_the_catalog_gets_the_nearest_part_and_a_note(fake_gpu):
+    """A V100 (Volta, 7.0; Colab used to hand them out): no catalog part of 7.0, the same major version is the
+    T4's Turing 7.5, so the T4 is modelled, and the note says it is another part."""
+    fake_gpu("Tesla V100-SXM2-16GB")
+    m = devices.this_machine()
+    assert (m.chip_name, m.match) == ("t4", "nearest")
+    assert "same major version 7" in m.note and "'t4'" in m.note and "80 SMs vs 40" in m.note
+    assert m.sixteen_bit == "fp16" and "bf16" not in m.dtypes
+
+
+def test_the_ratio_cell_on_a_faked_t4_simulates_the_detected_chip(fake_gpu, monkeypatch):
+    """Labs 1 and 6's cell: the chip simulated is the one detected, the measured time is a synced CUDA measure
+    (a fake clock here: each call takes 1 ms), and the ratio is simulated / measured for the same op."""
+    from common import bench
+    from common.sim import simulate_op
+
+    fake_gpu("Tesla T4")
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: synced.append(d))
+    clock = {"t": 0.0}
+
+    def gemm():
+        clock["t"] += 1e-3
+
+    here = devices.this_machine()
+    measured = bench.measure(gemm, device=here.device, timer=lambda: clock["t"], warmup=1, min_run_time=0.01)
+    assert measured.device == "cuda:0" and measured.median_s == pytest.approx(1e-3) and synced
+    sim = simulate_op("matmul", (1024, 1024, 1024), "gpu", chip=here.chip_name, dtype=here.sixteen_bit)
+    table = devices.sim_vs_measured({"GEMM 1024": measured.median_s}, {"GEMM 1024": sim.time_s},
+                                    chip=here.chip, measured_on=here.device_name)
+    assert list(table.columns) == ["measured (Tesla T4)", "simulated (t4)", "sim/measured"]
+    assert table.loc["GEMM 1024", "sim/measured"] == pytest.approx(sim.time_s / measured.median_s)
+    # physics floor: the simulated GEMM is never faster than its FLOPs at the T4's fp16 peak
+    assert sim.time_s >= 2 * 1024**3 / here.chip.peak("fp16")
