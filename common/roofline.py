@@ -298,10 +298,10 @@ def roofline_for_this_machine(device: str | torch.device | None = None, dtype: t
     gpu = torch.cuda.get_device_name(dev)
     chip, out = chip_for_device_name(gpu), []
     if chip is None:
-        from common.devices import match_chip  # devices imports bench and chips only: no cycle
+        from common.devices import this_machine  # devices imports bench and chips only: no cycle
 
         known = ", ".join(c.name for c in chips_of_kind("gpu"))
-        near, _, _ = match_chip(gpu)
+        near = this_machine(dev).chip  # the part the simulator models: chosen with the device's own properties
         msg = f"GPU {gpu!r} is not in the catalog (known: {known}); no datasheet roofline, using measured peaks" + \
             (f" (nearest catalog part, for the simulator only: {near.name!r})" if near else "")
     else:

@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from common import bench, roofline  # noqa: E402
+from common import bench, devices, roofline  # noqa: E402
 from common.chips import get_chip  # noqa: E402
 from common.errors import DFAError  # noqa: E402
 from common.roofline import (  # noqa: E402
@@ -188,10 +188,20 @@ def test_measure_roofline_with_tiny_sizes():
     assert rl.name == bench.device_name("cpu")
 
 
+# name -> (compute capability, SMs, memory bytes) for torch.cuda.get_device_properties (memory: the nominal size)
+_PROPERTIES = {"Tesla T4": ((7, 5), 40, 15 * 2**30), "NVIDIA GeForce RTX 4090": ((8, 9), 128, 24 * 2**30),
+               "NVIDIA A100 80GB PCIe": ((8, 0), 108, 80 * 2**30)}
+
+
 def _pretend_gpu(monkeypatch, name: str) -> list:
     calls = []
+    (major, minor), sms, mem = _PROPERTIES[name]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, **k: name)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a, **k: SimpleNamespace(
+        major=major, minor=minor, multi_processor_count=sms, total_memory=mem))
 
     def measure_peaks(device, dtype, **kw):
         calls.append((str(device), dtype, kw))
@@ -208,7 +218,16 @@ def test_unknown_gpu_says_so_and_uses_measured_peaks(monkeypatch):
     assert len(rls) == 1 and rls[0].source == "measured" and calls and calls[0][0] == "cuda"
     assert "not in the catalog" in rls[0].note and "t4" not in rls[0].name.lower()
     assert rls[0].peak_flops == 80e12  # the measured number, not any catalog record's
-    assert "nearest catalog part, for the simulator only: 'l4'" in rls[0].note  # Ada, by its name
+    assert "nearest catalog part, for the simulator only: 'l4'" in rls[0].note  # Ada, 8.9
+
+
+def test_an_unknown_gpus_note_names_the_part_the_simulator_models(monkeypatch):
+    """The nearest part is chosen from the device's own properties, as ``devices.this_machine`` chooses it: an
+    80 GB A100 PCIe is the 80 GB record (its name alone ties the two A100 records)."""
+    _pretend_gpu(monkeypatch, "NVIDIA A100 80GB PCIe")
+    with pytest.warns(UserWarning, match="for the simulator only: 'a100-80gb'"):
+        rls = roofline_for_this_machine()
+    assert devices.this_machine().chip_name == "a100-80gb" and "'a100-80gb'" in rls[0].note
 
 
 def test_tesla_t4_maps_to_the_t4_record(monkeypatch):
