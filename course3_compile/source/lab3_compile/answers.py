@@ -17,7 +17,9 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
   ``dim``; per_row = ceil(shape[dim] / per); rows = product of the other dims; sticks = rows x per_row;
   device_shape = (per_row, *other dims in order, per); padding = sticks x stick_bytes - numel x elem_bytes.
 * ``schedule_overhead(report)`` — on the critical engine: busy = sum of compute events, named = sum of the
-  others, idle = time_s - |union of the events' intervals|, share = (named + idle) / time_s.
+  others, idle = time_s - |union of the events' intervals|, gaps = idle stretches > 1 ns (before, between, after
+  the events), share = (named + idle) / time_s. ``gaps`` is what ``common.sim.report.attribution_of`` (the idle
+  seconds of any events) does not give.
 * ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)`` — regular expressions for the learner's landscape rows
   (``common.landscape_rows.vocabulary_misses``): a cell passes when it names one accepted mechanism and none that
   contradicts it (another machine's unit, run-time scheduling on a static machine).
@@ -156,12 +158,15 @@ def schedule_overhead(report) -> dict:
     evs = sorted((e for e in report.events if e.engine == report.critical_engine), key=lambda e: e.start)
     busy = sum(e.duration for e in evs if e.kind == "compute")
     named = sum(e.duration for e in evs if e.kind != "compute")
-    covered, end = 0.0, 0.0
+    covered, end, gaps = 0.0, 0.0, 0
     for e in evs:
+        gaps += e.start - end > 1e-9
         covered += max(0.0, e.end - max(e.start, end))
         end = max(end, e.end)
+    gaps += report.time_s - end > 1e-9
     idle = report.time_s - covered
-    return {"busy_s": busy, "named_s": named, "idle_s": idle, "overhead_share": (named + idle) / report.time_s}
+    return {"busy_s": busy, "named_s": named, "idle_s": idle, "gaps": int(gaps),
+            "overhead_share": (named + idle) / report.time_s}
 
 
 # The learner's landscape rows: per cell (accept, reject). Accept names the mechanism in any of its usual words;

@@ -1153,8 +1153,9 @@ for _shape in ((100, 192, 300), (4096, 4096, 1000)):  # the key agrees with the 
 # **Spec.** `schedule_overhead(report)`: on the report's critical engine (`report.critical_engine`: `"stream"` on
 # the GPU, `"tensorcore"` on the TPU, `"cores"` on Spyre), a dict with `busy_s` (summed duration of its `compute`
 # events), `named_s` (summed duration of its other events: fill/drain syncs, launches), `idle_s` (`report.time_s`
-# minus the union of all its events' intervals: gaps where it waits) and `overhead_share` = (named_s + idle_s) /
-# time_s. Events: `report.events`, each with `.engine`, `.kind`, `.start`, `.end`, `.duration`.
+# minus the union of all its events' intervals: gaps where it waits), `gaps` (int: idle stretches over 1 ns, also
+# before the first and after the last event) and `overhead_share` = (named_s + idle_s) / time_s. Events (any order):
+# `report.events`, each with `.engine`, `.kind`, `.start`, `.end`, `.duration`.
 
 # %% nbgrader={"grade": false, "grade_id": "schedule_overhead", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def schedule_overhead(report):
@@ -1163,12 +1164,13 @@ def schedule_overhead(report):
     evs = sorted((e for e in report.events if e.engine == report.critical_engine), key=lambda e: e.start)
     busy = sum(e.duration for e in evs if e.kind == "compute")
     named = sum(e.duration for e in evs if e.kind != "compute")
-    covered, end = 0.0, 0.0
+    covered, end, gaps = 0.0, 0.0, 0
     for e in evs:
-        covered += max(0.0, e.end - max(e.start, end))
-        end = max(end, e.end)
-    idle = report.time_s - covered
-    return {"busy_s": busy, "named_s": named, "idle_s": idle, "overhead_share": (named + idle) / report.time_s}
+        gaps += e.start - end > 1e-9  # the engine waited before this event
+        covered, end = covered + max(0.0, e.end - max(e.start, end)), max(end, e.end)
+    idle, gaps = report.time_s - covered, gaps + (report.time_s - end > 1e-9)
+    return {"busy_s": busy, "named_s": named, "idle_s": idle, "gaps": int(gaps),
+            "overhead_share": (named + idle) / report.time_s}
     ### END SOLUTION
 
 
@@ -1185,8 +1187,9 @@ for b, r in steps.items():
     check_scalar(f"{b}: overhead = the simulator's scheduling share", o["overhead_share"],
                  att["scheduling"] / r.time_s, rel=1e-6, abs_tol=1e-9,
                  hint="named overhead events on the engine + its idle gaps")
+    check_type(f"{b}: gaps", o.get("gaps"), int)
     print(f"{b}: {r.critical_engine} busy {o['busy_s'] * 1e6:.2f} µs, named {o['named_s'] * 1e6:.2f} µs, idle "
-          f"{o['idle_s'] * 1e6:.2f} µs -> overhead {o['overhead_share']:.0%} (SIMULATED)")
+          f"{o['idle_s'] * 1e6:.2f} µs in {o['gaps']} gaps -> overhead {o['overhead_share']:.0%} (SIMULATED)")
 ### BEGIN HIDDEN TESTS
 import random as _random
 from types import SimpleNamespace as _NS
@@ -1228,6 +1231,7 @@ def _check(key, want, what):
     got = got if isinstance(got, dict) else {}
     for k in _keys:
         grader.assert_scalar(got.get(k), want[k], rel=1e-6, abs_tol=1e-12, name=f"{what} {k}")
+    grader.assert_equal(type(got.get("gaps")) is int and got["gaps"] == want["gaps"], True, name=f"{what} gaps")
 
 
 for _b, _model, _phase, _kw in (("spyre", "tiny-block", "prefill", {}), ("gpu", "tiny-block", "prefill", {"graphs": True}),
@@ -1370,10 +1374,8 @@ MY_ROWS = {
         "LPU": "one MXM op per kernel with its vector work streamed between slices",
         "Spyre": "every run of device ops -> one SuperDSC bundle; LX planned across it"},
     "tiling decision": {
-        "GPU": "128x128 thread-block tiles, waves over SMs",
-        "TPU": "K, N to the MXU edge (128/256), M to 8 sublanes",
-        "WSE": "rows x cols region of PEs sized per kernel",
-        "LPU": "K, N to 320 (MXM), M streams",
+        "GPU": "128x128 thread-block tiles, waves over SMs", "TPU": "K, N to the MXU edge (128/256), M to 8 sublanes",
+        "WSE": "rows x cols region of PEs sized per kernel", "LPU": "K, N to 320 (MXM), M streams",
         "Spyre": "work split over 32 cores by sticks; matmul tiles fit LX"},
 }
 ### END SOLUTION
