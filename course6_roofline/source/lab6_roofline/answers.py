@@ -42,8 +42,7 @@ def ridge_table(chips, dtype=DTYPES) -> pd.DataFrame:
 
 def system_ridges(system_chips: dict) -> dict:
     """{system: main-memory ridge point} of each catalog chip at its native 16-bit dtype."""
-    table = ridge_table(list(system_chips.values())).set_index("chip")["ridge"]
-    return {system: float(table[get_chip(chip).name]) for system, chip in system_chips.items()}
+    return {system: float(ridge_table([chip])["ridge"].iloc[0]) for system, chip in system_chips.items()}
 
 
 def op_points(report, level=None) -> pd.DataFrame:

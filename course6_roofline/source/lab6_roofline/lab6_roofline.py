@@ -279,6 +279,7 @@ _rng = _random.Random(probe.seed)  # this learner's systems: four catalog chips 
 _pool = ["a100-40gb", "a100-80gb", "groq-lpu", "h100-sxm", "h200", "l4", "spyre", "t4", "tpu-v4", "tpu-v5e",
          "tpu-v5p", "tpu-v6e", "wse-2", "wse-3"]
 _asked = {f"system {_k}": _c for _k, _c in enumerate(_rng.sample(_pool, 4))}
+_asked.update({"GPU": "h100-sxm", "TPU": "tpu-v5e", "WSE": "wse-3", "LPU": "groq-lpu", "Spyre": "spyre"})
 _offset = _rng.choice((0.125, 0.25, 0.375, 0.625))
 probe.send("ridges", system_ridges(dict(_asked)))
 _names, _calls = system_ridges.__globals__, []  # for one call, ridge_point marks its answers with + _offset
@@ -311,6 +312,7 @@ rng = random.Random(seed)
 pool = ["a100-40gb", "a100-80gb", "groq-lpu", "h100-sxm", "h200", "l4", "spyre", "t4", "tpu-v4", "tpu-v5e",
         "tpu-v5p", "tpu-v6e", "wse-2", "wse-3"]
 asked = {f"system {k}": c for k, c in enumerate(rng.sample(pool, 4))}
+asked.update({"GPU": "h100-sxm", "TPU": "tpu-v5e", "WSE": "wse-3", "LPU": "groq-lpu", "Spyre": "spyre"})
 offset = rng.choice((0.125, 0.25, 0.375, 0.625))
 want = ref_ridges(asked)
 for which in ("ridges", "marked"):
@@ -680,7 +682,9 @@ for _ in range(8):
     _bws = {_lv: 10 ** _rng.uniform(10, 14) for _lv in _levels}
     _peak = min(_ints[_lv] * _bws[_lv] for _lv in _levels) * _rng.choice((0.3, 0.9, 1.1, 4.0))
     _cases.append((_ints, _peak, _bws))
-_cases += [({"A": 10.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}), ({"A": 10.0, "B": 1.0}, 100.0, {"A": 50.0, "B": 300.0}),
+_cases += [({"HBM": 1000.0, "SMEM": 20.0}, 1e15, {"HBM": 3e12, "SMEM": 3e13}),  # the spec's worked example
+           ({"A": 10.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}),
+           ({"A": 10.0, "B": 1.0}, 100.0, {"A": 50.0, "B": 300.0}),
            ({"A": 2.0, "B": 1.0}, 100.0, {"A": 5.0, "B": 30.0}), ({"A": 4.0}, 100.0, {"A": 25.0})]
 probe.send("binding", [binding_level(dict(_i), _p, dict(_b)) for _i, _p, _b in _cases])
 _reports = [(_sim("test", "tpu", phase="prefill", batch=_rng.choice((1, 2)), seq=_rng.choice((16, 32))),
@@ -712,7 +716,7 @@ for _ in range(8):
     cases.append((ints, peak, bws))
 grader.assert_equal(data["binding"][:8], [ref_binding(i, p, b) for i, p, b in cases],
                     name="binding level on machines of your own")
-grader.assert_equal(data["binding"][8:], ["B", "compute", "A", "compute"],
+grader.assert_equal(data["binding"][8:], ["SMEM", "B", "compute", "A", "compute"],
                     name="lowest roof, or compute when none is below the peak")
 reports = [(simulate_llm("test", "tpu", phase="prefill", batch=rng.choice((1, 2)), seq=rng.choice((16, 32))),
             ["HBM", "VMEM"]),
