@@ -189,8 +189,9 @@ class LPUPolicy(Policy):
         rows = max(1, int(workload.tokens or 1))
         self._run_totals = {}
         try:  # microbatch sizes compared on durations alone (``_tally``), then the chosen one built with every event
+            walk = self._walk(steps, pieces) if rows > 1 else []
             n_mb, stages = spatial.best_microbatches(
-                rows, lambda q: self._tally(steps, pieces, q) if rows > 1 else self._stages(steps, pieces, q))
+                rows, lambda q: self._tally(walk, q) if rows > 1 else self._stages(steps, pieces, q))
             if rows > 1:
                 stages = self._stages(steps, pieces, 1.0 / n_mb)
         finally:
@@ -225,28 +226,39 @@ class LPUPolicy(Policy):
                 chips[c].events.append(e)
         return [s for pair in zip(chips, links, strict=True) for s in pair]
 
-    def _tally(self, steps, pieces, q: float) -> list[spatial.Tally]:
-        """``_stages`` as ``spatial.step_time`` reads it (each event's duration, each hop's overlap), the same
-        walk and the same arithmetic; compared for every microbatch size, so no events are made."""
-        durations: list[list[float]] = [[] for _ in range(self.n_chips)]  # a chip's compute, in order
-        links = [spatial.Tally() for _ in range(self.n_chips)]
-        latency, per_link = self.chip.fact("c2c_hop_latency_s"), self._per_link()  # as in ``_hop``
-        chip = pieces[0][0][0] if pieces else 0
-        made: dict = {}  # (kernel, share) -> its duration
-        scratch: dict = {}  # the one-cycle rule's note goes nowhere: no event is made
+    def _walk(self, steps, pieces) -> list[tuple]:
+        """``_stages``' walk over kernel slices, which no microbatch size changes: for each slice its chip, its
+        (kernel, share) key, kernel, share, and the hop before it (sender, activation bytes, whether the sender's
+        last piece is a slice of the same kernel) or None."""
+        out, chip = [], pieces[0][0][0] if pieces else 0
         for step, parts in zip(steps, pieces, strict=True):
             kid = id(step.kernel)
             for i, (c, f) in enumerate(parts):
+                hop = None
                 if c != chip:
-                    under = durations[chip][-1] if i > 0 else 0.0
-                    t = latency + q * step.needs / per_link
-                    links[chip].add(t, min(t, under))
-                    chip = c
-                d = made.get((kid, f))
-                if d is None:  # kernel_time's duration (the larger of its two terms), held to one cycle
-                    mxm_s, vec_s, sram_s, _ = self._seconds(step.kernel, f, q)
-                    d = made[kid, f] = self.at_least_one_cycle(max(max(mxm_s, vec_s), sram_s), 0.0, scratch)[0]
-                durations[c].append(d)
+                    hop, chip = (chip, step.needs, i > 0), c
+                out.append((c, (kid, f), step.kernel, f, hop))
+        return out
+
+    def _tally(self, walk: list[tuple], q: float) -> list[spatial.Tally]:
+        """``_stages`` as ``spatial.step_time`` reads it (each event's duration, each hop's overlap), the same
+        walk (``_walk``) and the same arithmetic; compared for every microbatch size, so no events are made."""
+        durations: list[list[float]] = [[] for _ in range(self.n_chips)]  # a chip's compute, in order
+        links = [spatial.Tally() for _ in range(self.n_chips)]
+        latency, per_link = self.chip.fact("c2c_hop_latency_s"), self._per_link()  # as in ``_hop``
+        made: dict = {}  # (kernel, share) -> its duration
+        scratch: dict = {}  # the one-cycle rule's note goes nowhere: no event is made
+        for c, key, kernel, f, hop in walk:
+            if hop is not None:
+                src, needs, split = hop
+                under = durations[src][-1] if split else 0.0
+                t = latency + q * needs / per_link
+                links[src].add(t, min(t, under))
+            d = made.get(key)
+            if d is None:  # kernel_time's duration (the larger of its two terms), held to one cycle
+                mxm_s, vec_s, sram_s, _ = self._seconds(kernel, f, q)
+                d = made[key] = self.at_least_one_cycle(max(max(mxm_s, vec_s), sram_s), 0.0, scratch)[0]
+            durations[c].append(d)
         chips = []
         for ds in durations:  # compute holds its chip, overlaps nothing: held and passed are the same terms
             t = spatial.Tally()
