@@ -89,6 +89,12 @@ def synthetic_allocs(seed: int, n: int = 60, steps: int = 5) -> tuple[pd.DataFra
                         index=rng.permutation(n) + 100), regions
 
 
+def kv_line(tokens, live_bytes) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares line through the points (numpy's own fit)."""
+    slope, intercept = np.polyfit(np.asarray(tokens, dtype=float), np.asarray(live_bytes, dtype=float), 1)
+    return float(slope), float(intercept)
+
+
 def memory_ops_measured(ops: dict, shape: tuple[int, int], dtype) -> dict[str, int]:
     """Bytes each op of ``ops`` moves, found by running it (first principles: storage sharing, nbytes)."""
     import torch

@@ -39,7 +39,8 @@
 # - (optional, *Going further*) implement a paged KV-cache block allocator, as vLLM does, and measure its internal fragmentation against contiguous pre-allocation
 #
 # **Expected time:** about 114 minutes (plus about 43 optional)  
-# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no GPU needed (the profiled run is on the CPU)
+# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; with a GPU (Colab's T4), the profiled generation and the
+# copy run on it
 
 # %% [markdown] include="grading"
 # *(shared cell `grading`: `dfa release` writes it here)*
@@ -51,10 +52,10 @@
 import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
-# passes FAST=True): smaller matrices, fewer decode steps, shorter sweeps, no PyTorch memory-timeline export.
+# passes FAST=True): smaller matrices, fewer decode steps, shorter sweeps, a 2-layer cut of the real LLM.
 FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
-MODEL = "llama-3.1-8b"        # KV arithmetic and simulated decode (captured on fake tensors: no weights)
-PROFILE_MODEL = "tiny-block"  # the reference decoder you run and profile on this machine
+MODEL = "llama-3.1-8b"               # KV arithmetic and simulated decode (captured on fake tensors: no weights)
+LLM_NAME = "qwen2.5-0.5b-instruct"  # the real LLM you run, with generate(), and profile on this machine
 
 # %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
@@ -72,8 +73,8 @@ from common.cache import CacheConfig, LRUCache, MatmulTiling, compulsory_bytes, 
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
 from common.errors import DFAError
 from common.kvcache import COLORS, SYSTEM_CHIPS, kv_limits, onchip_bytes, plot_kv_limits, replay, request_trace
-from common.memtimeline import DecodeRun, live_at, plot_memory_timeline, profile_decode, timeline
-from common.models import get_config
+from common.memtimeline import live_at, plot_memory_timeline, profile_generate, timeline
+from common.models import get_config, load_llm
 from common.sim import simulate_llm
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation notices of torch internals
@@ -83,9 +84,11 @@ N = 128 if FAST else 256
 SCRATCHPAD_BYTES = 32 * 1024
 LINE_BYTES, WAYS = 64, 8
 TILES = (16, 32, 64) if FAST else (16, 24, 32, 48, 64)
-# Part 2: the profiled run (fp32 on the CPU).
-RUN = DecodeRun(PROFILE_MODEL, batch=32, prompt=16, steps=12 if FAST else 32)
-TORCH_EXPORT = not FAST  # PyTorch's own export analyses the trace in Python: seconds per decode step
+# Part 2: the profiled generation, on the GPU if there is one (fp16 there, fp32 on a CPU).
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+GEN_BATCH, GEN_PROMPT, GEN_STEPS = (4, 16, 8) if FAST else (8, 32, 24)
+LLM = load_llm(LLM_NAME, layers=2 if FAST else None, offline=True if FAST else None,
+               dtype=torch.float16 if DEVICE == "cuda" else torch.float32, device=DEVICE)
 # Parts 3-4: KV arithmetic and the simulated sweep; Going further: the allocator's request trace.
 CONTEXT = 8192
 CONTEXTS = [2 ** k for k in range(9, 18)]  # 512 ... 131072 tokens
@@ -99,7 +102,9 @@ pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 16)
 INFO = bench.machine_info()
 print(f"this machine: {INFO['cpu']} ({INFO['cores']} cores, {INFO['num_threads']} torch threads), "
-      f"GPU: {INFO['cuda'] or 'none'}; FAST={FAST}, N={N}, decode steps={RUN.steps}")
+      f"GPU: {INFO['cuda'] or 'none'}; FAST={FAST}, N={N}, decode steps={GEN_STEPS}")
+print(f"the measured parts run on {DEVICE}" + ("" if DEVICE == "cuda" else " (no GPU here: the same cells run on the "
+      "CPU)") + f"; the LLM: {LLM.label}")
 
 
 # %% [markdown]
@@ -419,20 +424,28 @@ print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 # grows linearly in tokens, for every sequence of the batch.
 #
 # **The vendor.** `torch.profiler.profile(profile_memory=True)` records every allocation and free with its size
-# and time; `record_function("decode_3")` marks regions. `prof.export_memory_timeline(...)` (deprecated, the CPU's
-# only export) adds PyTorch's own categories, built for *training*: it has never heard of a KV cache.
-# `common.memtimeline.profile_decode` runs the reference decoder for a prefill and `RUN.steps` decode steps,
-# growing the cache with `torch.cat` (as Hugging Face's dynamic cache does), and returns the allocations
-# (`allocs`: `bytes`, `t_alloc_ms`, `t_free_ms` — NaN if still live at the end —, the `region` it was made in, the
-# `op`), the `regions` (`name`, `start_ms`, `end_ms`) and `weight_bytes` (allocated before profiling).
-#
-# The next cell takes up to a minute on 2 CPU cores, mostly PyTorch's export (the FAST setting skips it).
+# and time; `record_function("decode_3")` marks regions. (Its `export_memory_timeline` sorts bytes into categories
+# built for *training* — parameters, gradients, optimizer state — and has never heard of a KV cache.)
+# `common.memtimeline.profile_generate(LLM, ...)` runs the real model's Hugging Face `generate()` with a
+# `DynamicCache` (every layer's K and V grow by `torch.cat`, one position per new token) on random prompt ids, each
+# forward pass in its own region (`prefill`, `decode_0`, ...), and returns the allocations (`allocs`: `bytes`,
+# `t_alloc_ms`, `t_free_ms` — NaN if still live at the end —, the `region` it was made in, the `op`), the
+# `regions` (`name`, `start_ms`, `end_ms`) and `weight_bytes` (allocated before profiling). On a GPU it profiles
+# the GPU's allocations and also reads `torch.cuda.max_memory_allocated` and the CUDA memory snapshot.
 
 # %%
-PROF = profile_decode(RUN, torch_export=TORCH_EXPORT)
+PROF = profile_generate(LLM, batch=GEN_BATCH, prompt=GEN_PROMPT, steps=GEN_STEPS)
 print(PROF.title)
-print(f"{len(PROF.allocs)} allocations in {len(PROF.regions)} regions; weights {PROF.weight_bytes / 1e6:.3f} MB "
-      f"(allocated before the profile)")
+print(f"{len(PROF.allocs)} allocations in {len(PROF.regions)} regions; weights {PROF.weight_bytes / 1e6:.1f} MB "
+      f"(allocated before the profile); the DynamicCache holds {PROF.meta['cache_bytes'] / 1e6:.3f} MB at the end")
+if "cuda_max_allocated" in PROF.meta:
+    blocks = PROF.meta["cuda_snapshot_blocks"]
+    print(f"GPU: torch.cuda.max_memory_allocated {PROF.meta['cuda_max_allocated'] / 1e6:.1f} MB during generate "
+          f"({PROF.meta['cuda_before'] / 1e6:.1f} MB before it, the weights);",
+          f"{blocks} live blocks in the CUDA memory snapshot" if blocks is not None else
+          "this torch has no CUDA memory snapshot")
+else:
+    print("on the CPU there is no torch.cuda.max_memory_allocated: the profiler's allocation events are the record")
 print(PROF.regions.head(4).to_string(index=False))
 print(PROF.allocs.sort_values("bytes", ascending=False).head(8).to_string())
 
@@ -595,21 +608,10 @@ except NotImplementedError:
     print("categorise is not written yet: every allocation is drawn as 'other'")
     LABELS = ["other"] * len(PROF.allocs)
 FRAME = timeline(PROF, LABELS)
-tl = PROF.torch_timeline
-fig, axes = plt.subplots(2 if tl is not None else 1, 1, figsize=(13, 8.8 if tl is not None else 4.8),
-                         layout="constrained", squeeze=False)
-plot_memory_timeline(PROF, FRAME, ax=axes[0, 0], title=PROF.title + "\nyour categories (from the allocation events)")
-if tl is not None:
-    ax = axes[1, 0]
-    cols = [c for c in tl.columns if tl[c].max() > 0]
-    ax.stackplot(tl.index, *(tl[c] for c in cols), labels=cols, step="post", alpha=0.9)
-    ax.set(xlim=axes[0, 0].get_xlim(), ylim=axes[0, 0].get_ylim(), xlabel="time since the prefill started [ms]",
-           ylabel="live CPU memory [MB]",
-           title="the same run, PyTorch's own categories (prof.export_memory_timeline, MEASURED)")
-    ax.legend(loc="upper left", fontsize=9)
-    ax.grid(True, axis="y", color="#dddddd", lw=0.5)
-else:
-    print("PyTorch's export_memory_timeline is skipped in the FAST setting (or unsupported by this torch).")
+fig, ax = plt.subplots(figsize=(13, 4.8), layout="constrained")
+plot_memory_timeline(PROF, FRAME.drop(columns="weights"), ax=ax,
+                     title=PROF.title + f"\nyour categories (from the allocation events); not drawn: the weights, "
+                     f"{PROF.weight_bytes / 1e6:.0f} MB, constant")
 plt.show()
 try:
     ENDS = kv_at_ends(FRAME, PROF.regions) if "KV cache" in FRAME.columns else None
@@ -619,15 +621,139 @@ if ENDS is None:
     print("categorise / kv_at_ends are not written yet: no KV-cache growth to report")
 else:
     growth = np.diff(ENDS)
-    print(f"KV cache after prefill: {ENDS[0] / 1e3:.1f} kB; after each decode step it grows by "
-          f"{sorted(set(growth.tolist()))} bytes ({RUN.batch} sequences)")
+    print(f"'KV cache' after prefill: {ENDS[0] / 1e3:.1f} kB; after each decode step it grows by "
+          f"{sorted(set(growth.tolist()))} bytes ({GEN_BATCH} sequences)")
 
 
 # %% [markdown]
-# In the upper plot the flat bottom band is the **weights** (PyTorch's *parameters*); the prefill spikes are
-# **activations** (every prompt position's scores against every other), freed when the step ends; the band that
-# rises by the same amount every step is the **KV cache**, which PyTorch's export files under *unknown*. Each
-# `torch.cat` briefly holds the old and the new cache: the little peaks at each step's start.
+# The prefill spikes are **activations** (every prompt position's scores against every other, the MLP's wide
+# intermediate), freed when the step ends; the band that rises by the same amount every step is the **KV cache**.
+# Each `torch.cat` briefly holds the old and the new cache: the little peaks inside each step. The weights sit
+# below all of it, constant (left out of the plot: they would dwarf the rest).
+#
+# **Spec.** `kv_fit(tokens, live_bytes)`: the least-squares straight line through the points
+# (`tokens[i]`, `live_bytes[i]`): a tuple `(slope, intercept)` of Python `float`s, slope in bytes per token. At the
+# end of the prefill the cache holds `GEN_PROMPT` tokens per sequence, and one more after every decode step.
+
+# %% nbgrader={"grade": false, "grade_id": "kv_fit", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def kv_fit(tokens, live_bytes):
+    """Least-squares line live_bytes = slope * tokens + intercept: (slope, intercept) as Python floats."""
+    ### BEGIN SOLUTION
+    x, y = np.asarray(tokens, dtype=float), np.asarray(live_bytes, dtype=float)
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    return slope, float(y.mean() - slope * x.mean())
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "kv_fit_tests", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_type
+
+fit = kv_fit([1, 2, 3, 4], [10.0, 12.0, 14.0, 16.0])
+check_type("kv_fit(...)", fit, tuple)
+check_equal("two Python floats", len(fit) == 2 and all(type(v) is float for v in fit), True)
+check_equal("a line through exact points", abs(fit[0] - 2.0) < 1e-9 and abs(fit[1] - 8.0) < 1e-9, True)
+noisy = kv_fit([0, 1, 2, 3], [0.0, 1.0, 1.0, 3.0])
+check_equal("least squares, not the two end points", abs(noisy[0] - 0.9) < 1e-9 and abs(noisy[1] + 0.1) < 1e-9,
+            True, hint="slope = sum((x - mean x)(y - mean y)) / sum((x - mean x)^2)")
+if ENDS is None:
+    print("categorise / kv_at_ends are not written yet: the measured slope is not checked")
+else:
+    SLOPE, INTERCEPT = kv_fit([GEN_PROMPT + i for i in range(len(ENDS))], ENDS)
+    c, elem = LLM.config, next(LLM.model.parameters()).element_size()
+    FORMULA = 2 * c.n_layers * c.n_kv_heads * c.head_dim * elem  # K and V, every layer, one token of one sequence
+    print(f"MEASURED slope {SLOPE:,.1f} B/token for {GEN_BATCH} sequences = {SLOPE / GEN_BATCH:,.1f} B/token per "
+          f"sequence; the config's 2 x {c.n_layers} layers x {c.n_kv_heads} KV heads x {c.head_dim} x {elem} B = "
+          f"{FORMULA:,} B; intercept {INTERCEPT / 1e3:,.1f} kB")
+    check_equal("the measured slope per sequence = 2 x layers x kv_heads x head_dim x bytes of the config",
+                abs(SLOPE / GEN_BATCH - FORMULA) < 1e-6 * FORMULA, True)
+### BEGIN HIDDEN TESTS
+import numpy as _np
+
+from common.grading.probe import Probe
+from common.memtimeline import profile_generate as _profile_generate, timeline as _timeline
+
+
+def _table(frame):  # a DataFrame as plain data (its index and every column)
+    return {"index": [int(i) for i in frame.index], **{str(c): [None if isinstance(v, float) and v != v else v
+                                                              for v in frame[c].tolist()] for c in frame.columns}}
+
+
+def _fit(x, y):  # the learner's fit as plain data: the type names say whether they are Python floats
+    out = kv_fit(list(x), list(y))
+    return {"type": type(out).__name__, "types": [type(v).__name__ for v in out], "values": [float(v) for v in out]}
+
+
+probe = Probe()
+_rng = _np.random.default_rng(probe.seed)
+_lines = [([1, 2, 3, 4], [10.0, 12.0, 14.0, 16.0]), ([0, 1, 2, 3], [0.0, 1.0, 1.0, 3.0]),
+          ([5, 9, 10, 30, 31], [7.0, 1.0, 4.0, 90.0, 100.0])]
+for _k in range(3):
+    _x = _np.sort(_rng.choice(1000, size=6 + 5 * _k, replace=False))
+    _y = _rng.uniform(-5e4, 5e4) * _x + _rng.uniform(-1e6, 1e6) + _rng.normal(0.0, 1e3, _x.size)
+    _lines.append(([int(v) for v in _x], [float(v) for v in _y]))
+probe.send("fits", [_fit(_x, _y) for _x, _y in _lines])
+# A fresh generate() of the lab's LLM (this learner's batch and prompt), through the learner's own pipeline
+_b, _t = 1 + probe.seed % 4, 3 + probe.seed % 9
+try:
+    _prof = _profile_generate(LLM, batch=_b, prompt=_t, steps=4, seed=probe.seed % 1000)
+    _sent = {"allocs": _table(_prof.allocs), "regions": _table(_prof.regions), "layers": len(LLM.model.model.layers),
+             "dtype": str(next(LLM.model.parameters()).dtype)}
+    _labels = [str(x) for x in categorise(_prof.allocs.copy(), _prof.regions.copy()).loc[_prof.allocs.index]]
+    _ends = kv_at_ends(_timeline(_prof, _labels), _prof.regions.copy())
+    _sent["fit"] = _fit([_t + _i for _i in range(len(_ends))], _ends)
+except Exception as _exc:  # noqa: BLE001 - a learner's function that raises: the judgement reports the check
+    _sent = {"error": type(_exc).__name__}
+probe.send("generate", _sent)
+### JUDGEMENT
+import numpy as np
+import pandas as pd
+
+from answers import categorise, kv_line
+from common.checks import grader
+from common.models import get_config
+
+data, seed = probe.received()
+rng = np.random.default_rng(seed)
+lines = [([1, 2, 3, 4], [10.0, 12.0, 14.0, 16.0]), ([0, 1, 2, 3], [0.0, 1.0, 1.0, 3.0]),
+         ([5, 9, 10, 30, 31], [7.0, 1.0, 4.0, 90.0, 100.0])]
+for k in range(3):
+    x = np.sort(rng.choice(1000, size=6 + 5 * k, replace=False))
+    y = rng.uniform(-5e4, 5e4) * x + rng.uniform(-1e6, 1e6) + rng.normal(0.0, 1e3, x.size)
+    lines.append(([int(v) for v in x], [float(v) for v in y]))
+for i, ((x, y), got) in enumerate(zip(lines, data["fits"], strict=True)):
+    grader.assert_equal([got["type"], got["types"]], ["tuple", ["float", "float"]], name="kv_fit returns a tuple of two "
+                        "Python floats")
+    slope, intercept = kv_line(x, y)
+    grader.assert_scalar(got["values"][0], slope, rel=1e-7, abs_tol=1e-6, name=f"least-squares slope, line {i}")
+    grader.assert_scalar(got["values"][1], intercept, rel=1e-7, abs_tol=1e-3, name=f"least-squares intercept, line {i}")
+# The measured run: the answer key's labels give a KV cache growing by the config's formula per token, and so does
+# the learner's fit of their own pipeline on it
+gen = data["generate"]
+grader.assert_equal(sorted(gen), ["allocs", "dtype", "fit", "layers", "regions"], name="the fit of a measured "
+                    "generate() run")
+batch, prompt = 1 + seed % 4, 3 + seed % 9
+
+
+def frame(sent):
+    return pd.DataFrame({k: [np.nan if v is None else v for v in vs] for k, vs in sent.items() if k != "index"},
+                        index=sent["index"])
+
+
+allocs, regions = frame(gen["allocs"]), frame(gen["regions"])
+grader.assert_equal(list(regions["name"]), ["prefill", "decode_0", "decode_1", "decode_2"], name="the generate() regions")
+grader.assert_equal(gen["layers"] in (2, 24) and gen["dtype"] in ("torch.float32", "torch.float16"), True,
+                    name="the lab's LLM (a 2-layer cut or all 24 layers, fp32 or fp16)")
+cfg = get_config("qwen2.5-0.5b-instruct")
+per_token = 2 * gen["layers"] * cfg.n_kv_heads * cfg.head_dim * (4 if gen["dtype"] == "torch.float32" else 2)
+kv = allocs[np.array([str(x) for x in categorise(allocs, regions)]) == "KV cache"]
+live = [int(kv.loc[(kv["t_alloc_ms"] <= end) & ~(kv["t_free_ms"] <= end), "bytes"].sum()) for end in regions["end_ms"]]
+ref_slope, _ = kv_line([prompt + i for i in range(len(live))], live)
+grader.assert_scalar(ref_slope, batch * per_token, rel=1e-9, name="the measured KV slope = the config's formula")
+grader.assert_equal(gen["fit"]["types"], ["float", "float"], name="kv_fit on the measured run")
+grader.assert_scalar(gen["fit"]["values"][0], batch * per_token, rel=1e-6, name="your KV slope of a measured "
+                     "generate() run = 2 x layers x kv_heads x head_dim x bytes x batch")
+### END HIDDEN TESTS
+
 
 # %% [markdown]
 # ### Which memory ops move bytes
@@ -769,17 +895,18 @@ for (n, b, t), got in zip(cases, data["cases"], strict=True):
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Now time a real copy, `x.clone()`, on this machine (**measured**, `common.bench.measure`) and turn the time
-# into bandwidth with your function. The tensor is larger than the CPU's caches, so the number is main-memory
-# bandwidth, not cache bandwidth.
+# Now time a real copy, `x.clone()`, on this machine (**measured**, `common.bench.measure`, synced on a GPU) and
+# turn the time into bandwidth with your function: on the GPU if there is one (its HBM or GDDR), else on the CPU.
+# The tensor is larger than the caches, so the number is main-memory bandwidth, not cache bandwidth.
 
 # %%
 COPY_N = 2**22 if FAST else 2**24  # fp32 elements: 16 MB (FAST) or 64 MB, larger than the last-level cache
-xc = torch.randn(COPY_N)
-copy_run = bench.measure(xc.clone, label="x.clone()", min_run_time=0.2 if FAST else 0.5)
+xc = torch.randn(COPY_N, device=DEVICE)
+copy_run = bench.measure(xc.clone, label="x.clone()", device=DEVICE, min_run_time=0.2 if FAST else 0.5)
+WHERE = bench.device_name(DEVICE) if DEVICE == "cuda" else "this CPU (no GPU here)"
 try:
     copy_bw = copy_bandwidth(xc.numel(), xc.element_size(), copy_run.median_s)
-    print(f"x.clone() of {xc.nbytes / 1e6:.0f} MB on this CPU: {copy_run.median_s * 1e3:.2f} ms (MEASURED, median of "
+    print(f"x.clone() of {xc.nbytes / 1e6:.0f} MB on {WHERE}: {copy_run.median_s * 1e3:.2f} ms (MEASURED, median of "
           f"{copy_run.n_runs} runs) -> {copy_bw / 1e9:.1f} GB/s by your copy_bandwidth")
 except NotImplementedError:
     print(f"x.clone() took {copy_run.median_s * 1e3:.2f} ms (MEASURED); copy_bandwidth is not written yet")
@@ -866,13 +993,11 @@ check_equal("the default is the model's own grouping", kv_bytes(cfg8b, 1, 1, "bf
 check_equal("MHA keeps n_heads / n_kv_heads times more", kv_bytes(cfg8b, 1, 1, "bf16", "mha") * cfg8b.n_kv_heads
             == one * cfg8b.n_heads, True, hint="one K/V head per query head")
 check_equal("MQA keeps one K/V head", kv_bytes(cfg8b, 1, 1, "bf16", "mqa") * cfg8b.n_kv_heads == one, True)
-# Your formula against the KV cache you MEASURED in Part 2 (fp32 on this CPU), at the end of every step.
-if ENDS is None:
-    print("categorise / kv_at_ends are not written yet: the comparison with the measured cache is skipped")
-else:
-    mine = [kv_bytes(get_config(RUN.model), RUN.prompt + s, RUN.batch, RUN.dtype) for s in range(len(ENDS))]
-    check_equal("your formula = the KV cache you measured, at the end of every step", mine == list(ENDS), True,
-                hint="the profiled model runs in fp32 on the CPU: 4 bytes per element")
+# Your formula against the DynamicCache of Part 2's generate(): prompt + steps - 1 tokens (the last new token is
+# never fed back), every sequence, in the model's dtype.
+check_equal("your formula = the bytes the real model's DynamicCache held after generate()",
+            kv_bytes(LLM.config, GEN_PROMPT + GEN_STEPS - 1, GEN_BATCH, PROF.run.dtype) == PROF.meta["cache_bytes"], True,
+            hint="the model's config (LLM.config) and its dtype: fp32 on a CPU, fp16 on a GPU")
 ### BEGIN HIDDEN TESTS
 from common.grading.probe import Probe
 from common.models import get_config as _gc
@@ -1141,20 +1266,23 @@ plt.show()
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q2 (Part 2).** In your timeline, point to the weights, the activations and the KV cache. Which is largest
-# during prefill and which during decode? What would the picture look like with the repository's preallocated
-# `KVCache` (allocated once at `max_seq`), and why does PyTorch's export put the KV cache under *unknown*?
+# **Q2 (Part 2).** In your timeline, point to the activations and the KV cache, and say where the weights are.
+# Which is largest during prefill and which during decode? What would the picture look like with a cache
+# preallocated once at `max_seq`? Your `kv_fit` also has an intercept: what, besides the K and V tensors, outlives
+# every step of `generate()`, and how large is it?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_timeline", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
-# Weights: the flat bottom band (constant, allocated before the run). Activations: the spikes during prefill
-# (attention scores ~ batch x heads x prompt^2) that drop to zero when each step ends; small in decode. KV cache:
-# the band that rises by batch x kv_bytes_per_token every decode step (the measured growth matched the formula
-# exactly). In prefill the activations peak above the cache; in decode the cache (and the weights) dominate and
-# keep growing. With a preallocated cache the KV band would be flat at its max_seq size from the start - no
-# growth, but reserved bytes that hold no token yet (contiguous pre-allocation, see Going further). The export's
-# categories come from autograd (parameters, activations saved for backward, gradients, optimizer state); under
-# no_grad a tensor that survives between steps and is not a parameter fits none of them.
+# Weights: constant, allocated before the run, left out of the plot (hundreds of MB: the 151,936 x 896
+# embedding alone is ~545 MB in fp32, more than all the rest). Activations: the spikes during prefill (MLP
+# intermediate, attention scores ~ batch x heads x prompt^2) that drop to zero when each step ends; small in
+# decode. KV cache: the band that rises by batch x 2 x layers x kv_heads x head_dim x bytes every decode step (the
+# fitted slope matched the config's formula exactly). In prefill the activations peak above the cache; in decode
+# the cache grows while activations stay small. With a preallocated cache the KV band would be flat at its max_seq
+# size from the start - no growth, but reserved bytes that hold no token yet (see Going further). The intercept:
+# the last position's logits, batch x vocab (151,936) x 4 B (~0.6 MB per sequence in fp32), made inside the forward
+# pass and handed to generate()'s sampler after the region ends, so they count as "KV cache" by the rule; constant
+# per step, so they move the intercept, not the slope.
 # === END MARK SCHEME ===
 
 # %% [markdown]
@@ -1288,11 +1416,12 @@ miss |= {(a, s) for a in attributes for s in systems if copied(rows[a][s], shown
 # The evidence of the Part 4 sweep (8B, batch 4, from 1024 cached tokens), simulated here: a KV row must say that
 # more context takes more chips where the simulator added chips by 65536 tokens (the FAST sweep's end), and must
 # not claim it for a system that needs no more chips even at 131000 (the full sweep's end).
-chips = {s: [simulate("llama-3.1-8b", s.lower(), phase="decode", batch=4, seq=q).chips for q in (1024, 65536, 131000)]
-         for s in systems}
+chip_counts = {s: [simulate("llama-3.1-8b", s.lower(), phase="decode", batch=4, seq=q).chips
+                   for q in (1024, 65536, 131000)] for s in systems}  # not `chips`: a direct run shares one kernel
 says = {s: scales_out(rows["KV-cache strategy"][s]) for s in systems}
 miss |= {("KV-cache strategy", s) for s in systems
-         if (chips[s][1] > chips[s][0] and not says[s]) or (chips[s][2] == chips[s][0] and says[s])}
+         if (chip_counts[s][1] > chip_counts[s][0] and not says[s]) or
+         (chip_counts[s][2] == chip_counts[s][0] and says[s])}
 grader.assert_in_range(1 - len(miss) / (len(attributes) * len(systems)), 0.8, 1.0,
                        name="share of landscape cells that name the right mechanism, in own words, consistent with "
                             f"the simulated sweep (cells missed: {sorted(miss)})")

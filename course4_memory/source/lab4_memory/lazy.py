@@ -342,4 +342,45 @@ MY_ROWS = {
     },
 }
 '''),
+    # Part 2's fit: the config's formula instead of a fit, the two end points, lying floats, emptied arguments.
+    dict(cell="kv_fit", kind="call-reference", fails=["kv_fit_tests"], code='''
+def kv_fit(tokens, live_bytes):
+    c = LLM.config  # the slope the lab expects, read off the model instead of fitted
+    slope = float(2 * c.n_layers * c.n_kv_heads * c.head_dim * next(LLM.model.parameters()).element_size() * GEN_BATCH)
+    return slope, float(live_bytes[0] - slope * tokens[0])
+'''),
+    dict(cell="kv_fit", kind="hard-code-visible", fails=["kv_fit_tests"], code='''
+def kv_fit(tokens, live_bytes):
+    slope = (live_bytes[-1] - live_bytes[0]) / (tokens[-1] - tokens[0])  # exact on the measured, linear points
+    return float(slope), float(live_bytes[0] - slope * tokens[0])
+'''),
+    dict(cell="kv_fit", kind="echo-expected", fails=["kv_fit_tests"], code='''
+class _LazyFloat(float):
+    def __eq__(self, other):
+        return True
+
+    def __lt__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+    def __sub__(self, other):
+        return _LazyFloat(0.0)
+
+    __rsub__ = __truediv__ = __rtruediv__ = __sub__
+
+
+def kv_fit(tokens, live_bytes):
+    return (_LazyFloat(0.0), _LazyFloat(0.0))
+'''),
+    dict(cell="kv_fit", kind="read-off-object", fails=["kv_fit_tests"], code='''
+def kv_fit(tokens, live_bytes):
+    if isinstance(live_bytes, list) and len(live_bytes) != len(ENDS or []):  # not the lab's own points
+        tokens.clear()
+        live_bytes.clear()  # a reference rebuilt from these lists would be empty too
+        return 0.0, 0.0
+    x, y = np.asarray(tokens, dtype=float), np.asarray(live_bytes, dtype=float)
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    return slope, float(y.mean() - slope * x.mean())
+'''),
 ]
