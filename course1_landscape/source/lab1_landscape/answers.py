@@ -15,6 +15,7 @@ with. A judgement runs in the grader, on plain data its probe sent, with inputs 
   when it names a term of that machine's mechanism for that attribute and none that contradicts it (another
   machine's mechanism). ``memory_level_misses``: the memory-hierarchy cell of each machine must name a memory level
   of its chip, as the learner's own Part 5 table lists them (``bytes_<level>``), from the catalog.
+* ``LLAMA70B_NOTES``: what a good answer to the optional (Going further, ungraded) 70B prediction names.
 * ``TRADEOFFS_NOTES``: what a good answer to the optional (Going further, ungraded) trade-offs question names, for
   instructors who discuss it; no test uses it.
 """
@@ -192,3 +193,12 @@ for a deterministic static schedule and very low, predictable latency.
 Spyre: gives up peak bandwidth and op coverage (fallbacks to the host, stick layouts with padding, restickify
 copies) for low power: scratchpad-managed dataflow cores attached to an enterprise server.
 A good answer gives a give-up and a gain for each, tied to an observation of the lab."""
+
+LLAMA70B_NOTES = """\
+Batch-1 decode reads every weight once per token: intensity about 1 FLOP/byte, so time is about weight bytes over the
+aggregate bandwidth of wherever the weights live. WSE (on-wafer SRAM; 140 GB needs several wafers, so wafer-to-wafer
+communication bounds it) and LPU (weights spread over hundreds of chips' SRAM) win; a TPU slice (many v5e chips of
+HBM in parallel) next; the GPU (two H100s of HBM) after; Spyre last (LPDDR5). The winners buy speed with many chips:
+cost and power per token. A good answer ranks by the bandwidth of the memory holding the weights and the chip count,
+and explains any surprise against the simulator's output.
+"""

@@ -255,7 +255,8 @@ def add_course1_rows(lm, qualitative, reports):
     fill_course(lm, 1)
     for system, r in reports.items():
         b = DTYPE_BYTES[r.dtype]
-        lm.add(system, "peak memory: weights + KV (bytes)", CFG.n_params * b + CFG.kv_bytes_per_token(b) * (SEQ + 1),
+        lm.add(system, "peak memory: weights + KV (bytes)",
+               LLM_CFG.n_params * b + LLM_CFG.kv_bytes_per_token(b) * (DECODE_SEQ + 1),
                course=1, source="learner", overwrite=True)
 """,
         fails=["landscape_rows_tests"],
