@@ -18,7 +18,7 @@ from common.kvcache import SYSTEM_CHIPS
 from common.landscape import SYSTEM_OF_BACKEND, SYSTEMS, LandscapeMap, dominant_operator
 
 # The learner defaults of each lab's parameters cell (the rebuilt rows are the rows an untouched lab adds).
-LAB1_MODEL, LAB1_SEQ = "tiny-block", 64
+LAB1_MODEL, LAB1_SEQ = "qwen2.5-0.5b-instruct", 512  # Part 5: the real model at real size, DECODE_SEQ
 LAB2_BLOCK, LAB2_INPUT = (256, 4), (2, 64, 256)  # TinyTransformerBlock(D_MODEL, N_HEADS), (BATCH, SEQ, D_MODEL)
 LAB3_MODEL, LAB3_SEQ = "test", 24
 LAB4_MODEL, LAB4_CONTEXT = "llama-3.1-8b", 8192

@@ -176,7 +176,7 @@ def test_the_rebuilt_rows_use_each_labs_learner_defaults():
 
     lab1, lab2, lab3 = _lab_text("course1_*"), _lab_text("course2_*"), _lab_text("course3_*")
     lab4, lab6 = _lab_text("course4_*"), _lab_text("course6_*")
-    assert f'MODEL = "{lc.LAB1_MODEL}"' in lab1 and re.search(rf"^BATCH, SEQ = \d+, {lc.LAB1_SEQ}\b", lab1, re.M)
+    assert f'LLM_NAME = "{lc.LAB1_MODEL}"' in lab1 and re.search(rf"^DECODE_SEQ = {lc.LAB1_SEQ}\b", lab1, re.M)
     assert f"D_MODEL = {lc.LAB2_BLOCK[0]} " in lab2 and f"N_HEADS = {lc.LAB2_BLOCK[1]}\n" in lab2
     assert f"else {lc.LAB2_INPUT[:2]}" in lab2 and lc.LAB2_INPUT[2] == lc.LAB2_BLOCK[0]
     assert f'MODEL = "{lc.LAB3_MODEL}"' in lab3 and f"SIM_SEQ = 16 if FAST else {lc.LAB3_SEQ}" in lab3
