@@ -8,6 +8,7 @@ the simulator is imported, so a bad name, number or shape is one line within a s
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 
@@ -89,6 +90,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     _check_stack(stack, args.backend)
     _check_chip(args)
     from common.sim.serving import simulate_served
+    gc.freeze()  # torch's ~3e5 import-time objects live until exit: no collection (one runs at exit) walks them
     reports = [simulate_served(args.model, b, stack=stack, phase=args.phase, batch=args.batch, seq=args.seq,
                                chip=args.chip, chips=args.chips, dtype=args.dtype) for b in _backends(args)]
     if args.trace:
