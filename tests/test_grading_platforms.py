@@ -35,7 +35,8 @@ from common.grading.course import Course
 from common.grading.platforms import coursera, gradescope, shared
 
 # Reference values and names of the fixture's hidden tests and mark scheme: no platform file may show them.
-HIDDEN_LITERALS = ("relu on mixed signs", "[0.0, 0.0, 2.25]", "2_000_000", "on-wafer SRAM", "BEGIN HIDDEN TESTS")
+# (A failed judgement's feedback names its check, "hidden test 'relu on mixed signs' failed", never its values.)
+HIDDEN_LITERALS = ("[0.0, 0.0, 2.25]", "2_000_000", "on-wafer SRAM", "BEGIN HIDDEN TESTS", "JUDGEMENT", "_ref(")
 
 HOSTILE = """\
 import json, pathlib

@@ -55,7 +55,8 @@ def metadata_problems(nb) -> list[str]:
         if meta.get("grade") and not (isinstance(meta.get("points"), (int, float)) and meta["points"] > 0):
             problems.append(f"cell {index} ({grade_id}): a graded cell needs points > 0")
         if standard.is_autograded_test(cell):  # a source notebook's test cell: graded by its judgement alone
-            _, probe, judgement = judge.parts(cell.source)
+            source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+            _, probe, judgement = judge.parts(source)
             if not probe.strip() or not judgement.strip():
                 problems.append(f"cell {index} ({grade_id}): an autograded test cell needs hidden tests with a "
                                 f"probe and a judgement, split by a '{judge.JUDGEMENT}' line")  # fmt: skip
