@@ -29,7 +29,7 @@ NOTEBOOK = "course0_fixture/release/lab1/lab1.ipynb"
 SOLUTION_LINE = "return torch.where(x > 0, x, torch.zeros_like(x))"
 REAL_REGISTRY = grader_only.GRADER_ONLY
 STAND_IN_PACKAGE: list[Path] = []  # set by the edition fixture
-HIDDEN_LINE = 'grader.assert_scalar(arithmetic_intensity(2_000_000, 8_000), 250.0, name="intensity")'
+HIDDEN_LINE = 'grader.assert_scalar(data["unseen"], _ref(1_000_000 + seed % 1_000_003, 7_000), name="intensity, unseen input")'
 
 
 def _package(parent: Path) -> Path:
