@@ -461,5 +461,5 @@ class _ReadOnlyModule(types.ModuleType):
 
 
 _this = sys.modules.get(__name__)
-if _this is not None and vars(_this) is globals():  # not for the grader's private copy (grading/checker.py)
+if _this is not None and vars(_this) is globals():  # not for a private copy loaded under another name
     _this.__class__ = _ReadOnlyModule
