@@ -38,7 +38,7 @@
 # - predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy
 # - (optional, *Going further*) implement a paged KV-cache block allocator, as vLLM does, and measure its internal fragmentation against contiguous pre-allocation
 #
-# **Expected time:** about 114 minutes (plus about 43 optional)  
+# **Expected time:** about 119 minutes (plus about 43 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; with a GPU (Colab's T4), the profiled generation and the
 # copy run on it
 
@@ -74,7 +74,8 @@ from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
 from common.errors import DFAError
 from common.kvcache import COLORS, SYSTEM_CHIPS, kv_limits, onchip_bytes, plot_kv_limits, replay, request_trace
 from common.memtimeline import live_at, plot_memory_timeline, profile_generate, timeline
-from common.models import get_config, load_llm
+from common.models import get_config
+from common.models import load_llm
 from common.sim import simulate_llm
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # deprecation notices of torch internals
@@ -424,28 +425,22 @@ print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 # grows linearly in tokens, for every sequence of the batch.
 #
 # **The vendor.** `torch.profiler.profile(profile_memory=True)` records every allocation and free with its size
-# and time; `record_function("decode_3")` marks regions. (Its `export_memory_timeline` sorts bytes into categories
-# built for *training* — parameters, gradients, optimizer state — and has never heard of a KV cache.)
-# `common.memtimeline.profile_generate(LLM, ...)` runs the real model's Hugging Face `generate()` with a
-# `DynamicCache` (every layer's K and V grow by `torch.cat`, one position per new token) on random prompt ids, each
-# forward pass in its own region (`prefill`, `decode_0`, ...), and returns the allocations (`allocs`: `bytes`,
-# `t_alloc_ms`, `t_free_ms` — NaN if still live at the end —, the `region` it was made in, the `op`), the
-# `regions` (`name`, `start_ms`, `end_ms`) and `weight_bytes` (allocated before profiling). On a GPU it profiles
-# the GPU's allocations and also reads `torch.cuda.max_memory_allocated` and the CUDA memory snapshot.
+# and time; `record_function("decode_3")` marks regions.
+# `common.memtimeline.profile_generate(LLM, ...)` runs the real model's `generate()` with a `DynamicCache` (each
+# layer's K and V grow by `torch.cat`) on random prompt ids, each forward pass in a region (`prefill`,
+# `decode_0`, ...), and returns the allocations (`allocs`: `bytes`, `t_alloc_ms`, `t_free_ms` — NaN if still live
+# at the end —, the `region` it was made in, the `op`), the `regions` (`name`, `start_ms`, `end_ms`) and
+# `weight_bytes`. On a GPU it profiles the GPU's allocations.
 
 # %%
 PROF = profile_generate(LLM, batch=GEN_BATCH, prompt=GEN_PROMPT, steps=GEN_STEPS)
 print(PROF.title)
 print(f"{len(PROF.allocs)} allocations in {len(PROF.regions)} regions; weights {PROF.weight_bytes / 1e6:.1f} MB "
       f"(allocated before the profile); the DynamicCache holds {PROF.meta['cache_bytes'] / 1e6:.3f} MB at the end")
-if "cuda_max_allocated" in PROF.meta:
-    blocks = PROF.meta["cuda_snapshot_blocks"]
-    print(f"GPU: torch.cuda.max_memory_allocated {PROF.meta['cuda_max_allocated'] / 1e6:.1f} MB during generate "
-          f"({PROF.meta['cuda_before'] / 1e6:.1f} MB before it, the weights);",
-          f"{blocks} live blocks in the CUDA memory snapshot" if blocks is not None else
-          "this torch has no CUDA memory snapshot")
-else:
-    print("on the CPU there is no torch.cuda.max_memory_allocated: the profiler's allocation events are the record")
+print(f"GPU: torch.cuda.max_memory_allocated {PROF.meta['cuda_max_allocated'] / 1e6:.1f} MB in generate(), "
+      f"{PROF.meta['cuda_before'] / 1e6:.1f} MB before; CUDA snapshot blocks: {PROF.meta['cuda_snapshot_blocks']}"
+      if "cuda_max_allocated" in PROF.meta else "on the CPU: no torch.cuda.max_memory_allocated, the profiler's "
+      "allocation events are the record")
 print(PROF.regions.head(4).to_string(index=False))
 print(PROF.allocs.sort_values("bytes", ascending=False).head(8).to_string())
 
@@ -626,10 +621,8 @@ else:
 
 
 # %% [markdown]
-# The prefill spikes are **activations** (every prompt position's scores against every other, the MLP's wide
-# intermediate), freed when the step ends; the band that rises by the same amount every step is the **KV cache**.
-# Each `torch.cat` briefly holds the old and the new cache: the little peaks inside each step. The weights sit
-# below all of it, constant (left out of the plot: they would dwarf the rest).
+# Prefill spikes are **activations**, freed when the step ends. Between two forward passes `generate()` picks the
+# next token from the logits: made outside every region, so "other". The weights (not drawn) would dwarf the rest.
 #
 # **Spec.** `kv_fit(tokens, live_bytes)`: the least-squares straight line through the points
 # (`tokens[i]`, `live_bytes[i]`): a tuple `(slope, intercept)` of Python `float`s, slope in bytes per token. At the
@@ -753,6 +746,25 @@ grader.assert_equal(gen["fit"]["types"], ["float", "float"], name="kv_fit on the
 grader.assert_scalar(gen["fit"]["values"][0], batch * per_token, rel=1e-6, name="your KV slope of a measured "
                      "generate() run = 2 x layers x kv_heads x head_dim x bytes x batch")
 ### END HIDDEN TESTS
+
+
+# %%
+try:
+    FIT = kv_fit([GEN_PROMPT + i for i in range(len(ENDS))], ENDS) if ENDS is not None else None
+except NotImplementedError:
+    FIT = None
+if FIT is not None:
+    toks, c, elem = np.arange(len(ENDS)) + GEN_PROMPT, LLM.config, next(LLM.model.parameters()).element_size()
+    formula = 2 * c.n_layers * c.n_kv_heads * c.head_dim * elem * GEN_BATCH  # bytes per token, whole batch
+    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    ax.plot(toks, np.asarray(ENDS) / 1e3, "o", color="#e15759", label="MEASURED: live 'KV cache' at each step's end")
+    ax.plot(toks, (FIT[0] * toks + FIT[1]) / 1e3, "-", lw=1, label=f"your fit: {FIT[0]:,.0f} B/token")
+    ax.plot(toks, (formula * (toks - toks[0]) + ENDS[0]) / 1e3, "--", lw=1, label=f"config: 2 x {c.n_layers} x "
+            f"{c.n_kv_heads} x {c.head_dim} x {elem} B x batch {GEN_BATCH} = {formula:,} B/token")
+    ax.set(xlabel="tokens in the cache per sequence", ylabel="live bytes [kB]", title=f"{LLM.label}\ngenerate() "
+           f"with a DynamicCache, MEASURED on {PROF.meta['device']}, {PROF.meta['dtype']}")
+    ax.legend(fontsize=8)
+    plt.show()
 
 
 # %% [markdown]
@@ -1266,10 +1278,9 @@ plt.show()
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q2 (Part 2).** In your timeline, point to the activations and the KV cache, and say where the weights are.
-# Which is largest during prefill and which during decode? What would the picture look like with a cache
-# preallocated once at `max_seq`? Your `kv_fit` also has an intercept: what, besides the K and V tensors, outlives
-# every step of `generate()`, and how large is it?
+# **Q2 (Part 2).** In your timeline, which of weights, activations and KV cache is largest during prefill, and
+# during decode? How would a cache preallocated at `max_seq` look? What, besides K and V, makes your fit's
+# intercept, and how large is it?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_timeline", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
