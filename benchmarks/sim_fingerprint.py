@@ -2,7 +2,8 @@
 
 Records, for ~125 configurations (the sim_speed sweep of llama-3.1-8b, a prefill sweep, the 70B step, MoE models,
 explicit chip counts, 8-bit types, single operators, on all five backends): every event as ``repr`` of its fields,
-the ``summary_row``, each program's ops as decomposed and its kernels (tiling, bytes, padded FLOPs), and the sweep tables. ``repr`` keeps
+the ``summary_row``, each program's ops as decomposed and its kernels (tiling, bytes, padded FLOPs),
+and the sweep tables. ``repr`` keeps
 every float bit. Record on the old code, change it, record again, compare:
 
     python benchmarks/sim_fingerprint.py record before.json     # on the old commit (e.g. a git worktree)
