@@ -686,7 +686,7 @@ for _k in range(3):
     _lines.append(([int(v) for v in _x], [float(v) for v in _y]))
 probe.send("fits", [_fit(_x, _y) for _x, _y in _lines])
 # A fresh generate() of the lab's LLM (this learner's batch and prompt), through the learner's own pipeline
-_b, _t = 1 + probe.seed % 4, 3 + probe.seed % 9
+_b, _t = 2 + 2 * (probe.seed % 2), 3 + probe.seed % 9  # even batch: CUDA blocks are 512 B multiples
 try:
     _prof = _profile_generate(LLM, batch=_b, prompt=_t, steps=4, seed=probe.seed % 1000)
     _sent = {"allocs": _table(_prof.allocs), "regions": _table(_prof.regions), "layers": len(LLM.model.model.layers),
@@ -724,7 +724,7 @@ for i, ((x, y), got) in enumerate(zip(lines, data["fits"], strict=True)):
 gen = data["generate"]
 grader.assert_equal(sorted(gen), ["allocs", "dtype", "fit", "layers", "regions"], name="the fit of a measured "
                     "generate() run")
-batch, prompt = 1 + seed % 4, 3 + seed % 9
+batch, prompt = 2 + 2 * (seed % 2), 3 + seed % 9
 
 
 def frame(sent):
