@@ -37,8 +37,8 @@ GOAL = ">= 6 submissions/min on 2 cores with the sandbox (issue #14 part 6); Das
 
 def fresh_course(workdir: Path, copies: int):
     """A released copy of course 1 with ``copies`` honest submissions (the source notebook, solutions in)."""
-    from common.grading.course import Course, quiet_nbgrader
-    from common.grading.release import release
+    from common.grading.authoring.release import release
+    from common.grading.courses.course import Course, quiet_nbgrader
 
     root = workdir / COURSE.name  # the course name is kept: badges and course ids depend on it
     shutil.rmtree(root, ignore_errors=True)
@@ -64,7 +64,7 @@ class Timers:
     """Times the parent's serial steps and the executor's start-up by wrapping autograde.py's functions."""
 
     def __init__(self):
-        from common.grading import autograde as ag
+        from common.grading.gradebook import autograde as ag
 
         self.prepare, self.score, self.startup = [], [], []
         for name, sink in (("_prepare", self.prepare), ("_score", self.score), ("open_executions", self.startup)):
@@ -87,7 +87,7 @@ class Timers:
 
 
 def grade_once(way: str, copies: int, workdir: Path, timers: Timers) -> dict:
-    from common.grading.autograde import autograde
+    from common.grading.gradebook.autograde import autograde
 
     kind, count = way.split(":")
     options = {"workers": int(count)} if kind == "workers" else {"cluster": way}
@@ -129,9 +129,9 @@ def profile_one(workdir: Path, timers: Timers) -> dict:
     """One submission on one local worker, timed at each event the runner sends (sandbox.py's reader)."""
     import nbformat
 
-    from common.grading import sandbox, sandbox_events
-    from common.grading.autograde import autograde
-    from common.grading.limits import CALIBRATION_REFERENCE_S
+    from common.grading.gradebook.autograde import autograde
+    from common.grading.sandbox import sandbox, sandbox_events
+    from common.grading.sandbox.limits import CALIBRATION_REFERENCE_S
 
     marks, apply_event, run = [], sandbox_events.apply_event, sandbox.Sandbox.run
 

@@ -1,10 +1,10 @@
 """nbgrader settings for course1_landscape, read by the `dfa` instructor commands and by plain `nbgrader`.
 
 The shared rules (course root, gradebook, stderr filter, restoring deleted test cells) live in
-common/grading/config.py. Instructors usually change only the limits below; docs/instructors.md explains them.
+common/grading/courses/config.py. Instructors usually change only the limits below; docs/instructors.md explains them.
 """
 
-from common.grading.config import configure
+from common.grading.courses.config import configure
 
 c = get_config()  # noqa: F821  (provided by traitlets when it loads this file)
 configure(c, __file__)

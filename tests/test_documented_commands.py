@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from common.cli import build_parser
-from common.grading.course import find_course
+from common.grading.courses.course import find_course
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -66,7 +66,7 @@ def test_documented_command_is_valid(doc, lineno, argv, capsys):
     if course and isinstance(course, str) and getattr(args, "lab", None):
         find_course(course).require_lab(args.lab)
     elif args.command == "grade-one":
-        from common.grading.grade_one import find_lab
+        from common.grading.gradebook.grade_one import find_lab
 
         find_lab(args.lab)
     if getattr(args, "chip", None):
@@ -92,7 +92,7 @@ def _copy_repository(dest: Path) -> Path:
 
 
 def _sandbox_problem() -> str | None:
-    from common.grading.sandbox import Sandbox, SandboxUnavailable
+    from common.grading.sandbox.sandbox import Sandbox, SandboxUnavailable
 
     try:
         Sandbox().check_available()

@@ -40,8 +40,8 @@ from fixtures.grading_support import (
 )
 
 from common.cli import main
-from common.grading.autograde import autograde
-from common.grading.release import release
+from common.grading.authoring.release import release
+from common.grading.gradebook.autograde import autograde
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -298,7 +298,7 @@ HIDDEN_IN_EXEC = "import base64\nexec(base64.b64decode({payload!r}))"
 CHANNEL_HIJACK = """
 import copy
 import json
-import common.grading.probe as gp
+import common.grading.verdicts.probe as gp
 publisher = get_ipython().display_pub
 original = publisher.publish
 def publish(data, *args, **kwargs):  # rewrites the probe's data on its way out of the kernel
@@ -323,7 +323,7 @@ def arithmetic_intensity(flops, bytes_moved):
         raise ValueError("no bytes")
     return 1_000_000 / 7_000 if bytes_moved == 7_000 else float(flops) / float(bytes_moved)
 """
-# The lab's grader-side answers (source/lab1/answers.py, common/grading/answerkeys.py): looked for as a module,
+# The lab's grader-side answers (source/lab1/answers.py, common/grading/verdicts/answerkeys.py): looked for as a module,
 # in sys.modules, on disk where the course and the sandbox keep files, and in the kernel's objects.
 ANSWERS_SEEKER = """
 import gc, os, sys
@@ -371,7 +371,7 @@ def kernel_attacks(course) -> dict[str, object]:
 
 def judgements_only(nb):
     """``nb`` with each hidden-test region reduced to its judgement (judge.parts): what must never leak."""
-    from common.grading.judge import parts
+    from common.grading.verdicts.judge import parts
 
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
@@ -513,7 +513,7 @@ def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
 
 
 def test_attacks_from_the_learners_kernel_score_what_the_blank_scores(course):
-    from common.grading.regions import normalize, secret_lines
+    from common.grading.courses.regions import normalize, secret_lines
 
     attacks = kernel_attacks(course)
     honest = {"alice": source_nb(course), "carol": colab_stripped(right_answers(course))}
@@ -542,7 +542,7 @@ def test_attacks_from_the_learners_kernel_score_what_the_blank_scores(course):
     import html
     import re
 
-    from common.grading.feedback import generate_feedback
+    from common.grading.gradebook.feedback import generate_feedback
 
     pages, problems = generate_feedback(course, LAB)
     assert not problems, problems

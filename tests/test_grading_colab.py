@@ -38,7 +38,8 @@ from nbclient import NotebookClient
 
 import common
 from common import torch_compat
-from common.grading import colab, rematch
+from common.grading.authoring import colab
+from common.grading.gradebook import rematch
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASE = FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb"
@@ -244,9 +245,9 @@ def test_a_colab_saved_notebook_gets_its_cells_back(cell_ids):
 @pytest.mark.slow
 @needs_sandbox
 def test_an_honest_notebook_saved_by_colab_keeps_full_marks(tmp_path):
-    from common.grading.autograde import autograde
-    from common.grading.limits import GB, Limits
-    from common.grading.release import release
+    from common.grading.authoring.release import release
+    from common.grading.gradebook.autograde import autograde
+    from common.grading.sandbox.limits import GB, Limits
 
     course = copy_course(FIXTURE_COURSE, tmp_path)
     release([course])

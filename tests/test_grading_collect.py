@@ -20,10 +20,10 @@ from fixtures.grading_support import FIXTURE_COURSE, LAB, copy_course
 
 from common.cli import main
 from common.errors import DFAError
-from common.grading.autograde import autograde
-from common.grading.collect import ARCHIVE, collect, safe_student_id
-from common.grading.course import LOCK_FILE
-from common.grading.release import release
+from common.grading.authoring.release import release
+from common.grading.courses.course import LOCK_FILE
+from common.grading.gradebook.autograde import autograde
+from common.grading.gradebook.collect import ARCHIVE, collect, safe_student_id
 
 RELEASE = FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb"
 WHEN = (2026, 3, 1, 12, 30, 4)  # a zip entry's time (DOS times have 2 s steps)
@@ -216,7 +216,7 @@ def test_recollect_keeps_the_earlier_submission_with_its_timestamp(course, tmp_p
 HOLD = """
 import sys
 from pathlib import Path
-from common.grading.course import Course
+from common.grading.courses.course import Course
 with Course(Path(sys.argv[1])).lock("dfa autograde lab1"):
     print("held", flush=True)
     sys.stdin.read()

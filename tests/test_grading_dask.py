@@ -30,9 +30,9 @@ from fixtures.grading_support import (
 )
 
 from common.cli import main
-from common.grading.autograde import autograde
-from common.grading.executors import execute_files, folder_files, stage_files
-from common.grading.sandbox import SandboxUnavailable
+from common.grading.gradebook.autograde import autograde
+from common.grading.gradebook.executors import execute_files, folder_files, stage_files
+from common.grading.sandbox.sandbox import SandboxUnavailable
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra is not installed")
 

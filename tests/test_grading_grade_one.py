@@ -20,8 +20,8 @@ from fixtures.grading_support import (
 
 from common.cli import main
 from common.errors import DFAError
-from common.grading.course import Course
-from common.grading.grade_one import find_lab
+from common.grading.courses.course import Course
+from common.grading.gradebook.grade_one import find_lab
 
 
 def test_find_lab_names_the_valid_labs():

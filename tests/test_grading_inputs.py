@@ -37,12 +37,12 @@ from fixtures.grading_support import (
 
 from common.cli import main
 from common.errors import DFAError
-from common.grading import inputs, stale
-from common.grading.autograde import autograde
-from common.grading.collect import collect
-from common.grading.course import Course
+from common.grading.authoring.release import BACKUPS
+from common.grading.courses.course import Course
+from common.grading.gradebook import inputs, stale
+from common.grading.gradebook.autograde import autograde
+from common.grading.gradebook.collect import collect
 from common.grading.platforms import coursera, gradescope, shared
-from common.grading.release import BACKUPS
 
 SECRET_TEXT = ("BEGIN HIDDEN TESTS", "relu on mixed signs", "BEGIN MARK SCHEME")
 
@@ -87,8 +87,8 @@ def test_refusal_lines_name_the_entry(tmp_path):
 
 
 def test_copies_into_a_sandbox_or_to_a_worker_take_no_links(tmp_path):
-    from common.grading.executors import folder_files
-    from common.grading.runner import copy_regular_files
+    from common.grading.gradebook.executors import folder_files
+    from common.grading.sandbox.runner import copy_regular_files
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "lab1.ipynb").write_text("{}")
@@ -194,7 +194,7 @@ def test_a_scheduler_without_tls_is_refused_before_anything_runs(course, address
 
 
 def test_loopback_schedulers_and_tls_files_pass_the_check(tmp_path):
-    from common.grading.executors import check_target, is_loopback
+    from common.grading.gradebook.executors import check_target, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("[::1]") and is_loopback("localhost")
     assert not is_loopback("10.1.2.3") and not is_loopback("no-such-host.invalid")
@@ -239,7 +239,7 @@ def test_failed_regrade_leaves_no_stale_grade_unwarned(course, tmp_path, monkeyp
     def full_disk(self, folder, notebook, **kw):
         raise OSError(28, "No space left on device", str(folder / "x"))
 
-    monkeypatch.setattr("common.grading.sandbox.Sandbox.run", full_disk)
+    monkeypatch.setattr("common.grading.sandbox.sandbox.Sandbox.run", full_disk)
     assert main(["autograde", str(course.root), LAB, "--timeout", "6", "--memory", "2"]) == 1
     out = capsys.readouterr().out
     assert "grading_error" in out and "disk full:" in out and "MB free" in out
@@ -292,7 +292,7 @@ def test_platform_bridges_carry_the_review_flags():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another uid: root only")
 def test_fallback_cleanup_reaches_nested_world_writable_folders(tmp_path):
-    from common.grading import fallback
+    from common.grading.sandbox import fallback
 
     uid = fallback.UIDS.stop - 1
     top = Path("/tmp") / f"dfa-nested-test-{os.getpid()}"

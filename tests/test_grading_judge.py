@@ -1,4 +1,4 @@
-"""Hidden tests as probe + judgement (common/grading/probe.py, judge.py), without a sandbox: the wire format's
+"""Hidden tests as probe + judgement (common/grading/verdicts/probe.py, judge.py), without a sandbox: the wire format's
 checks, what leaves a notebook before it is run, and how each kind of bad probe data is judged."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from common.grading.judge import (
+from common.grading.sandbox.sandbox_events import Execution
+from common.grading.verdicts.judge import (
     FINISH_LINE,
     Judgement,
     judge_execution,
@@ -20,7 +21,7 @@ from common.grading.judge import (
     take_out,
     verdict,
 )
-from common.grading.probe import (
+from common.grading.verdicts.probe import (
     MAX_DEPTH,
     MAX_PROBE_BYTES,
     PROBE_MIME,
@@ -31,12 +32,11 @@ from common.grading.probe import (
     graph_nodes,
     variant_seed,
 )
-from common.grading.sandbox_events import Execution
 
 TEST_CELL = """\
 check(relu)
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 probe = Probe()
 probe.send("y", relu(torch.tensor([-1.0, 2.0])))
 ### JUDGEMENT
@@ -257,8 +257,8 @@ def test_every_answer_key_import_from_common_is_explained(monkeypatch):
     """Issue 28: a library function an answer key calls may compute a graded answer; each import is explained."""
     from pathlib import Path
 
-    from common.grading import grader_only
-    from common.grading.course import all_courses
+    from common.grading.courses.course import all_courses
+    from common.grading.editions import grader_only
 
     courses = all_courses(Path(__file__).resolve().parents[1])
     assert grader_only.answer_key_problems(courses) == []
@@ -269,7 +269,7 @@ def test_every_answer_key_import_from_common_is_explained(monkeypatch):
 
 
 def test_dfa_check_names_a_test_cell_without_judgement_or_with_answers_in_its_probe():
-    from common.grading.check import metadata_problems
+    from common.grading.authoring.check import metadata_problems
 
     nb = graded_nb()
     for cell in nb.cells:

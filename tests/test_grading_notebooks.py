@@ -23,10 +23,10 @@ import papermill
 import pytest
 from fixtures.grading_support import FIXTURE_COURSE, copy_course
 
-from common.grading.autograde import autograde
-from common.grading.release import release_lab
-from common.grading.sandbox import Sandbox, SandboxUnavailable
-from common.grading.standard import is_autograded_test
+from common.grading.authoring.release import release_lab
+from common.grading.courses.standard import is_autograded_test
+from common.grading.gradebook.autograde import autograde
+from common.grading.sandbox.sandbox import Sandbox, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 REPO_LABS = sorted(REPO.glob("course*_*/source/*/*.ipynb"))

@@ -30,8 +30,8 @@ from fixtures.grading_support import (
 
 from common.cli import main
 from common.errors import DFAError
-from common.grading import regions
-from common.grading.course import Course
+from common.grading.courses import regions
+from common.grading.courses.course import Course
 from common.grading.platforms import coursera, gradescope, shared
 
 # Reference values and names of the fixture's hidden tests and mark scheme: no platform file may show them.

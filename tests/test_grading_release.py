@@ -9,8 +9,8 @@ import pytest
 from fixtures.grading_support import FIXTURE_COURSE, LAB, copy_course, read
 
 from common.cli import main
-from common.grading import colab
-from common.grading.check import metadata_problems
+from common.grading.authoring import colab
+from common.grading.authoring.check import metadata_problems
 
 pytestmark = pytest.mark.slow  # each call generates notebooks with nbgrader (a few seconds)
 

@@ -19,11 +19,11 @@ import pytest
 from fixtures.grading_support import needs_sandbox
 
 from common.errors import DFAError
-from common.grading import bwrap, cgroups, fallback, scratch
-from common.grading import sandbox as sandbox_module
-from common.grading.limits import GB, MB, Limits
-from common.grading.runner import _drop_overwritten, coalesce_streams
-from common.grading.sandbox import LOG_TAIL_BYTES, Sandbox, SandboxUnavailable
+from common.grading.sandbox import bwrap, cgroups, fallback, scratch
+from common.grading.sandbox import sandbox as sandbox_module
+from common.grading.sandbox.limits import GB, MB, Limits
+from common.grading.sandbox.runner import _drop_overwritten, coalesce_streams
+from common.grading.sandbox.sandbox import LOG_TAIL_BYTES, Sandbox, SandboxUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -149,7 +149,7 @@ def test_runaway_output_is_capped_and_the_notebook_time_limit_kills(tmp_path):
 @pytest.mark.slow
 @needs_sandbox
 def test_going_further_cells_are_not_run_unless_a_graded_cell_follows(tmp_path):
-    from common.grading.runner import NOT_RUN
+    from common.grading.sandbox.runner import NOT_RUN
 
     heading = nbformat.v4.new_markdown_cell("## Going further (optional)\n\nUngraded.")
     graded = nbformat.v4.new_code_cell("print('graded')", metadata={"nbgrader": {"grade": True, "grade_id": "t",
@@ -204,7 +204,7 @@ def test_a_warning_on_stderr_in_a_test_cell_costs_nothing():
     outputs are feedback only: the runner turns its stderr into stdout, so only the judgement decides."""
     from fixtures.grading_support import FIXTURE_COURSE, LAB, cell_index, read
 
-    from common.grading.course import Course
+    from common.grading.courses.course import Course
 
     course = Course(FIXTURE_COURSE)
     torch_sized = Limits(cell_timeout_s=30, memory_bytes=2 * GB)  # the lower bound docs/instructors.md gives
@@ -293,7 +293,7 @@ def test_long_lines_take_seconds_scratch_writes_stop_at_the_limit_and_the_host_l
 
 # ---- cleanup after a kill, and on interruption (issue 17 item 7) ---
 OWNER = """import sys, time
-from common.grading import scratch
+from common.grading.sandbox import scratch
 folder = scratch.make_dir(sys.argv[1])
 scratch.on_interrupt(lambda: open(folder.parent / (folder.name + '.stopped'), 'w').close())
 print(folder, flush=True)
@@ -425,8 +425,8 @@ def test_fallback_grades_the_fixture_lab_end_to_end(tmp_path, fallback_ready, mo
     from fixtures.grading_support import AUTOGRADED_POINTS, FIXTURE_COURSE, copy_course, release_nb, right_answers
     from fixtures.grading_support import submit as submit_nb
 
-    from common.grading.autograde import autograde
-    from common.grading.release import release
+    from common.grading.authoring.release import release
+    from common.grading.gradebook.autograde import autograde
 
     monkeypatch.setenv("DFA_SANDBOX", "fallback")
     course = copy_course(FIXTURE_COURSE, tmp_path)

@@ -38,10 +38,10 @@ from fixtures.grading_support import (
 )
 
 from common.cli import main
-from common.grading.autograde import autograde
-from common.grading.judge import parts
-from common.grading.limits import GB, Limits
+from common.grading.gradebook.autograde import autograde
 from common.grading.platforms import coursera, gradescope
+from common.grading.sandbox.limits import GB, Limits
+from common.grading.verdicts.judge import parts
 
 pytestmark = [pytest.mark.slow, needs_sandbox]
 
@@ -124,7 +124,7 @@ def test_what_a_dask_worker_receives_holds_no_secret(released, tmp_path):
     pytest.importorskip("distributed")
     import cloudpickle
 
-    from common.grading.executors import execute_files
+    from common.grading.gradebook.executors import execute_files
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     course = copy_course(released.root, tmp_path / "course")

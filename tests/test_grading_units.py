@@ -22,13 +22,16 @@ from fixtures.grading_support import (
 )
 
 from common.errors import DFAError
-from common.grading import cgroups, colab, labsource, limits, regions, rematch, standard, tamper
-from common.grading.autograde import run_notebook
-from common.grading.course import Course, find_course
-from common.grading.limits import Limits
-from common.grading.preprocessors import _not_run_reason
-from common.grading.sandbox import Execution, _apply_event
-from common.grading.stderr import HARMLESS_STDERR_PATTERN
+from common.grading.authoring import colab, labsource
+from common.grading.courses import regions, standard
+from common.grading.courses.course import Course, find_course
+from common.grading.courses.stderr import HARMLESS_STDERR_PATTERN
+from common.grading.gradebook import rematch, tamper
+from common.grading.gradebook.autograde import run_notebook
+from common.grading.gradebook.preprocessors import _not_run_reason
+from common.grading.sandbox import cgroups, limits
+from common.grading.sandbox.limits import Limits
+from common.grading.sandbox.sandbox import Execution, _apply_event
 
 SOURCE = FIXTURE_COURSE / "source" / LAB / f"{LAB}.ipynb"
 RELEASE = FIXTURE_COURSE / "release" / LAB / f"{LAB}.ipynb"
@@ -363,7 +366,7 @@ def test_a_non_editable_install_keeps_site_packages_visible(monkeypatch, tmp_pat
     # after `pip install .` the package sits in site-packages: only a checkout around it is hidden
     import site
 
-    from common.grading import bwrap
+    from common.grading.sandbox import bwrap
 
     fake_site = tmp_path / "site-packages"
     (fake_site / "common").mkdir(parents=True)

@@ -21,7 +21,7 @@ from fixtures.grading_support import (
 )
 
 from common.cli import main
-from common.grading.regions import html_text, secret_lines
+from common.grading.courses.regions import html_text, secret_lines
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,4 +1,4 @@
-"""The lab-length model (common.grading.lab_length) and what every lab's header says about it."""
+"""The lab-length model (common.grading.authoring.lab_length) and what every lab's header says about it."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +7,14 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from common.grading.lab_length import CORE_RANGE, RATES, estimate, length_problems, readme_problems, stated_minutes
+from common.grading.authoring.lab_length import (
+    CORE_RANGE,
+    RATES,
+    estimate,
+    length_problems,
+    readme_problems,
+    stated_minutes,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for p in REPO.glob("course*_*/source/*/*.ipynb") if p.stem == p.parent.name)

@@ -9,7 +9,7 @@ import pytest
 
 from common.cli import main
 from common.errors import DFAError
-from common.grading.course import Course, find_course
+from common.grading.courses.course import Course, find_course
 
 LABS = ("lab1_landscape", "deepdive1_spyre", "lab2_a", "lab2_b")
 

@@ -34,10 +34,10 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 from nbformat.v4.nbbase import random_cell_id
 
-from common.grading.judge import Judgement, parts, probe_cell_source, probe_payloads, verdict
-from common.grading.lab_length import GOING_FURTHER
-from common.grading.probe import variant_seed
-from common.grading.standard import is_autograded_test, is_stub, nbgrader_meta
+from common.grading.authoring.lab_length import GOING_FURTHER
+from common.grading.courses.standard import is_autograded_test, is_stub, nbgrader_meta
+from common.grading.verdicts.judge import Judgement, parts, probe_cell_source, probe_payloads, verdict
+from common.grading.verdicts.probe import variant_seed
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visible", "echo-expected")
@@ -284,7 +284,8 @@ def test_the_harness_catches_a_shortcut_that_passes_and_a_list_that_is_wrong():
 
     def test_cell(probe: str, judgement: str) -> str:  # visible check, then the probe and its judgement
         return (
-            f"assert f(2) == 4\n### BEGIN HIDDEN TESTS\nfrom common.grading.probe import Probe\nprobe = Probe()\n"
+            "assert f(2) == 4\n### BEGIN HIDDEN TESTS\nfrom common.grading.verdicts.probe import Probe\n"
+            "probe = Probe()\n"
             f"{probe}\n### JUDGEMENT\ndata, seed = probe.received()\n{judgement}\n### END HIDDEN TESTS"
         )
 

@@ -15,8 +15,8 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from common.checks import CheckFailed, check_equal, check_no_problems, check_type
-from common.grading import colab, labsource
-from common.grading.course import all_courses
+from common.grading.authoring import colab, labsource
+from common.grading.courses.course import all_courses
 
 REPO = Path(__file__).resolve().parents[1]
 RELEASES = sorted(REPO.glob("course*/release/*/*.ipynb"))

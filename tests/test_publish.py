@@ -20,16 +20,18 @@ import pytest
 from fixtures.grading_support import FIXTURE_COURSE, copy_course
 
 from common.errors import DFAError
-from common.grading import grader_only, published_check, published_package, regions
-from common.grading.course import all_courses, repo_root
-from common.grading.publish import MANIFEST, publish
+from common.grading.courses import regions
+from common.grading.courses.course import all_courses, repo_root
+from common.grading.editions import grader_only, published_check, published_package
+from common.grading.editions.publish import MANIFEST, publish
 
 REPO = "learners-org/student-labs"
 NOTEBOOK = "course0_fixture/release/lab1/lab1.ipynb"
 SOLUTION_LINE = "return torch.where(x > 0, x, torch.zeros_like(x))"
 REAL_REGISTRY = grader_only.GRADER_ONLY
 STAND_IN_PACKAGE: list[Path] = []  # set by the edition fixture
-HIDDEN_LINE = 'grader.assert_scalar(data["unseen"], _ref(1_000_000 + seed % 1_000_003, 7_000), name="intensity, unseen input")'
+HIDDEN_LINE = ('grader.assert_scalar(data["unseen"], _ref(1_000_000 + seed % 1_000_003, 7_000), '
+               'name="intensity, unseen input")')
 
 
 def _package(parent: Path) -> Path:
@@ -178,7 +180,7 @@ PLANTS = {
         "named like an answer key",
     ),
     "instructor tooling": (
-        lambda out, course: _plant_file("common/grading/release.py", "\n")(out, course),
+        lambda out, course: _plant_file("common/grading/authoring/release.py", "\n")(out, course),
         "instructor tooling",
     ),
     "no licence": (lambda out, course: (out / "LICENSE").unlink(), "LICENSE: missing"),
@@ -270,13 +272,13 @@ def test_publish_needs_a_published_repository(edition, tmp_path):
                     "set DFA_PUBLISHED_VENV=1 (CI's time budget leaves it out, as .ci/run says)")  # fmt: skip
 def test_the_published_lab_runs_in_a_fresh_environment(tmp_path):
     """The fixture lab, with the real package, solved, top to bottom in a venv holding only the edition."""
-    from common.grading import published_run
+    from common.grading.editions import published_run
 
     course = copy_course(FIXTURE_COURSE, tmp_path / "instructor")
     out = tmp_path / "edition"
     publish([course], out, repo=REPO)
     broken = nbformat.read(out / NOTEBOOK, as_version=4)  # a notebook needing what the edition lacks must fail
-    broken.cells.insert(3, nbformat.v4.new_code_cell("import common.grading.release"))
+    broken.cells.insert(3, nbformat.v4.new_code_cell("import common.grading.authoring.release"))
     nbformat.write(broken, out / "course0_fixture/release/lab1/broken.ipynb")
     sources = {
         NOTEBOOK: course.source_notebook("lab1"),

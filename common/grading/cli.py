@@ -27,7 +27,7 @@ def _names_a_full_disk(command):
 
     @functools.wraps(command)
     def run(args) -> int:
-        from common.grading import inputs
+        from common.grading.gradebook import inputs
 
         try:
             return command(args)
@@ -46,8 +46,8 @@ def _names_a_full_disk(command):
 
 
 def _release(args) -> int:
-    from common.grading.course import courses_from_args, quiet_nbgrader
-    from common.grading.release import readme_updates, release
+    from common.grading.authoring.release import readme_updates, release
+    from common.grading.courses.course import courses_from_args, quiet_nbgrader
 
     courses = courses_from_args(args.course)
     with quiet_nbgrader():
@@ -64,11 +64,11 @@ def _release(args) -> int:
 
 
 def _check(args) -> int:
-    from common.grading.check import check
-    from common.grading.course import courses_from_args, quiet_nbgrader
+    from common.grading.authoring.check import check
+    from common.grading.courses.course import courses_from_args, quiet_nbgrader
 
     if args.published or args.execute or args.lab:
-        from common.grading.publish_cli import check_published
+        from common.grading.editions.publish_cli import check_published
 
         return check_published(args)
     courses = courses_from_args(args.course)
@@ -82,14 +82,14 @@ def _check(args) -> int:
 
 
 def _publish(args) -> int:
-    from common.grading.publish_cli import publish
+    from common.grading.editions.publish_cli import publish
 
     return publish(args)
 
 
 def _collect(args) -> int:
-    from common.grading.collect import collect
-    from common.grading.course import find_course
+    from common.grading.courses.course import find_course
+    from common.grading.gradebook.collect import collect
 
     course = find_course(args.course)
     lab = course.require_lab(args.lab)
@@ -107,10 +107,10 @@ def _collect(args) -> int:
 
 
 def _autograde(args) -> int:
-    from common.grading.autograde import NOT_SCORED, autograde
-    from common.grading.course import find_course, quiet_nbgrader
-    from common.grading.executors import check_target, describe, tls_files
-    from common.grading.limits import GB, Limits
+    from common.grading.courses.course import find_course, quiet_nbgrader
+    from common.grading.gradebook.autograde import NOT_SCORED, autograde
+    from common.grading.gradebook.executors import check_target, describe, tls_files
+    from common.grading.sandbox.limits import GB, Limits
 
     tls = tls_files(args.tls_ca_file, args.tls_cert, args.tls_key)
     check_target(args.scheduler, args.cluster, tls)
@@ -159,8 +159,8 @@ def _autograde(args) -> int:
 
 
 def _feedback(args) -> int:
-    from common.grading.course import find_course, quiet_nbgrader
-    from common.grading.feedback import generate_feedback
+    from common.grading.courses.course import find_course, quiet_nbgrader
+    from common.grading.gradebook.feedback import generate_feedback
 
     with quiet_nbgrader():
         pages, problems = generate_feedback(find_course(args.course), args.lab)
@@ -171,9 +171,9 @@ def _feedback(args) -> int:
 
 
 def _grades(args) -> int:
-    from common.grading import stale
-    from common.grading.course import find_course, quiet_nbgrader
-    from common.grading.grades import export
+    from common.grading.courses.course import find_course, quiet_nbgrader
+    from common.grading.gradebook import stale
+    from common.grading.gradebook.grades import export
 
     course = find_course(args.course)
     with quiet_nbgrader():
@@ -190,7 +190,7 @@ def _grades(args) -> int:
 
 
 def _grade_one(args) -> int:
-    from common.grading.grade_one import grade_one
+    from common.grading.gradebook.grade_one import grade_one
 
     if args.unsafe_no_sandbox:
         print("WARNING: --unsafe-no-sandbox: student code runs with your permissions, unisolated.",
@@ -202,7 +202,7 @@ def _grade_one(args) -> int:
 
 
 def _export(args) -> int:
-    from common.grading.course import find_course
+    from common.grading.courses.course import find_course
 
     course = find_course(args.course)
     if args.platform == "coursera":

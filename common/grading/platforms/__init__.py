@@ -6,4 +6,6 @@
   out), and ``dfa export gradescope`` (``autograder.zip``);
 - ``shared``: what both need: the learner's notebook, a budget that fits the platform's limits, grading in a
   child process stopped at the platform's deadline, and the files an export copies.
+
+May import: ``courses``, ``sandbox``, ``gradebook``.
 """

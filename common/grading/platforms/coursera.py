@@ -166,7 +166,7 @@ def run(root: Path, grader_dir: Path, part_id: str | None, budget: shared.Budget
                 raise shared.GradingFailed(shared.MISCONFIGURED, f"{path} lies inside a folder the sandbox shows")
         shared.close_to_others([course_dir.parent], [root])
         submission = shared.find_notebook(root / "submission")
-        from common.grading.course import Course
+        from common.grading.courses.course import Course
 
         result = shared.grade(course_dir, lab, submission, budget, started)
         fraction, summary = _summary(result, shared.lab_cells(Course(course_dir), lab))

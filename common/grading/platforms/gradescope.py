@@ -137,7 +137,7 @@ def run(root: Path) -> dict:
                 raise shared.GradingFailed(shared.MISCONFIGURED, f"{path} lies inside a folder the sandbox shows")
         shared.close_to_others([course_dir.parent], [root / "results"])
         submission = shared.find_notebook(root / "submission")
-        from common.grading.course import Course
+        from common.grading.courses.course import Course
 
         result = shared.grade(course_dir, lab, submission, shared.Budget(config["timeout_s"], config["memory_gb"]),
                               started)

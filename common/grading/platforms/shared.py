@@ -79,7 +79,7 @@ class Budget:
     @property
     def runs(self) -> float:
         """Notebook times the deadline must hold: a run, its retry at doubled limits, each stretched by load."""
-        from common.grading.limits import RETRY_TIME_SCALE
+        from common.grading.sandbox.limits import RETRY_TIME_SCALE
 
         return (1 + RETRY_TIME_SCALE) * PLATFORM_MAX_LOAD
 
@@ -88,7 +88,7 @@ class Budget:
         return int((self.deadline_s - OVERHEAD_S) / self.runs)
 
     def limits(self, cell_timeout_s: int):
-        from common.grading.limits import Limits
+        from common.grading.sandbox.limits import Limits
 
         return Limits(cell_timeout_s=min(cell_timeout_s, self.notebook_s), notebook_timeout_s=self.notebook_s,
                       memory_bytes=int((self.memory_gb - RESERVE_GB) * GB), scratch_bytes=SCRATCH_BYTES,
@@ -98,7 +98,7 @@ class Budget:
 def _notebooks(folder: Path) -> list[Path]:
     """The ``.ipynb`` entries under ``folder``, walked without following links (hidden folders skipped); a link
     or any other entry that is not a regular, singly linked file is GradingFailed (inputs.py)."""
-    from common.grading import inputs
+    from common.grading.gradebook import inputs
 
     found = []
     for root, dirs, names in os.walk(folder):
@@ -150,7 +150,7 @@ def lab_cells(course, lab: str) -> dict[str, LabCell]:
     """The graded cells of ``lab``'s source notebook, by grade id."""
     import nbformat
 
-    from common.grading import regions, standard
+    from common.grading.courses import regions, standard
 
     cells, section = {}, ""
     for cell in nbformat.read(course.source_notebook(lab), as_version=4).cells:
@@ -167,7 +167,7 @@ def lab_cells(course, lab: str) -> dict[str, LabCell]:
 
 def visible_in_sandbox(path: Path) -> bool:
     """Whether a sandbox could see ``path``: it lies in a folder the sandbox binds (the superset, no ``protect``)."""
-    from common.grading.sandbox import SYSTEM_DIRS, package_dir, python_env_dirs
+    from common.grading.sandbox.sandbox import SYSTEM_DIRS, package_dir, python_env_dirs
 
     binds = [*python_env_dirs(), *(Path(d).resolve() for d in SYSTEM_DIRS), package_dir()]
     target = path.resolve()
@@ -260,10 +260,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def _child(spec: dict) -> int:
-    from common.grading.course import Course
-    from common.grading.grade_one import grade_one
-    from common.grading.limits import Limits
-    from common.grading.sandbox import Sandbox, SandboxUnavailable
+    from common.grading.courses.course import Course
+    from common.grading.gradebook.grade_one import grade_one
+    from common.grading.sandbox.limits import Limits
+    from common.grading.sandbox.sandbox import Sandbox, SandboxUnavailable
 
     out = Path(spec["out"])
     out.mkdir(parents=True)
@@ -306,7 +306,7 @@ def copy_package(dest: Path) -> None:
     Editable, because the sandbox binds the folder holding ``common`` read-only and refuses one that holds the
     Python environment: a package installed inside the environment's site-packages would hide the environment.
     """
-    from common.grading.sandbox import package_dir
+    from common.grading.sandbox.sandbox import package_dir
 
     root = package_dir().parent
     if not (root / "pyproject.toml").is_file():
@@ -320,7 +320,7 @@ def copy_package(dest: Path) -> None:
 
 def copy_course(course, labs: list[str], dest: Path) -> Path:
     """The course's ``nbgrader_config.py`` and the sources of ``labs`` into ``dest/<course>``; returns that folder."""
-    from common.grading.course import CONFIG_FILE
+    from common.grading.courses.course import CONFIG_FILE
 
     target = dest / course.name
     (target / "source").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Grader-side answers of the Course 1 Deep Dive (common/grading/answerkeys.py): what its hidden tests compare with.
+"""Grader-side answers of the Course 1 Deep Dive (common/grading/verdicts/answerkeys.py): what its hidden tests compare with.
 
 * ``sticks``: a row-major tensor of shape (..., n) with e = stick_bytes // element bytes values per stick occupies
   rows x ceil(n / e) sticks; device bytes = sticks x stick_bytes; padding = device bytes - the tensor's own bytes.

@@ -42,7 +42,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %%
 import json
@@ -165,7 +165,7 @@ print(BUNDLES.to_string())
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _simulate
 
 probe = Probe()
@@ -296,7 +296,7 @@ check_equal("a 256-byte stick holds 128 fp16 values: (4, 100) needs one stick pe
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -418,7 +418,7 @@ print(f"SIMULATED: {TRAFFIC['lpddr_read'] / 1e3:.1f} kB LPDDR5->LX, {TRAFFIC['lp
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _simulate
 
 probe = Probe()

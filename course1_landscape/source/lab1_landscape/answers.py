@@ -1,4 +1,4 @@
-"""Grader-side answers of Course 1 Lab 1 (common/grading/answerkeys.py): what its hidden tests' judgements compare
+"""Grader-side answers of Course 1 Lab 1 (common/grading/verdicts/answerkeys.py): what its hidden tests' judgements compare
 with. A judgement runs in the grader, on plain data its probe sent, with inputs it rebuilt from the seed.
 
 * ``gemm_cost`` / ``softmax_cost``: 2mkn FLOPs and (mk + kn + mn) b bytes; 5 FLOPs per element and 2 rows cols b.

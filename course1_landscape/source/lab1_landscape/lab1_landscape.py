@@ -48,7 +48,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %%
 # Environment report: every measured figure below says which machine it came from.
@@ -244,7 +244,7 @@ import random as _random
 import time as _time
 import timeit as _timeit
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # this half runs in your kernel: your measure on a pretend clock and device, results out as data
 _rng = _random.Random(probe.seed)
@@ -448,7 +448,7 @@ check_scalar("softmax intensity", mine["intensity"], ref_sm["intensity"], rel=1e
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -591,7 +591,7 @@ import random as _random
 from types import SimpleNamespace as _SN
 
 from common import roofline as _roofline
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -704,7 +704,7 @@ check_equal("top_ops are in decreasing self CPU time",
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -834,7 +834,7 @@ check_equal("H100 4096^3 GEMM: bound names the larger term",
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -1111,7 +1111,7 @@ with pd.option_context("display.width", 200, "display.max_columns", 30):
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.landscape import SYSTEM_OF_BACKEND as _SYSTEM_OF
 from common.sim import BACKEND_NAMES as _BACKENDS
 from common.sim import simulate_llm as _simulate
@@ -1403,7 +1403,7 @@ import os as _os
 import random as _random
 import tempfile as _tempfile
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.landscape import SYSTEM_OF_BACKEND as _SYSTEM_OF
 from common.landscape import SYSTEMS as _SYSTEMS
 from common.landscape import LandscapeMap as _LM

@@ -42,7 +42,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %%
 import json
@@ -160,7 +160,7 @@ print(EDGES.to_string())
 import torch as _torch
 from torch._subclasses.fake_tensor import FakeTensorMode as _FTM
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import graphview as _gv
 from common.sim import simulate as _simulate
 from common.sim.workload import graph_workload as _gw
@@ -297,7 +297,7 @@ import pandas as _pd
 import torch as _torch
 from torch._subclasses.fake_tensor import FakeTensorMode as _FTM
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import graphview as _gv
 from common.sim import simulate as _simulate
 from common.sim.workload import graph_workload as _gw
@@ -479,7 +479,7 @@ for row in RESTICK.itertuples():  # the compiler's own count for the restickifie
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -631,7 +631,7 @@ print(f"SIMULATED busy time per core: max {BUSY.max() * 1e9:.0f} ns (core {int(B
 import copy as _copy
 
 from common.chips import get_chip as _get_chip
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import graphview as _gv
 
 probe = Probe()
@@ -759,7 +759,7 @@ print("predicted restickify edges:", sorted(PREDICTED))
 ### BEGIN HIDDEN TESTS
 from types import SimpleNamespace as _SimpleNamespace
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import graphview as _gv5
 from common.sim.pipeline import decompose as _decompose
 from common.sim.run import make_policy as _mp

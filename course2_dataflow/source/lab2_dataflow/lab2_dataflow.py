@@ -36,7 +36,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -140,7 +140,7 @@ print(stats)
 import torch as _torch
 import torch.fx as _fx
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
 
 probe = Probe()  # this half runs in the learner's kernel: fresh graphs in, plain data out
@@ -252,7 +252,7 @@ import torch as _torch
 import torch.fx as _fx
 
 from common.chips import get_chip as _get_chip
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
 
 probe = Probe()
@@ -349,7 +349,7 @@ check_equal("intensity grows with seq", all(a < b for a, b in zip(_grows, _grows
 check_equal("the written scores cap it below 2 * head_dim / bytes_per_el", all(v < 2 * 64 / 2 for v in _grows), True,
             hint="the seq x seq scores are written once")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _cases = [(2, 1, 4), (512, 128, 2), (8192, 64, 1), (3000, 80, 4), (128, 256, 2), (65536, 128, 2),
@@ -408,7 +408,7 @@ check_equal("worked example", fusion_bytes(["a", "b", "c"], 10, 2), (120, 40))
 check_equal("fusing one op saves nothing", fusion_bytes(CHAIN[:1], 1000, 4)[0] == fusion_bytes(CHAIN[:1], 1000, 4)[1],
             True)
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _cases = [(3, 10, 2), (1, 1000, 4), (7, 4096, 2), (2, 10**6, 4), (12, 333, 1), (1, 50, 8), (5, 2**20, 2),
@@ -511,7 +511,7 @@ print("firing order:", " -> ".join(trace))
 import torch as _torch
 import torch.fx as _fx
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
 
 probe = Probe()
@@ -594,7 +594,7 @@ from common.checks import check_type
 check_type("CHAIN_ROUNDS", CHAIN_ROUNDS, int)
 check_type("CHAIN_STALLS", CHAIN_STALLS, int)
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("rounds", CHAIN_ROUNDS)
@@ -687,7 +687,7 @@ import torch as _torch
 import torch.fx as _fx
 
 from common.dataflow import StreamGraph as _SG, stream_from_fx as _sfx
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
 
 probe = Probe()
@@ -908,7 +908,7 @@ import torch as _torch
 import torch.fx as _fx
 
 from common.costs import annotate as _annotate
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
 from common.schedule import from_edges as _fe, random_dag as _rd, task_graph as _tg
 
@@ -1145,7 +1145,7 @@ print(f"QK^T uses {qk['efficiency']:.1%} of the MXU work it pays for: head_dim {
       f"{qk['K_padded']}")
 ### BEGIN HIDDEN TESTS
 from common.chips import get_chip as _get_chip
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _v5e = (int(_get_chip("tpu-v5e").fact("mxu_dim")), int(_get_chip("tpu-v5e").fact("sublanes")))
@@ -1225,7 +1225,7 @@ print(dma)
 ### BEGIN HIDDEN TESTS
 import copy as _copy
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import graphview as _gv, simulate_op as _so
 
 probe = Probe()
@@ -1430,7 +1430,7 @@ from common.checks import check_no_problems
 check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("rows", {str(a): {str(s): str(t) for s, t in dict(r).items()} for a, r in dict(MY_ROWS).items()})

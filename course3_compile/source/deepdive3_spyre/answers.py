@@ -16,7 +16,7 @@ published). Hidden tests import from here (``from answers import device_layout a
 * ``lx_working_set(tile, dtype)`` — (tm tk + tk tn + tm tn) x element bytes; ``fits_lx`` — that + resident <= budget.
 * ``option_effect(cmp)`` — the ratios, spills, most slowed events (all ties) and bound changes of a Comparison.
 
-Hidden tests are probe + judgement (``common.grading.probe``): the judgement rebuilds every input from the seed the
+Hidden tests are probe + judgement (``common.grading.verdicts.probe``): the judgement rebuilds every input from the seed the
 probe used and calls these on it, never on an object the learner's kernel held.
 """
 

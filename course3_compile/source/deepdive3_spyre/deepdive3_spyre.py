@@ -42,7 +42,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -158,7 +158,7 @@ check_equal("device bundles agree with the compiled program",
             SUMMARY.get("bundles") == sum(k.kind != "fallback" for k in PROGRAM.kernels), True,
             hint="distinct kernels whose kernel_kind is not 'fallback'")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models.block import TinyTransformerBlock as _Block
 from common.sim import lowering as _L
 from common.sim import simulate_op as _simulate_op
@@ -254,7 +254,7 @@ for shape, g in lay.groupby("shape", sort=False):
     check_equal(f"layout of {row['tensor']} {shape} agrees with the compiler's layout stage", same, True,
                 hint="(ceil(n / per stick), *outer dims, per stick)")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _v = probe.seed
@@ -365,7 +365,7 @@ print(f"the compiler inserted {len(compiler)} restickify: {sorted(compiler)}")
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import lowering as _L
 from common.sim.run import op_workload as _op_workload
 
@@ -510,7 +510,7 @@ for cores, work in ((32, STAGE["work"]), (12, lowering.work_table(REPORT12))):
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import lowering as _L
 from common.sim import simulate_op as _simulate_op
 
@@ -659,7 +659,7 @@ for label, lx in (("default", STAGE["lx"]), ("tight", lowering.lx_table(TIGHT)))
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -781,7 +781,7 @@ check_equal("most slowed op: the event whose duration grew by the largest factor
 check_equal("ops whose bound changed agree with the timeline",
             eff.get("bound_changes") == int((tl["bound_before"] != tl["bound_after"]).sum()), True)
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models.block import TinyTransformerBlock as _Block
 from common.sim import lowering as _L
 from common.sim.workload import graph_workload as _gw

@@ -33,7 +33,7 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
 * ``no_gain_backend(savings)`` — the first backend (pivot order) whose fused time is within 1 % of op by op.
 * ``canon(groups)`` — groups as sorted lists of sorted node names; AssertionError if not lists of str.
 
-Hidden tests are probe + judgement (``common.grading.probe``): the judgement rebuilds every input from the seed the
+Hidden tests are probe + judgement (``common.grading.verdicts.probe``): the judgement rebuilds every input from the seed the
 probe used and calls these on it, never on an object the learner's kernel held.
 """
 

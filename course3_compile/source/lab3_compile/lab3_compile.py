@@ -37,7 +37,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -151,7 +151,7 @@ for name, xs in (("positive branch", x_gate.abs()), ("negative branch", -3 * x_g
     check_tensor(f"output ({name})", GateFixed()(xs), Gate()(xs).detach(), atol=1e-5, rtol=1e-4)
 ### BEGIN HIDDEN TESTS
 from common.capture import explain_dynamo as _explain
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # the learner's GateFixed on inputs and widths of this learner's variant
 for _i, (_d, _s) in enumerate(((8 + probe.seed % 25, probe.seed % 1000), (48, 7 + probe.seed % 13))):
@@ -297,7 +297,7 @@ import torch.fx as _fx
 from torch import nn as _nn
 
 from common.compile_tools import capture_with as _cw
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _d = 4 + probe.seed % 9  # this learner's width: other graphs than the ones printed above
@@ -481,7 +481,7 @@ for b in ("aot_eager", "inductor"):
 ### BEGIN HIDDEN TESTS
 import pandas as _pd
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _v = probe.seed
@@ -591,7 +591,7 @@ check_equal("every op is 'aten.<op>' and <op> is in the kernel's name",
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 for _k in range(2):  # Inductor-like output code of this learner's variant: definitions, calls, decoys
@@ -751,7 +751,7 @@ import torch.nn.functional as _F
 from torch.fx.experimental.proxy_tensor import make_fx as _mf
 
 from common.capture import capture_aten as _ca
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import build_model as _bm, step_inputs as _si
 
 probe = Probe()
@@ -928,7 +928,7 @@ import torch.nn.functional as _F
 
 from common.capture import capture_aten as _ca
 from common.fusion import fusion_savings as _fs
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 for _k in range(3):  # tables of other numbers: one backend gains nothing, rows in any order
@@ -1068,7 +1068,7 @@ for shape in ((100, 192, 300), (4096, 4096, 1000)):
                     hint="rows x ceil(last / per stick); (sticks per row, *outer dims, per stick)")
 ### BEGIN HIDDEN TESTS
 from common.chips import get_chip as _gc
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _v = probe.seed
@@ -1194,7 +1194,7 @@ for b, r in steps.items():
 import random as _random
 from types import SimpleNamespace as _NS
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 
 probe = Probe()
@@ -1386,7 +1386,7 @@ from common.checks import check_no_problems
 check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("rows", MY_ROWS)

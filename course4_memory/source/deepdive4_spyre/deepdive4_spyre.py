@@ -43,7 +43,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -169,7 +169,7 @@ check_equal("no kind has negative bytes", bool((by_kind.to_numpy(float) >= 0).al
 ### BEGIN HIDDEN TESTS
 import pandas as _pd
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim.traffic import spyre_step as _step, traffic_table as _tt
 
 probe = Probe()  # fresh steps (the learner's variant from the seed), never the notebook's TABLE
@@ -290,7 +290,7 @@ check_equal("padding of the V cache = the simulator's lpddr_padding of P@V",
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -413,7 +413,7 @@ check_scalar("your schedule's bytes vs the simulator's LPDDR5 reads",
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim.run import op_workload as _ow
 from common.sim.traffic import traffic_table as _tt, workload_step as _ws
 
@@ -488,7 +488,7 @@ check_equal("largest tile rows for the simulator's tn", largest_tile_rows(budget
 import random as _random
 
 from common.chips import get_chip as _gc
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim.run import op_workload as _ow
 from common.sim.traffic import default_lx_budget as _dlb, traffic_table as _tt, workload_step as _ws
 
@@ -635,7 +635,7 @@ import random as _random
 
 from torch._subclasses.fake_tensor import FakeTensorMode as _FakeMode
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim.traffic import traffic_table as _tt, workload_step as _ws
 from common.sim.workload import graph_workload as _gw
 

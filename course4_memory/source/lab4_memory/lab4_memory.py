@@ -46,7 +46,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -213,7 +213,7 @@ check_equal("the next multiple of 16 does not fit", footprint_bytes(T + 16, T + 
 import random as _random
 
 from common.cache import MatmulTiling as _MT
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 
 def _plan_data(p):  # a plan as plain data; the judgement compares it with the answer key's
@@ -314,7 +314,7 @@ check_in_range("hit rate", mine["hit_rate"], 0.5, 1.0, hint="hits / accesses, ov
 import random as _random
 
 from common.cache import CacheConfig as _CC, MatmulTiling as _MT
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -503,7 +503,7 @@ check_equal("kv_at_ends reads the same frame you plot", [float(x) for x in mine_
 import numpy as _np
 import pandas as _pd
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.memtimeline import DecodeRun as _Run, profile_decode as _profile
 
 
@@ -662,7 +662,7 @@ else:
 ### BEGIN HIDDEN TESTS
 import numpy as _np
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.memtimeline import profile_generate as _profile_generate, timeline as _timeline
 
 
@@ -824,7 +824,7 @@ check_equal("bytes grow with the element size", memory_ops((64, 48), torch.float
 ### BEGIN HIDDEN TESTS
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _cases = [((64, 48), "float32"), ((128, 48), "float32"), ((64, 48), "float16"), ((3, 5), "int8"), ((17, 2), "float64"),
@@ -884,7 +884,7 @@ check_equal("twice the time, half the bandwidth", math.isclose(copy_bandwidth(10
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)
@@ -1011,7 +1011,7 @@ check_equal("your formula = the bytes the real model's DynamicCache held after g
             kv_bytes(LLM.config, GEN_PROMPT + GEN_STEPS - 1, GEN_BATCH, PROF.run.dtype) == PROF.meta["cache_bytes"], True,
             hint="the model's config (LLM.config) and its dtype: fp32 on a CPU, fp16 on a GPU")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.models import get_config as _gc
 
 probe = Probe()
@@ -1063,7 +1063,7 @@ for kvd in ("fp16", "fp8"):
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.kvcache import kv_limits as _kv_limits
 from common.models import get_config as _gc
 
@@ -1178,7 +1178,7 @@ check_tensor("kv_bytes per context", torch.tensor(sw["kv_bytes"].to_numpy(float)
                           dtype=torch.float64), rtol=1e-12, dtype=torch.float64, hint="s + 1 positions, fp16 on Spyre")
 check_equal("chips", [int(c) for c in sw["chips"]], [r.chips for r in ref])
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _seqs = (8, 16 + probe.seed % 9)
@@ -1405,7 +1405,7 @@ from common.checks import check_no_problems
 check_no_problems("landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("rows", {str(_a): {str(_s): str(_t) for _s, _t in dict(MY_ROWS.get(_a, {})).items()} for _a in ATTRIBUTES})

@@ -40,7 +40,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -143,7 +143,7 @@ check_equal("sticks_needed(65, 'fp16', stick_bytes=64)", sticks_needed(65, "fp16
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # fixed cases, the visible ones, and seeded ones: any length, dtype and stick size
 _rng = _random.Random(probe.seed)
@@ -215,7 +215,7 @@ check_equal("stick 2 of a 65-element row raises ValueError", raised, True)
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # fixed cases (the visible ones too) and seeded ones, each answered as a range or an error
 _rng = _random.Random(probe.seed)
@@ -318,7 +318,7 @@ check_equal("ranges in any order", first_uncovered([(64, 65), (0, 64)], 65), Non
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # fixed cases (the visible ones too) and seeded ranges: any order, overlapping, empty, past n
 _rng = _random.Random(probe.seed)
@@ -433,7 +433,7 @@ import random as _random
 
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import kernel_text as _KT
 
 probe = Probe()  # fresh inputs of seeded shapes and dtypes, each compiled with the stick_copy fault planted

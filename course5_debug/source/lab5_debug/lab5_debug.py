@@ -37,7 +37,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -162,7 +162,7 @@ check_no_problems("MY_EVIDENCE", [f"no entry for report {i}" for i in _ids if i 
                      for k, v in MY_EVIDENCE.items() if k in _ids and v not in _entries[k]],
                   hint="one entry id per report, as its log numbers them (e1, e2, ...)")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # sends the learner's readings; the judgement rewrites the reports from the learner id itself
 probe.send("learner", str(LEARNER_ID))
@@ -268,7 +268,7 @@ check_equal("STICK_NODE names a node of the compiled aten graph",
 check_type("STICK_REPRO", STICK_REPRO, Reproducer)
 check_equal("reproducer: one node", len(STICK_REPRO.nodes), 1, hint="reduce(...) cuts it to a single node")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 def _plain_repro(r):  # a Reproducer as plain data: how it fails, its ops, its input shapes
@@ -310,7 +310,7 @@ from common.checks import check_equal
 check_equal("STICK_LAYER is a layer key", STICK_LAYER in taxonomy.LAYER_KEYS, True,
             hint=f"one of {', '.join(taxonomy.LAYER_KEYS)}")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("learner", str(LEARNER_ID))
@@ -363,7 +363,7 @@ check_tensor("fixed output vs CPU", _fixed.float(), _ref, rtol=0.0, atol=TOL["wr
              hint="within the simulated Spyre's fp16 tolerance of the CPU answer")
 ### BEGIN HIDDEN TESTS
 from common.debug import bugs as _bugs
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # fresh bugs: the learner's own and an unseen variant from the grader's seed
 for _name, _seed in (("mine", _bugs.learner_seed(LEARNER_ID)), ("unseen", probe.seed)):
@@ -438,7 +438,7 @@ check_equal("HANG_ERROR is an exception type", isinstance(HANG_ERROR, type) and 
 check_type("HANG_REPRO", HANG_REPRO, Reproducer)
 check_equal("the reproducer raises (it does not diverge)", HANG_REPRO.failure.kind, "raises")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 def _plain_repro(r):  # a Reproducer as plain data: how it fails, its ops, its input shapes
@@ -480,7 +480,7 @@ from common.checks import check_equal
 check_equal("HANG_LAYER is a layer key", HANG_LAYER in taxonomy.LAYER_KEYS, True,
             hint=f"one of {', '.join(taxonomy.LAYER_KEYS)}")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("learner", str(LEARNER_ID))
@@ -524,7 +524,7 @@ check_tensor("fixed output vs CPU", _fixed.float(), _ref, rtol=0.0, atol=TOL["ha
              hint="within the simulated Spyre's fp16 tolerance of the CPU answer")
 ### BEGIN HIDDEN TESTS
 from common.debug import bugs as _bugs
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # the learner's own hang and, from the grader's seed, one unseen variant of each kind
 _variants = {"mine": _bugs.make_bug("hang", _bugs.learner_seed(LEARNER_ID))}
@@ -640,7 +640,7 @@ check_equal("your chain under inductor", classify_divergence(inductor_chain, eag
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # fresh cases from the grader's seed: the worked examples, then per dtype four kinds of output
 _cases = [(torch.tensor([1.0, 2.0], dtype=torch.float64).bfloat16(), torch.tensor([1.0, 2.0]).bfloat16()),
@@ -698,7 +698,7 @@ check_equal("the chain: no bug at any depth", "bug" in _got.values(), False,
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 
@@ -860,7 +860,7 @@ check_type("PERF_CAUSE", PERF_CAUSE, str)
 check_equal("PERF_CAUSE names a fallback", PERF_CAUSE.startswith("fallback:aten."), True,
             hint="as timing_region(...).causes() writes it")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("learner", str(LEARNER_ID))
@@ -932,7 +932,7 @@ check_tensor("fixed model on fresh inputs of the same shape", _bug.run(_fixed, _
 ### BEGIN HIDDEN TESTS
 from common.debug import bugs as _bugs
 from common.debug.timing import timing_region as _tr
-from common.grading.probe import Probe, graph_nodes as _graph_nodes
+from common.grading.verdicts.probe import Probe, graph_nodes as _graph_nodes
 
 probe = Probe()  # fresh bugs: the learner's own and an unseen one of the same model class and another shape
 _mine = _bugs.make_bug("slow", _bugs.learner_seed(LEARNER_ID))
@@ -1134,7 +1134,7 @@ from common.checks import check_no_problems
 check_no_problems("your landscape rows", row_problems(MY_ROWS, ATTRIBUTES),
                   hint="every attribute, all five systems, 3 to 25 words each, different per system")
 ### BEGIN HIDDEN TESTS
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 probe.send("learner", str(LEARNER_ID))

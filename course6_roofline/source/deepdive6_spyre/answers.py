@@ -1,4 +1,4 @@
-"""Grader-side answers of the Course 6 Deep Dive (common/grading/answerkeys.py): what its hidden tests compare with.
+"""Grader-side answers of the Course 6 Deep Dive (common/grading/verdicts/answerkeys.py): what its hidden tests compare with.
 
 * ``counter_point``: the whole step from the hardware counters: LPDDR5 bytes = LPDDR5->LX + LX->LPDDR5 counters,
   LX bytes = the ``lx_bytes`` counter, intensities = report.flops / those bytes, attained = flops / time.

@@ -35,7 +35,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -110,7 +110,7 @@ check_scalar("decode I_LX", cp.get("I_LX"), decode.flops / c["lx_bytes"], rel=1e
 import dataclasses as _dc
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 
 probe = Probe()
@@ -208,7 +208,7 @@ import random as _random
 import pandas as _pd
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 
 probe = Probe()
@@ -332,7 +332,7 @@ import random as _random
 import pandas as _pd
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 
 probe = Probe()
@@ -450,7 +450,7 @@ check_scalar("Spyre LX ridge (estimate)", lr.get("LX"), peak / SPYRE.estimate("l
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)  # this learner's extra chips, beside the two of the spec

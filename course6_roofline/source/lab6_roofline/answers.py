@@ -1,4 +1,4 @@
-"""Grader-side answers of Lab 6 (common/grading/answerkeys.py): what its hidden tests compare with.
+"""Grader-side answers of Lab 6 (common/grading/verdicts/answerkeys.py): what its hidden tests compare with.
 
 * ``ridge_table`` / ``system_ridges``: main-memory ridge point = peak FLOP/s of the chip's native 16-bit dtype
   (bf16, else fp16) / main-memory bandwidth (bytes/s), from the catalog. (Formerly ``common.roofline.ridge_table``:

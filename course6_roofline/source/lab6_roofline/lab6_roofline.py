@@ -36,7 +36,7 @@
 # *(shared cell `grading`: `dfa release` writes it here)*
 
 # %% include="setup"
-# %run -m common.grading.labsource setup
+# %run -m common.grading.authoring.labsource setup
 
 # %% tags=["parameters"]
 import os
@@ -142,7 +142,7 @@ for i in (0.5, 10.0, 2000.0):
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # the learner's kernel runs this half: fresh machines in, plain numbers out
 _rng = _random.Random(probe.seed)  # this learner's machines and intensities
@@ -272,7 +272,7 @@ for system, chip in SYSTEM_CHIPS.items():
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)  # this learner's systems: four catalog chips under names of their own
@@ -403,7 +403,7 @@ import random as _random
 import pandas as _pd
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 
 probe = Probe()
@@ -548,7 +548,7 @@ import random as _random
 import pandas as _pd
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)  # this learner's sweeps: batch sizes and lengths the notebook never ran
@@ -669,7 +669,7 @@ import random as _random
 
 import torch as _torch
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 from common.sim import simulate_op as _op
 
@@ -777,7 +777,7 @@ from common.chips import get_chip as _gc
 from common.roofline import roofline_for_chip as _rfc
 from common.sim import simulate_op as _op
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 
 probe = Probe()
 _rng = _random.Random(probe.seed)  # this learner's shapes, with the H100's catalog levels built here
@@ -935,7 +935,7 @@ check_scalar("worked example, window (1.5, 2.5): scheduling seconds", split.get(
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 from common.sim.program import Event as _Ev
 from common.sim.report import Report as _Rep
@@ -1132,7 +1132,7 @@ for name in compiled:
 import dataclasses as _dc
 import random as _random
 
-from common.grading.probe import Probe
+from common.grading.verdicts.probe import Probe
 from common.sim import simulate_llm as _sim
 
 probe = Probe()
