@@ -107,7 +107,9 @@ def test_lying_objects_arrive_as_plain_values():
 
 
 @pytest.mark.parametrize(
-    "value", [object(), {1: "int key"}, torch.zeros(2, dtype=torch.float8_e4m3fn), lambda: 0], ids=repr
+    "value",
+    [object(), {1: "int key"}, torch.zeros(2, dtype=torch.float8_e4m3fn), lambda: 0],
+    ids=["object", "int-key", "float8", "function"],  # stable ids: pytest-xdist workers must collect the same
 )
 def test_only_plain_data_can_be_sent(value):
     with pytest.raises(ProbeDataError):
