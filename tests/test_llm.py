@@ -86,12 +86,24 @@ def test_offline_seed_decides_the_weights(offline):
     other = _state(load_llm(layers=1, offline=True, seed=1).model)
     key = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(ours[key], other[key])
-    # the same seed and layers: the same draw (rounded to bf16 here); transformers initialises after building
-    # every layer, so another layer count draws differently
+    # the same seed: the same draw (rounded to bf16 here); the first layers are the same for any layer count
     half = load_llm(layers=2, offline=True, seed=0, dtype=torch.bfloat16)
     assert half.model.dtype == torch.bfloat16
     for name, value in _state(half.model).items():
         assert torch.equal(value, ours[name].to(torch.bfloat16)), name
+    one = _state(load_llm(layers=1, offline=True, seed=0).model)
+    assert one.keys() < ours.keys() and all(torch.equal(one[k], ours[k]) for k in one)
+
+
+def test_offline_init_follows_transformers_rules(offline):
+    """N(0, initializer_range) weights, zero biases, unit norms, lm_head tied to the embedding."""
+    model, std = offline.model, offline.model.config.initializer_range
+    emb = model.model.embed_tokens.weight
+    assert model.lm_head.weight is emb and abs(emb.std().item() - std) < 1e-3 * std * 10
+    layer = model.model.layers[0]
+    assert torch.count_nonzero(layer.self_attn.q_proj.bias) == 0
+    assert torch.equal(layer.input_layernorm.weight, torch.ones_like(layer.input_layernorm.weight))
+    assert torch.isfinite(model.model.rotary_emb.inv_freq).all()  # buffers are built, not left uninitialised
 
 
 def test_offline_takes_token_ids_and_refuses_text(offline):
