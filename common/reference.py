@@ -166,6 +166,10 @@ class Reference:
             if isinstance(op, str):
                 rep = simulate_op(op, tuple(r.sim_shape), backend, chip=c.name, dtype=r.dtype)
             else:
+                layers = getattr(r, "sim_layers", None)
+                if layers is not None and layers == layers:  # a cut of the model (NaN: the whole model)
+                    from common.models import get_config
+                    model = replace(get_config(model), n_layers=int(layers))
                 rep = simulate_llm(model, backend, phase=r.phase, batch=int(r.batch), seq=int(r.seq), chip=c.name,
                                    dtype=r.dtype)
             measured[r.workload], simulated[r.workload] = r.median_s, rep.time_s

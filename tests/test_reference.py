@@ -2,6 +2,7 @@
 common.reference reading them back (tables, provenance, roofline, simulated vs measured)."""
 import importlib.util
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,7 +41,7 @@ def test_cpu_recording_has_every_table_and_its_provenance(cpu_doc):
     assert "no chip stands for it" in p["note"]  # this_machine's note: why no catalog chip
     assert datetime.fromisoformat(p["date_utc"]).tzinfo is not None and len(p["load_avg_before"]) == 3
     ops = {r["op"] for r in cpu_doc["timings"]}
-    assert {"GEMM", "softmax", "SDPA", "prefill", "decode"} <= ops
+    assert {"GEMM", "softmax", "SDPA", "prefill", "decode", "generate"} <= ops
     assert {r["dtype"] for r in cpu_doc["timings"]} == {"fp32"}  # the CPU cells of the labs
     for r in cpu_doc["timings"]:
         assert r["median_s"] > 0 and r["n_runs"] >= 1
@@ -48,10 +49,18 @@ def test_cpu_recording_has_every_table_and_its_provenance(cpu_doc):
             assert r["flops_per_s"] == pytest.approx(r["flops"] / r["median_s"])
     gemm = next(r for r in cpu_doc["timings"] if r["workload"] == "GEMM 64 fp32")
     assert gemm["flops"] == 2 * 64**3 and gemm["sim_op"] == "matmul" and gemm["sim_shape"] == [64, 64, 64]
-    profiled = {r["workload"] for r in cpu_doc["memory"]}
+    profiled = {r["workload"] for r in cpu_doc["profile"]}
     assert profiled == {"GEMM 64 fp32", "softmax 64x64 fp32", "SDPA 1x2x16x8 fp32", "tiny-block prefill b1 s8 fp32"}
+    llm = "Qwen2.5-0.5B-Instruct (1 layers)"  # Lab 1's real model, cut to one layer by --quick
+    assert {r["workload"] for r in cpu_doc["memory"]} == profiled | {f"{llm} generate 2 tokens fp32"}
     assert all(m["peak_bytes"] >= 0 and "profiler" in m["method"] for m in cpu_doc["memory"])
-    assert {r["workload"] for r in cpu_doc["profile"]} == profiled
+    rows = {r["workload"]: r for r in cpu_doc["timings"] if r["workload"].startswith(llm)}
+    fwd, gen = rows[f"{llm} forward b1 s4 fp32"], rows[f"{llm} generate 2 tokens fp32"]
+    step = rows[f"{llm} decode step (from generate) fp32"]
+    assert fwd["flops"] > 0 and fwd["sim_model"] == "qwen2.5-0.5b-instruct" and fwd["sim_layers"] == 1
+    assert "random weights" in fwd["llm"] or "real weights" in fwd["llm"]
+    assert step["median_s"] == pytest.approx(max(gen["median_s"] - fwd["median_s"], 0.0) / 1)
+    assert (step["phase"], step["seq"], step["sim_layers"]) == ("decode", 5, 1)
     assert any(r["key"] == "aten::mm" for r in cpu_doc["profile"] if r["workload"] == "GEMM 64 fp32")
     kinds = {(r["dtype"], r["what"]) for r in cpu_doc["peaks"]}
     assert {("fp32", "gemm"), ("fp32", "copy")} <= kinds
@@ -111,6 +120,7 @@ def test_recording_script_cuda_branch_on_a_faked_t4(monkeypatch, tmp_path):
     assert calls.count("reset") == len(doc["memory"]) and calls.count("sync") > len(doc["timings"])
     gen = [r for r in doc["timings"] if r["op"] == "generate"]
     assert len(gen) == 1 and gen[0]["dtype"] == "fp16"
+    assert [m["workload"] for m in doc["memory"] if "generate" in m["workload"]] == [gen[0]["workload"]]
 
 
 def test_load_available_and_provenance(cpu_doc, ref_dir):
@@ -163,6 +173,13 @@ def test_vs_simulated_puts_the_simulator_beside_the_reference(cpu_doc, ref_dir):
     sim_rows = [r["workload"] for r in cpu_doc["timings"] if r.get("sim_op") or r.get("sim_model")]
     assert list(t.index) == sim_rows  # every op the simulator models; generate is not one
     assert (t["simulated (t4)"] > 0).all()
+    # the real model's rows are simulated at the layer count they were measured with (1 under --quick)
+    from common.models import get_config
+    from common.sim import simulate_llm
+    one = replace(get_config("qwen2.5-0.5b-instruct"), n_layers=1)
+    fwd = next(w for w in sim_rows if w.startswith("Qwen2.5-0.5B-Instruct") and "forward" in w)
+    assert t.loc[fwd, "simulated (t4)"] == pytest.approx(
+        simulate_llm(one, "gpu", phase="prefill", batch=1, seq=4, chip="t4", dtype="fp32").time_s)
     assert t["sim/measured"].to_numpy() == pytest.approx((t.iloc[:, 1] / t.iloc[:, 0]).to_numpy())
     doc = json.loads(json.dumps(cpu_doc))
     doc["timings"][0]["dtype"] = "bf16"  # a T4 has no bf16 datapath: that row is left out, and listed

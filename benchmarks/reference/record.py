@@ -1,8 +1,9 @@
 """Record reference measurements of the labs' GPU cells on this machine, for learners who have no GPU.
 
 One prepared run: GEMMs (fp32 and the 16-bit types the device multiplies in), Lab 1's softmax, an SDPA, the
-small reference decoder (common.models ``tiny-block``: prefill and one decode step; a Hugging Face
-``generate`` of the same architecture if transformers is installed), a torch.profiler summary, memory peaks
+small reference decoder (common.models ``tiny-block``: prefill and one decode step), Lab 1's real model
+(``load_llm("qwen2.5-0.5b-instruct")``, all 24 layers: the forward pass over a 32-token prompt, ``generate()`` of
+16 tokens, the decode step that implies, and generate's peak memory), a torch.profiler summary, memory peaks
 (``torch.cuda.max_memory_allocated`` on a GPU; the profiler's allocation total on a CPU) and the roofline
 peaks (``common.bench``). Every number is measured here, now; the file names the machine, torch, the date and
 the load average. ``common.reference.load(name)`` reads it back.
@@ -13,7 +14,8 @@ the load average. ``common.reference.load(name)`` reads it back.
 
 Work counted per op (the labs' conventions): GEMM 2*M*N*K FLOPs, bytes 3*N^2 elements; softmax 5 FLOPs and 2
 elements moved per element; SDPA 4*B*H*S^2*D (the two matmuls) + 5*B*H*S^2 (softmax), bytes of q, k, v, out;
-the decoder: FLOPs from torch.utils.flop_counter, bytes = its weights once (the compulsory minimum).
+the decoders: FLOPs from torch.utils.flop_counter, bytes = their weights once (the compulsory minimum). The real
+model's weights are random unless the Hub (or its cache) is reachable: its timings do not depend on the values.
 """
 from __future__ import annotations
 
@@ -32,13 +34,14 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from common import bench
 from common.devices import this_machine
-from common.models import build_model, config_to_hf, get_config, step_inputs
+from common.models import build_model, load_llm, step_inputs
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "common" / "reference_data"  # package data: installed with common (common.reference)
 FORMAT = 1
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MODEL, BATCH, SEQ = "tiny-block", 4, 64  # Lab 1's forward pass
+LLM_NAME, PROMPT_LEN, NEW_TOKENS = "qwen2.5-0.5b-instruct", 32, 16  # Lab 1's Part 5 (LLM_NAME, PROMPT_LEN, ...)
 LAB_GEMM_N = 2048  # Lab 1's GEMM (GAP_GEMM_N): the one GEMM that is profiled
 WARMUP = 3  # untimed calls first: the decoder's first two decode steps on a CPU take ~100x longer (lazy init)
 
@@ -47,13 +50,14 @@ def plan(kind: str, quick: bool) -> dict:
     """Sizes per device: Lab 1's full-run shapes, a GEMM sweep, and run times that fit a few minutes."""
     if quick:
         return {"gemm": (32, 64), "profiled_gemm": 64, "softmax": (64, 64), "sdpa": (1, 2, 16, 8), "batch": 1,
-                "seq": 8, "new_tokens": 2, "min_run_time": 0.01,
+                "seq": 8, "new_tokens": 2, "min_run_time": 0.01, "llm_layers": 1, "prompt": 4,
                 "peaks": {"gemm_n": 32, "copy_bytes": 1 << 16, "min_run_time": 0.01, "warmup": 0}}
     big = kind == "cuda"
     return {"gemm": (256, 512, 1024, 2048, 4096, 8192) if big else (256, 512, 1024, 2048),
             "profiled_gemm": LAB_GEMM_N,
             "softmax": (4096, 1024), "sdpa": (4, 16, 2048, 64) if big else (1, 8, 512, 64), "batch": BATCH,
-            "seq": SEQ, "new_tokens": 16, "min_run_time": 0.5 if big else 1.0, "peaks": {}}
+            "seq": SEQ, "new_tokens": NEW_TOKENS, "min_run_time": 0.5 if big else 1.0, "peaks": {},
+            "llm_layers": None, "prompt": PROMPT_LEN}
 
 
 class Layer:
@@ -138,26 +142,52 @@ def workloads(layer: Layer, dtypes: list[str], p: dict):
                     "profiled": phase == "prefill"})
 
 
-def hf_generate(layer: Layer, dtype: str, p: dict):
-    """The same architecture as a transformers Llama (random weights, no download): greedy generate of
-    ``new_tokens`` tokens after a 4x-shorter prompt. None when transformers is not installed."""
-    try:
-        import transformers
-    except ImportError:
-        return None
-    hf = config_to_hf(get_config(MODEL))
-    config = transformers.LlamaConfig(**{k: v for k, v in hf.items() if k not in ("model_type", "_name_or_path")})
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).to(layer.tensor_device, DTYPES[dtype]).eval()
-    prompt = torch.randint(0, config.vocab_size, (1, max(1, p["seq"] // 4)), device=layer.tensor_device)
+def real_llm(layer: Layer, dtype: str, p: dict):
+    """Lab 1's Part 5 on this device: the real model's forward pass over the prompt, ``generate()`` of
+    ``new_tokens`` tokens (greedy, ``min_new_tokens`` so random weights cannot stop early) and the decode step
+    they imply, (generate - forward) / (new - 1), as Lab 1 derives it. Yields (name, op, shape, fn, flops,
+    bytes, extra) like ``workloads``; ``extra["profiled"]`` marks generate, whose memory peak is kept."""
+    llm = load_llm(LLM_NAME, layers=p["llm_layers"], dtype=DTYPES[dtype], device=layer.tensor_device)
+    ids = torch.randint(llm.config.vocab_size, (1, p["prompt"]), generator=torch.Generator().manual_seed(0))
+    ids = ids.to(layer.tensor_device)  # (1, prompt) token ids
+    weights = float(sum(w.numel() * w.element_size() for w in llm.model.parameters()))
     kw = {"max_new_tokens": p["new_tokens"], "min_new_tokens": p["new_tokens"], "do_sample": False,
-          "pad_token_id": 0}
+          "pad_token_id": llm.model.config.eos_token_id, "attention_mask": torch.ones_like(ids)}
 
-    def gen():
+    def forward():
         with torch.no_grad():
-            return model.generate(prompt, **kw)
+            return llm.model(ids, use_cache=False).logits
 
-    return f"HF generate {p['new_tokens']} tokens {dtype}", gen, transformers.__version__
+    def generate():
+        with torch.no_grad():
+            return llm.model.generate(ids, **kw)
+
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        forward()
+    sim = {"sim_model": LLM_NAME, "sim_layers": llm.layers, "batch": 1, "llm": llm.label}
+    tag = f"{llm.display} ({llm.layers} layers)"
+    yield (f"{tag} forward b1 s{p['prompt']} {dtype}", "prefill", (1, p["prompt"]), forward,
+           float(counter.get_total_flops()), weights, {**sim, "phase": "prefill", "seq": p["prompt"],
+                                                       "profiled": False})
+    yield (f"{tag} generate {p['new_tokens']} tokens {dtype}", "generate", (1, p["prompt"]), generate, None, None,
+           {"llm": llm.label, "new_tokens": p["new_tokens"], "profiled": True})
+
+
+def decode_step_row(timings: list[dict], p: dict) -> dict | None:
+    """The decode step implied by the real model's forward and generate rows (Lab 1's DECODE_STEP_S), with the
+    sequence length halfway through generation for the simulator."""
+    fwd = next((r for r in timings if r["op"] == "prefill" and r.get("sim_model") == LLM_NAME), None)
+    gen = next((r for r in timings if r["op"] == "generate" and r.get("llm")), None)
+    if fwd is None or gen is None:
+        return None
+    n = p["new_tokens"]
+    step = max(gen["median_s"] - fwd["median_s"], 0.0) / max(n - 1, 1)
+    return {"workload": fwd["workload"].replace(f"forward b1 s{p['prompt']}", "decode step (from generate)"),
+            "op": "decode", "shape": [1, p["prompt"] + n // 2], "dtype": fwd["dtype"], "flops": None, "bytes": None,
+            "median_s": step, "iqr_s": None, "n_runs": min(fwd["n_runs"], gen["n_runs"]), "number_per_run": 1,
+            "flops_per_s": None, "bytes_per_s": None, "sim_op": None, "sim_shape": None,
+            "sim_model": LLM_NAME, "sim_layers": fwd["sim_layers"], "phase": "decode", "batch": 1,
+            "seq": p["prompt"] + n // 2, "llm": fwd["llm"], "derived": "(generate - forward) / (new_tokens - 1)"}
 
 
 def top_ops(layer: Layer, fn, k: int = 5, runs: int = 3) -> list[dict]:
@@ -200,12 +230,16 @@ def record(device: str | None = None, quick: bool = False, layer: Layer | None =
             profiles += [{"workload": name, **row} for row in top_ops(layer, fn)]
             peak, method = layer.memory_peak(fn)
             memory.append({"workload": name, "peak_bytes": peak, "method": method})
-    gen = hf_generate(layer, main_dtype, p)
-    if gen is not None:
-        name, fn, version = gen
-        r = bench.measure(fn, label=name, device=layer.device, min_run_time=p["min_run_time"], warmup=WARMUP)
-        timings.append(_row(name, "generate", (1, max(1, p["seq"] // 4)), name.split()[-1], r,
-                            new_tokens=p["new_tokens"], transformers=version))
+    for name, op, shape, fn, flops, nbytes, extra in real_llm(layer, main_dtype, p):
+        r = bench.measure(fn, label=name, flops=flops, bytes=nbytes, device=layer.device,
+                          min_run_time=p["min_run_time"], warmup=1)  # one warm-up call: each takes seconds on a CPU
+        if extra.pop("profiled"):
+            peak, method = layer.memory_peak(fn)
+            memory.append({"workload": name, "peak_bytes": peak, "method": method})
+        timings.append(_row(name, op, shape, main_dtype, r, **extra))
+    step = decode_step_row(timings, p)
+    if step is not None:
+        timings.append(step)
     peaks = _peaks(layer, machine, p)
     info = bench.machine_info()
     return {"format": FORMAT, "provenance": {
