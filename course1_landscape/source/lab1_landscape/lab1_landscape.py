@@ -1024,6 +1024,25 @@ print(SIM_VS_MEASURED.to_string(float_format=lambda v: f"{v:.3g}"))
 
 # %% [markdown]
 # A ratio far from 1 is not a bug to hide: Analysis question 3 asks where it comes from.
+#
+# **No GPU here?** `common.reference` holds runs of this Part recorded on real machines by
+# `benchmarks/reference/record.py`, each naming its machine, torch, date and load. For every recorded GPU, the same
+# comparison: its measured times beside the simulator's for that GPU.
+
+# %%
+from common import reference
+
+REFS = reference.available()
+print(REFS[["name", "device_name", "torch", "date_utc", "gpu_rows"]].to_string(index=False))
+for _name in REFS.loc[REFS["gpu_rows"], "name"]:
+    _ref = reference.load(_name)
+    _rows = _ref.vs_simulated()  # simulated on the reference's own catalog chip
+    _rows = _rows.loc[[w for w in _rows.index if w.startswith(LLM.display)]]
+    print(f"\nMEASURED on {_ref.label} vs SIMULATED {_ref.provenance['chip']}:")
+    print(_rows.to_string(float_format=lambda v: f"{v:.3g}") if len(_rows) else "  (no real-model rows in this file)")
+if not REFS["gpu_rows"].any():
+    print("\nNo GPU run has been recorded yet, so there is no GPU row to show (none is made up): only the CPU rows "
+          "above exist.")
 
 # %% [markdown]
 # ### Five simulated machines, one real model
