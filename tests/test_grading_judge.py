@@ -285,3 +285,100 @@ def test_dfa_check_names_a_test_cell_without_judgement_or_with_answers_in_its_pr
     assert any("needs hidden tests with a probe and a judgement" in p for p in problems), problems
     nb.cells[1].source = TEST_CELL.replace("probe = Probe()", "from answers import SECRET_KEY\nprobe = Probe()")
     assert ["its probe imports answers" in p for p in metadata_problems(nb)] == [True]
+
+
+# ---- a judgement that never ends (issue: an instructor's loop stalled `dfa autograde`) ----------------------
+
+LOOPING = "data, seed = probe.received()\nwhile True:\n    try:\n        pass\n    except Exception:\n        pass\n"
+
+
+def _judge_two_cells(monkeypatch) -> dict:
+    """Cell 1's judgement loops (and swallows every Exception), cell 2's passes: judge both as the grader does."""
+    from common.grading.verdicts import judge
+
+    monkeypatch.setattr(judge, "JUDGEMENT_TIMEOUT_S", 0.2)  # 1 s once rounded up to whole seconds
+    good = sent(y=torch.tensor([0.0, 2.0]))
+    execution = Execution(status="completed")
+    execution.cells = {1: {"outputs": [], **good}, 2: {"outputs": [], **good}}
+    judgements = {1: Judgement("loops", LOOPING, 7), 2: Judgement("relu_tests", parts(TEST_CELL)[2], 7)}
+    judge_execution(execution, judgements, answers=ANSWERS, salt="s", student="alice")
+    return execution.cells
+
+
+def _scores(cells: dict) -> list[float]:
+    """nbgrader's own rule for an autograded test cell: full points unless an output is an error."""
+    from nbgrader.utils import determine_grade
+
+    meta = {"nbgrader": {"grade": True, "solution": False, "points": 2, "grade_id": "t"}}
+    return [determine_grade(new_code_cell("", metadata=meta, outputs=cells[i]["outputs"]))[0] for i in (1, 2)]
+
+
+def _assert_only_the_looping_test_fails(cells: dict) -> None:
+    (error,) = errors(cells[1]["outputs"])
+    assert error.startswith("JudgementTimeout") and "judgement timed out after 1 s" in error
+    assert errors(cells[2]["outputs"]) == [] and _scores(cells) == [0, 2]
+
+
+def test_a_looping_judgement_scores_zero_for_its_test_only_in_the_main_thread(monkeypatch):
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        pytest.skip("the SIGALRM timer needs the main thread of a POSIX process")
+    handler = signal.getsignal(signal.SIGALRM)
+    _assert_only_the_looping_test_fails(_judge_two_cells(monkeypatch))
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) is handler
+    assert not [t for t in threading.enumerate() if t.name == "dfa-judgement"]  # no thread was needed
+
+
+def test_a_looping_judgement_scores_zero_for_its_test_only_in_a_worker_thread(monkeypatch):
+    import threading
+
+    cells = {}
+    worker = threading.Thread(target=lambda: cells.update(_judge_two_cells(monkeypatch)))  # e.g. a Dask worker
+    worker.start()
+    worker.join(60)
+    _assert_only_the_looping_test_fails(cells)
+    assert not [t for t in threading.enumerate() if t.name == "dfa-judgement"]  # the looping thread was stopped
+
+
+def test_a_timer_already_set_is_left_alone():
+    import signal
+    import threading
+    import time
+
+    from common.grading.verdicts.judge import JudgementTimeout, run_limited
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        pytest.skip("the SIGALRM timer needs the main thread of a POSIX process")
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 100)  # someone else's alarm: the judgement runs in a thread instead
+        started = time.monotonic()
+        with pytest.raises(JudgementTimeout):
+            run_limited(lambda: exec("while True: pass"), 0.3)  # noqa: S102
+        assert time.monotonic() - started < 30 and signal.getitimer(signal.ITIMER_REAL)[0] > 60
+        with pytest.raises(ZeroDivisionError):  # a judgement's own error passes through either way
+            run_limited(lambda: 1 / 0, 5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_judgement_limit_follows_the_load_like_the_sandbox_limits(monkeypatch):
+    from common.grading.sandbox.limits import Limits
+    from common.grading.verdicts import judge
+
+    assert judge.MAX_LOAD_FACTOR == Limits().max_load_factor
+    assert judge.judgement_limit_s() == judge.judgement_limit_s(0.5) == judge.JUDGEMENT_TIMEOUT_S
+    assert judge.judgement_limit_s(1.8) == math.ceil(judge.JUDGEMENT_TIMEOUT_S * 1.8)
+    assert judge.judgement_limit_s(50.0) == judge.JUDGEMENT_TIMEOUT_S * judge.MAX_LOAD_FACTOR  # at the clamp
+    monkeypatch.setattr(judge, "JUDGEMENT_TIMEOUT_S", 1)
+    outcomes = []
+    for factor in (1.0, 3.0):  # a 1.5 s judgement: past 1 s on an idle grader, within 3 s on a busy one
+        execution = Execution(status="completed", load_factor=factor)
+        execution.cells = {1: {"outputs": [], **sent(y=1)}}
+        judge_execution(execution, {1: Judgement("t", "import time; time.sleep(1.5)", 1)}, answers=None, salt="s",
+                        student="a")  # fmt: skip
+        outcomes.append(errors(execution.cells[1]["outputs"]))
+    assert ["judgement timed out after 1 s" in e for e in outcomes[0]] == [True] and outcomes[1] == []
