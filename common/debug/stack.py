@@ -5,12 +5,14 @@ and the torch.compile docs)::
 
     "eager"       Dynamo captures an FX graph and runs it as it is          (capture)
     "aot_eager"   + AOTAutograd: functionalised aten graph, decompositions (lowering)
-    "inductor"    + Inductor: fused loops, generated C++/OpenMP on a CPU   (codegen)
+    "inductor"    + Inductor: fused loops, generated C++/OpenMP on a CPU,  (codegen)
+                  Triton kernels on a GPU
 
 A backend may also be any callable ``backend(gm, example_inputs) -> callable``, as torch.compile accepts.
 Every run here starts from ``torch.compiler.reset()`` (no compiled code is reused across backends) and seeds the
 global RNG just before the call, so a random op draws the same numbers in every run that uses the same
-generator. These helpers run things; deciding what a difference means is the learner's work (Lab 5, Part 3).
+generator. These helpers run things; deciding what a difference means is the learner's work (Lab 5, Part 3). They run
+where the model and inputs are (``common.lab_device`` picks the GPU when there is one).
 
     out = stack_run(model, (x,), "inductor", seed=0)   # the first tensor output
     truth = fp64_reference(model, (x,), seed=0)         # a float64 copy of model and inputs, same seed
@@ -21,7 +23,7 @@ import copy
 
 import torch
 
-__all__ = ["STACK", "backend_label", "fp64_reference", "stack_run"]
+__all__ = ["STACK", "backend_label", "fp64_draws_alike", "fp64_reference", "stack_run"]
 
 STACK = ("eager", "aot_eager", "inductor")
 
@@ -61,3 +63,18 @@ def fp64_reference(model: torch.nn.Module, args: tuple, seed: int = 0) -> torch.
     model64 = copy.deepcopy(model).double()
     args64 = tuple(a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
     return stack_run(model64, args64, None, seed)
+
+
+def fp64_draws_alike(device: str | torch.device, shape: tuple[int, ...], p: float = 0.5, seed: int = 0) -> bool:
+    """Whether dropout on ``device`` drops the same elements of a float32 and a float64 tensor of ``shape`` under
+    one seed: only then is ``fp64_reference`` a truth for a random model there. The CPU's generator draws
+    element by element in both dtypes; a GPU kernel's draws may depend on the dtype, so ask. The global RNG
+    state is left as it was."""
+    dev = torch.device(device)
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else [], device_type=dev.type):
+        kept = []
+        for dtype in (torch.float32, torch.float64):
+            torch.manual_seed(seed)
+            ones = torch.ones(shape, dtype=dtype, device=dev)
+            kept.append(torch.nn.functional.dropout(ones, p, training=True) != 0)
+    return torch.equal(kept[0], kept[1])

@@ -27,11 +27,11 @@
 # - find the first diverging node of a compiled graph against a CPU reference
 # - reduce a failing graph to a 1-minimal reproducer that fails the same way (delta debugging)
 # - work around a stick-boundary copy bug and a hang on the simulated Spyre
-# - bisect eager → aot_eager → inductor on the CPU and tell a real bug from rounding noise against an fp64 truth
+# - bisect eager → aot_eager → inductor on your GPU (else the CPU) and tell a real bug from rounding noise against an fp64 truth
 # - bound a timing region, split it into kernel, transfer and host time, compare with the optimum, and remove a CPU fallback
 #
 # **Expected time:** about 117 minutes (plus about 22 optional)  
-# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no accelerator (the Spyre stack is simulated)
+# **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; a GPU, when there is one, runs Part 3's measured cells (the Spyre stack is simulated)
 
 # %% [markdown] include="grading"
 # *(shared cell `grading`: `dfa release` writes it here)*
@@ -67,6 +67,7 @@ from common.debug import bugs, taxonomy
 from common.debug.divergence import first_divergence
 from common.debug.reducer import Failure, Reproducer, is_one_minimal, reduce, same_failure
 from common.debug.timing import timing_region
+from common.lab_device import lab_device
 from common.sim import faults
 
 SEED = bugs.learner_seed(LEARNER_ID)
@@ -82,6 +83,8 @@ if LEARNER_ID == "demo-learner" and not FAST:
     print("NOTE: LEARNER_ID is still 'demo-learner': set your own id in the parameters cell and re-run, "
           "or you will solve the demo bugs")
 print(f"learner {LEARNER_ID!r}: seed {SEED}; planted bugs: {', '.join(BUGS)} ('nan' is the optional one)")
+HERE = lab_device(inductor=True)  # Part 3 measures here: the GPU if torch sees one Triton can compile for
+print(f"Part 3's measured cells run {HERE.on}; torch.compile's Inductor writes {HERE.inductor} there")
 
 # %% [markdown]
 # ## Part 1 — The failure taxonomy
@@ -568,16 +571,17 @@ for name, bug in variants.items():
 #
 # **The principle.** A wrong output entered the stack at one layer. Cut the stack at each depth in turn, front
 # end first: the first depth whose output goes wrong names the layer. PyTorch's own CPU stack can be cut this way
-# with `torch.compile(model, backend=...)`, no accelerator needed:
+# with `torch.compile(model, backend=...)`, on your GPU if you have one (`HERE`, chosen in the settings cell),
+# else on the CPU; the helpers run where the model and its inputs are:
 #
 # | backend | what runs | a difference first seen here entered at |
 # |---|---|---|
 # | `"eager"` | Dynamo captures an FX graph and runs it as it is | `capture` |
 # | `"aot_eager"` | + AOTAutograd: a functionalised aten graph, after decompositions | `lowering` |
-# | `"inductor"` | + Inductor: fused loops, generated C++ | `codegen` |
+# | `"inductor"` | + Inductor: fused loops, generated C++ (CPU) or Triton kernels (GPU) | `codegen` |
 #
-# **Different is not wrong.** A fused kernel rounds in another order: Inductor computes a bf16 chain in fp32 and
-# rounds once, where eager rounds after every op, so the last bits change. Judge a difference against the
+# **Different is not wrong.** A fused kernel rounds in another order: Inductor computes a bf16 (or fp16) chain in
+# fp32 and rounds once, where eager rounds after every op, so the last bits change. Judge a difference against the
 # *truth*, the same model in float64 (`fp64_reference`), not against eager with a fixed tolerance: a tolerance
 # wide enough for bf16 rounding (torch.testing uses 1.6 %) lets a 1 % bug through.
 #
@@ -600,13 +604,16 @@ class Chain(torch.nn.Module):
         return torch.tanh(x * 1.7 + 0.3) * torch.sigmoid(x) + 0.1 * x * x
 
 
-x_chain = torch.randn(256, 64, generator=torch.Generator().manual_seed(SEED)).bfloat16()  # (256, 64) bf16
+# (256, 64) in HERE's 16-bit dtype: bf16 on a CPU and from Ampere on, fp16 on an older GPU (a T4 has no bf16)
+x_chain = torch.randn(256, 64, generator=torch.Generator().manual_seed(SEED)).to(HERE.device, HERE.half)
 eager_chain, truth_chain = stack_run(Chain(), (x_chain,)), fp64_reference(Chain(), (x_chain,))
 inductor_chain = stack_run(Chain(), (x_chain,), "inductor")
-print(f"MEASURED on this CPU (bf16, {tuple(x_chain.shape)}): {(inductor_chain != eager_chain).sum().item()} of "
-      f"{eager_chain.numel()} elements differ between eager and inductor; largest error against fp64: eager "
-      f"{(eager_chain.double() - truth_chain).abs().max().item():.2e}, "
-      f"inductor {(inductor_chain.double() - truth_chain).abs().max().item():.2e}")
+_err = {k: (v.double() - truth_chain).abs().max().item() for k, v in {"eager": eager_chain,
+                                                                       "inductor": inductor_chain}.items()}
+print(f"MEASURED {HERE.on}, {str(HERE.half).removeprefix('torch.')} {tuple(x_chain.shape)}, Inductor writing "
+      f"{HERE.inductor}: {(inductor_chain != eager_chain).sum().item()} of {eager_chain.numel()} elements differ "
+      f"between eager and inductor; largest error against fp64: eager {_err['eager']:.2e}, "
+      f"inductor {_err['inductor']:.2e}")
 
 # %% nbgrader={"grade": false, "grade_id": "classify_divergence", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def classify_divergence(out, eager, truth):
@@ -787,10 +794,17 @@ class DropBlock(torch.nn.Module):
         return F.dropout(self.lin(x), 0.2, training=True)
 
 
+from common.debug.stack import fp64_draws_alike
+
+# The fp64 truth judges a random model only where fp32 and fp64 dropout drop the same elements: the CPU's
+# generator does; a GPU is asked, and where it does not, DropBlock runs on the CPU.
+DROP_ON = HERE if fp64_draws_alike(HERE.device, (128, 64), 0.2) else lab_device(
+    "cpu", why=f"on {HERE.name} fp32 and fp64 dropout drop different elements, so fp64 is no truth there")
 torch.manual_seed(SEED)
 drop, x_drop = DropBlock(), torch.randn(128, 64)  # (128, 64) fp32
+drop, x_drop = drop.to(DROP_ON.device), x_drop.to(DROP_ON.device)
 try:
-    print("DropBlock, fp32:", bisect_stack(drop, (x_drop,), seed=SEED))
+    print(f"DropBlock, fp32, MEASURED {DROP_ON.on}:", bisect_stack(drop, (x_drop,), seed=SEED))
     import torch._inductor.config as inductor_config
 
     with inductor_config.patch(fallback_random=True):
