@@ -17,7 +17,7 @@
 # *(shared cell `badge`: `dfa release` writes it here)*
 
 # %% [markdown]
-# # Course 5 · Lab: Debugging across dataflow stacks — planted bugs and the CPU stack
+# # Course 5 · Lab: Debugging across dataflow stacks — planted bugs and PyTorch's own stack
 #
 # On a dataflow accelerator a wrong result or a slowdown shows up far from its cause. This lab gives you a taxonomy to name the layer, tools to localise and reduce, three bugs planted for *you* (picked by your learner id) in the simulated IBM Spyre stack (`common.sim`, backend `spyre`; a fourth is optional, under Going further), and a bisection of PyTorch's real CPU compiler stack. Times on the Spyre are *simulated*; hardware numbers come from the catalog.
 #
@@ -567,10 +567,10 @@ for name, bug in variants.items():
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## Part 3 — Bisecting the CPU stack: a bug, or noise?
+# ## Part 3 — Bisecting PyTorch's own stack: a bug, or noise?
 #
 # **The principle.** A wrong output entered the stack at one layer. Cut the stack at each depth in turn, front
-# end first: the first depth whose output goes wrong names the layer. PyTorch's own CPU stack can be cut this way
+# end first: the first depth whose output goes wrong names the layer. PyTorch's own stack can be cut this way
 # with `torch.compile(model, backend=...)`, on your GPU if you have one (`HERE`, chosen in the settings cell),
 # else on the CPU; the helpers run where the model and its inputs are:
 #
