@@ -118,6 +118,11 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
         "common.bench:measure",
     ): "the harness other labs time with; it syncs only CUDA, and hidden tests time a device through a given sync",
     (
+        "course1_landscape/lab1_landscape",
+        "measure",
+        "common.lab_device:LabDevice.measure",
+    ): "common.bench.measure on the lab's chosen device; it syncs only that device, hidden tests pass their own sync",
+    (
         "course1_landscape/deepdive1_spyre",
         "sticks",
         "common.sim.spyre:stick_layout",

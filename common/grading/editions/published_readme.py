@@ -57,11 +57,12 @@ work is kept in your copy). Run the cells from the top, in order.
 python3 -m venv .venv && . .venv/bin/activate
 pip install torch --index-url https://download.pytorch.org/whl/cpu   # or your platform's torch build
 pip install "dataflow-labs[lab] @ git+{url}.git@{colab.RELEASE_REF}"   # the package, JupyterLab, ipywidgets
-jupyter lab
+dfa lab   # JupyterLab, in which an unedited lab opens unmodified (plain `jupyter lab` works too)
 ```
 
 Or clone the repository and install it from there: `git clone {url}.git && cd {slug.split("/")[1]} &&
-pip install -e ".[lab]"`. Then open `courseN_*/release/<lab>/<lab>.ipynb` in Jupyter. The `dfa` command
+pip install -e ".[lab]"`. Then `dfa lab courseN_*/release/<lab>/<lab>.ipynb` (or `jupyter lab`, which asks
+to save an unedited lab on close: saying no loses nothing). The `dfa` command
 comes with the package: `dfa tour --quick` shows the simulated machines in a minute. The licence is Apache-2.0
 (`LICENSE`).
 
