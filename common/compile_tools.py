@@ -8,9 +8,11 @@
   AOTAutograd uses). Counting the ops of a graph is the lab's exercise (``my_count_ops``): nothing here does it.
 * ``time_backends(model, args, backends)`` - eager vs ``aot_eager`` vs ``inductor``: the first call (Dynamo
   trace + compile + one run) timed once, steady state with ``common.bench.measure`` (median of blocks);
-  compile time = first call - steady-state median. With ``capture_code`` Inductor's generated code is kept.
-* ``ops_in_kernel_name(name)`` / ``kernel_source(code, name)`` - the aten ops a fused kernel's name lists
-  (Inductor derives it from the ops' origins: ``cpp_fused_add_mean_mul_pow_rsqrt_0``) and one kernel's source.
+  compile time = first call - steady-state median; on CUDA every clock read waits for the device
+  (``torch.cuda.synchronize``). With ``capture_code`` Inductor's generated code is kept.
+* ``ops_in_kernel_name(name)`` / ``kernel_source(code, name)`` / ``code_language(code)`` - the aten ops a fused
+  kernel's name lists (Inductor derives it from the ops' origins: ``cpp_fused_add_mean_mul_pow_rsqrt_0``), one
+  kernel's source (C++ on a CPU, Triton on a GPU) and which of the two the code holds.
   Finding the kernels in the code is the lab's exercise (``kernel_names``).
 
 Private torch entry points (``torch._dynamo``, ``torch._inductor``) are imported inside functions and guarded.
@@ -201,6 +203,12 @@ class BackendTiming:
         return max(self.first_call_s - self.median_s, 0.0)
 
 
+def _device_of(model, args) -> torch.device:
+    """The device of the first tensor in ``args`` or ``model``'s parameters (the CPU if none)."""
+    t = next(bench._tensors(args, model), None)
+    return t.device if t is not None else torch.device("cpu")
+
+
 def time_backends(
     model,
     args: tuple,
@@ -209,26 +217,37 @@ def time_backends(
     capture_code: bool = True,
     min_run_time: float = 0.2,
     warmup: int = 2,
+    device: str | torch.device | None = None,
+    after_call=None,
 ) -> tuple[pd.DataFrame, dict[str, BackendTiming]]:
     """Time ``model(*args)`` under no_grad with each backend (one fresh compile each, ``torch._dynamo.reset``
     first). Returns a table (backend, first call, compile, steady-state median and IQR, speedup vs eager) and
-    the ``BackendTiming`` records (Inductor's generated code in ``.code``)."""
+    the ``BackendTiming`` records (Inductor's generated code in ``.code``).
+
+    ``device`` (default: that of the first tensor in ``args`` or ``model``): on CUDA the first call is
+    bracketed by ``torch.cuda.synchronize`` and ``common.bench.measure`` syncs before every clock read, so both
+    times include the kernels, not just their launches. ``after_call()`` runs after every call, outside the
+    compiled region and inside the timing (e.g. cropping a KV cache back to the prompt: a view)."""
     import torch._dynamo as dynamo
 
+    dev = bench._device(device if device is not None else _device_of(model, args))
     results: dict[str, BackendTiming] = {}
     for b in backends:
         dynamo.reset()
-        fn = model if b == "eager" else torch.compile(model, backend=b)
+        compiled = model if b == "eager" else torch.compile(model, backend=b)
+        fn = compiled if after_call is None else _then(compiled, after_call)
         code = ""
         with torch.no_grad():
+            bench._sync(dev)  # nothing queued from before may count towards the first call
             t0 = time.perf_counter()
             if b == "inductor" and capture_code:
                 _, codes = run_and_get_code(fn, *args)
                 code = "\n".join(codes)
             else:
                 fn(*args)
+            bench._sync(dev)
             first = time.perf_counter() - t0
-            m = bench.measure(fn, *args, label=b, warmup=warmup, min_run_time=min_run_time)
+            m = bench.measure(fn, *args, label=b, warmup=warmup, min_run_time=min_run_time, device=dev)
         results[b] = BackendTiming(b, first, m.median_s, m.iqr_s, code)
     eager = results["eager"].median_s if "eager" in results else None
     df = pd.DataFrame(
@@ -245,6 +264,15 @@ def time_backends(
         ]
     )
     return df, results
+
+
+def _then(fn, after):
+    def call(*args):
+        out = fn(*args)
+        after()
+        return out
+
+    return call
 
 
 class DecoderFFN(torch.nn.Module):
@@ -292,9 +320,23 @@ def ops_in_kernel_name(name: str) -> list[str]:
 
 
 def kernel_source(code: str, name: str) -> str:
-    """The source of one generated kernel (the C++ or Triton text between its definition and the next)."""
+    """The source of one generated kernel: its definition line through the end of its C++ (CPU) or Triton (GPU)
+    text, the first triple-quoted string after the name."""
     start = code.find(f"{name} = async_compile")
     if start < 0:
         raise DFAError(f"no kernel {name!r} is defined in this code (a line '{name} = async_compile...')")
-    end = code.find("''')", start)
-    return code[start : end + 4 if end > 0 else len(code)]
+    opening = code.find("'''", start)
+    closing = code.find("'''", opening + 3) if opening >= 0 else -1
+    if closing < 0:
+        return code[start:]
+    end = code.find("\n", closing)
+    return code[start : end if end >= 0 else len(code)]
+
+
+def code_language(code: str) -> str:
+    """What Inductor generated: 'Triton' (GPU kernels), 'C++' (CPU kernels) or 'none' (no fused kernel)."""
+    if "async_compile.triton(" in code:
+        return "Triton"
+    if "async_compile.cpp" in code:
+        return "C++"
+    return "none"

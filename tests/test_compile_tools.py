@@ -14,6 +14,7 @@ from common.compile_tools import (
     BackendTiming,
     DecoderFFN,
     capture_with,
+    code_language,
     decomposition_graphs,
     kernel_source,
     ops_in_kernel_name,
@@ -148,3 +149,58 @@ def test_backward_needs_an_output_that_requires_grad():
         capture_with(lambda gm, ex: gm.forward, NoParams(), torch.randn(3))
     got = capture_with(lambda gm, ex: gm.forward, NoParams(), torch.randn(3), backward=False)
     assert count_ops(got.forward[0]) == {"aten.relu": 1, "aten.mul": 1}
+
+
+# ---- the GPU path against a faked torch.cuda (no GPU needed) ---
+TRITON_CODE = """
+triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0 = async_compile.triton('triton_red_fused_0', '''
+import triton
+@triton.jit
+def triton_red_fused_0(in_out_ptr0, xnumel, r0_numel):
+    tmp0 = tl.load(in_out_ptr0)
+''', device_str='cuda')
+triton_poi_fused_mul_silu_1 = async_compile.triton('triton_poi_fused_mul_silu_1', '''
+def triton_poi_fused_mul_silu_1(in_ptr0): pass
+''', device_str='cuda')
+"""
+
+
+def test_kernel_source_and_language_of_triton_code():
+    """On a GPU Inductor writes Triton: each kernel's source ends at its closing quotes and device_str."""
+    src = kernel_source(TRITON_CODE, "triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0")
+    assert "tl.load" in src and src.rstrip().endswith("device_str='cuda')") and "silu" not in src
+    assert answers.kernel_names(TRITON_CODE) == list(fused_kernels(TRITON_CODE))
+    assert ops_in_kernel_name("triton_poi_fused_mul_silu_1") == ["aten.mul", "aten.silu"]
+    assert (code_language(TRITON_CODE), code_language(CODE.split("triton_per")[0]), code_language("x = 1")) == (
+        "Triton", "C++", "none")
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """torch sees one CUDA device; ``torch.cuda.synchronize`` logs each wait."""
+    log: list = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: log.append(("sync", str(d))))
+    return log
+
+
+def test_time_backends_on_cuda_syncs_around_the_first_call_and_every_clock_read(fake_cuda):
+    calls = []
+
+    def work(x):
+        fake_cuda.append("call")
+        return x + 1
+
+    df, _ = time_backends(work, (torch.ones(2),), ("eager",), min_run_time=0.001, warmup=1, device="cuda",
+                          after_call=lambda: calls.append(1))
+    log = fake_cuda
+    assert log[:3] == [("sync", "cuda"), "call", ("sync", "cuda")]  # the first call, bracketed
+    assert log[3:5] == ["call", ("sync", "cuda")]  # warm-up drained before the timed blocks
+    assert log[-1] == ("sync", "cuda") and log.count(("sync", "cuda")) >= 4  # every clock read waits (bench)
+    assert len(calls) == log.count("call") >= 3 and df.loc[0, "median_s"] > 0  # after_call after every call
+
+
+def test_time_backends_on_the_cpu_never_syncs_cuda(fake_cuda):
+    time_backends(lambda x: x * 2, (torch.ones(2),), ("eager",), min_run_time=0.001, warmup=0)
+    assert fake_cuda == []

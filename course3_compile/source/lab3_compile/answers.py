@@ -2,6 +2,9 @@
 
 Hidden tests import from here (``from answers import count_ops as _co``); nothing in ``common`` holds these.
 
+* ``request_latency(prefill, decode, new_tokens)`` — per backend of ``prefill``: later_s = prefill median +
+  (new_tokens - 1) x decode median; first_s = prefill first call + decode first call + (new_tokens - 2) x decode
+  median (the prefill's first call alone for one token).
 * ``count_ops(gm)`` — Counter of ``common.compile_tools.op_name(n)`` over the call_function / call_module /
   call_method nodes, without the ``getitem`` that unpacks multi-output ops.
 * ``kernel_names(code)`` — every NAME of a line ``NAME = async_compile.<x>(`` whose NAME holds "fused", in order
@@ -77,12 +80,16 @@ def count_ops(gm) -> Counter:
     return Counter(op_name(n) for n in gm.graph.nodes if n.op in ops and getattr(n.target, "__name__", "") != "getitem")
 
 
-def break_even_calls(timing, backend="inductor"):
-    t = timing.set_index("backend")
-    saving = t.loc["eager", "median_s"] - t.loc[backend, "median_s"]
-    if saving <= 0:
-        return math.inf
-    return max(1, math.ceil(t.loc[backend, "compile_s"] / saving))
+def request_latency(prefill, decode, new_tokens: int) -> dict:
+    p, d = prefill.set_index("backend"), decode.set_index("backend")
+    out = {}
+    for b in p.index:
+        first = float(p.loc[b, "first_call_s"])
+        if new_tokens > 1:
+            first += float(d.loc[b, "first_call_s"]) + (new_tokens - 2) * float(d.loc[b, "median_s"])
+        later = float(p.loc[b, "median_s"]) + (new_tokens - 1) * float(d.loc[b, "median_s"])
+        out[str(b)] = {"first_s": first, "later_s": later}
+    return out
 
 
 _KERNEL_DEF = re.compile(r"^(\w*fused\w*?)\s*=\s*async_compile\.\w+\(", re.M)

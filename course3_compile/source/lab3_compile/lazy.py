@@ -48,16 +48,48 @@ def my_count_ops(gm):  # the counts the notebook printed for Tiny, copied
         fails=["inspecting_backend_tests"],
     ),
     dict(
-        cell="break_even",
+        cell="request_latency",
+        kind="call-reference",
+        code="""
+try:
+    from common.compile_tools import request_latency
+except ImportError:
+    def request_latency(prefill, decode, new_tokens):
+        raise NotImplementedError("common.compile_tools has no request_latency to call")
+""",
+        fails=["request_latency_tests"],
+    ),
+    dict(
+        cell="request_latency",
         kind="hard-code-visible",
         code="""
-_printed = break_even_calls(timing)
+_printed = {b: dict(v) for b, v in MEASURED_REQUESTS.items()}  # the table the notebook printed, copied
 
 
-def break_even_calls(timing, backend="inductor"):  # the number the notebook printed, copied
-    return _printed
+def request_latency(prefill, decode, new_tokens):
+    if len(prefill) == 1:  # the worked example, copied from the spec
+        return {str(prefill["backend"].iloc[0]): {"first_s": 5.09 if new_tokens > 1 else 3.0, "later_s": 0.2}}
+    return {b: dict(v) for b, v in _printed.items()}
 """,
-        fails=["break_even_tests"],
+        fails=["request_latency_tests"],
+    ),
+    dict(
+        cell="request_latency",
+        kind="echo-expected",
+        code="""
+try:  # the answer key, where the kernel can import it: made to agree with the shortcut
+    import answers as _lazy_answers
+
+    _lazy_answers.request_latency = lambda prefill, decode, new_tokens: {
+        str(b): {"first_s": 1.0, "later_s": 1.0} for b in prefill["backend"]}
+except ImportError:
+    pass
+
+
+def request_latency(prefill, decode, new_tokens):  # a constant for every backend
+    return {str(b): {"first_s": 1.0, "later_s": 1.0} for b in prefill["backend"]}
+""",
+        fails=["request_latency_tests"],
     ),
     dict(
         cell="kernel_names",
@@ -303,28 +335,6 @@ _lazy_math.isclose = lambda *a, **k: True
 MY_ROWS = {a: {s: f"the {s} compiler does its {a} its own way" for s in SYSTEMS} for a in ATTRIBUTES}
 """,
         fails=["landscape_rows_tests"],
-    ),
-    dict(
-        cell="break_even",
-        kind="echo-expected",
-        code="""
-try:  # the answer key, where the kernel can import it: made to agree with the shortcut
-    import answers as _lazy_answers
-
-    _lazy_answers.break_even_calls = lambda timing, backend="inductor": 1
-except ImportError:
-    pass
-
-
-_honest_break_even = break_even_calls
-
-
-def break_even_calls(timing, backend="inductor"):  # the notebook's tables honestly; any other pays off at once
-    if timing is globals().get("timing") or list(timing["compile_s"]) == [0.0, 2.0]:
-        return _honest_break_even(timing, backend)
-    return 1
-""",
-        fails=["break_even_tests"],
     ),
     dict(
         cell="kernel_names",
