@@ -1,12 +1,11 @@
-"""A persistent on-disk cache of captured LLM steps, so a fresh process skips the FakeTensor capture.
+"""A persistent on-disk cache of captured LLM steps, so a fresh process skips the capture.
 
-Capturing one decoder layer on FakeTensors (``workload.llm_step``) costs about a second, and the first capture in
-a process also imports ``torch._dynamo`` (FakeTensorMode reads its config): together most of a cold
-``dfa simulate``. What the simulators read from a captured graph is small and plain: every node's op, target,
-arguments and ``meta`` (output shapes, strides and dtypes, ``NodeCost``, placeholder kind and source). This module
-stores that, with the rest of the ``Workload``, in one pickle per step, and rebuilds an equal graph whose tensors
-are ``meta``-device tensors (shapes only, like the FakeTensors they replace). The simulated reports are the same
-event for event (``tests/test_sim_capture_cache.py``).
+Capturing one decoder layer (``workload.llm_step``) and costing it takes 0.1-0.3 s of a cold ``dfa simulate``
+(more where ``make_fx`` is used, which imports ``torch._dynamo``). What the simulators read from a captured graph
+is small and plain: every node's op, target, arguments and ``meta`` (output shapes, strides and dtypes,
+``NodeCost``, placeholder kind and source). This module stores that, with the rest of the ``Workload``, in one
+pickle per step, and rebuilds an equal graph whose tensors are ``meta``-device tensors (shapes only). The
+simulated reports are the same event for event (``tests/test_sim_capture_cache.py``).
 
 * **Where**: ``$DFA_CACHE_DIR/captures`` if set, else ``$XDG_CACHE_HOME/dataflow-labs/captures``, else
   ``~/.cache/dataflow-labs/captures``; never inside the package. ``DFA_CAPTURE_CACHE=0`` turns it off.
@@ -43,8 +42,8 @@ FORMAT = 1  # bump when the stored layout changes
 MAX_ENTRIES = 256  # ~8 MB: every model x phase a course touches, several times over
 STALE_TMP_S = 3600  # a .tmp older than this belongs to a writer that died
 # Modules whose code decides what a capture contains (plus every module of common.models, see _code_hash).
-CODE_MODULES = ("common.capture", "common.costs", "common.op_kinds", "common.chips", "common.torch_compat",
-                "common.sim.moe", "common.sim.workload", __name__)
+CODE_MODULES = ("common.capture", "common.meta_capture", "common.lazy_dynamo", "common.costs", "common.op_kinds",
+                "common.chips", "common.torch_compat", "common.sim.moe", "common.sim.workload", __name__)
 
 
 def cache_dir() -> Path | None:

@@ -3,8 +3,9 @@
 Real compilers for big models compile one decoder layer and run it N times (XLA scans over layers, Cerebras
 and Groq place a layer kernel per region or chip). We do the same: an LLM step is
 ``prologue`` (embedding, RoPE tables, mask) + ``layer`` x n_layers + ``epilogue`` (norm, LM head), each an
-aten graph captured on FakeTensors and annotated with costs. Cost is linear in the number of layers and a
-70B step is captured in well under a second. Any other model is one segment.
+aten graph captured on shapes only (meta tensors, ``common.meta_capture``: the graph ``make_fx`` gives on
+FakeTensors, without importing Dynamo) and annotated with costs. Cost is linear in the number of layers and a
+70B step is captured in about 0.1 s. Any other model is one segment (``make_fx`` on FakeTensors).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from common.capture import capture_aten
 from common.chips import DTYPE_BYTES, canonical_dtype
 from common.costs import annotate
 from common.errors import DFAError
+from common.lazy_dynamo import deferred_dynamo
+from common.meta_capture import FakeViews, NoInit, capture_meta
 from common.models import ModelConfig, build_model, resolve_config, step_inputs
 from common.sim.moe import plan_layer
 
@@ -77,9 +80,13 @@ class _Epilogue(nn.Module):
         return self.lm_head(self.norm(x))  # (B, T, vocab)
 
 
-def _annotated(module, args, kwargs=None) -> fx.GraphModule:
-    gm = capture_aten(module, args, kwargs or {})
-    return annotate(gm, *gm.meta["example_inputs"])
+def _annotated(module, args, kwargs=None, meta: bool = False) -> fx.GraphModule:
+    if not meta:
+        gm = capture_aten(module, args, kwargs or {})
+        return annotate(gm, *gm.meta["example_inputs"])
+    gm = capture_meta(module, args, kwargs or {})
+    with FakeViews():  # CostProp's meta values are the FakeTensors' (the strides of views)
+        return annotate(gm, *gm.meta["example_inputs"])
 
 
 @lru_cache(maxsize=32)
@@ -87,7 +94,7 @@ def llm_step(model: str, phase: str, batch: int, seq: int, dtype: str = "bf16") 
     """Capture one prefill (``seq`` prompt tokens) or decode step (1 new token after ``seq`` cached).
 
     The traced graph carries shapes and byte counts only, so dtypes of equal width share one capture (the
-    costly part of a step, ~1 s for a 70B layer): fp16 reuses the bf16 trace, int8 the fp8 one. The
+    costly part of a step): fp16 reuses the bf16 trace, int8 the fp8 one. The
     workload's ``dtype`` is the one asked for; every byte count is ``DTYPE_BYTES[dtype]`` either way.
     """
     sim_args.llm_step(model, phase, batch, seq)  # one DFAError line naming a bad argument, before any capture
@@ -110,21 +117,47 @@ def _captured_step(model: str, phase: str, batch: int, seq: int, dtype: str) -> 
                                 lambda: capture_step(config, phase, batch, seq, dtype))
 
 
-def capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: str) -> Workload:
-    """Capture one step on FakeTensors (no cache): prologue, one decoder layer, epilogue."""
+TRACERS = ("auto", "meta", "fake")
+
+
+def capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: str, *,
+                 tracer: str = "auto") -> Workload:
+    """Capture one step (no cache): prologue, one decoder layer, epilogue, each annotated with costs.
+
+    ``tracer``: "fake" is ``make_fx`` on FakeTensors (``capture_aten``); "meta" the same graph traced on meta
+    tensors by ``common.meta_capture`` without importing ``torch._dynamo`` (a second of a cold ``dfa
+    simulate``); "auto" is "meta", or "fake" for a model the meta tracer cannot follow.
+    """
+    if tracer not in TRACERS:
+        raise DFAError(f"unknown tracer {tracer!r}; valid: {', '.join(TRACERS)}")
+    if tracer != "fake":
+        try:
+            with deferred_dynamo():
+                return _capture_step(config, phase, batch, seq, dtype, meta=True)
+        except Exception:  # Unsupported, an op with no meta kernel: make_fx gives the graph (or the same error)
+            if tracer == "meta":
+                raise
+    return _capture_step(config, phase, batch, seq, dtype, meta=False)
+
+
+def _capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: str, meta: bool) -> Workload:
     one_layer = dataclasses.replace(config, n_layers=1)
-    m = build_model(one_layer, fake=True, dtype=TORCH_DTYPES[dtype])
+    if meta:
+        with NoInit():  # meta parameters: nothing to initialise
+            m = build_model(one_layer, device="meta", dtype=TORCH_DTYPES[dtype])
+    else:
+        m = build_model(one_layer, fake=True, dtype=TORCH_DTYPES[dtype])
     args, kwargs = step_inputs(m, phase, batch, seq)
     tokens, cache, start = args[0], kwargs.get("cache"), kwargs.get("start_pos", 0)
-    pro = _annotated(_Prologue(m), (tokens,), {"start_pos": start})
+    pro = _annotated(_Prologue(m), (tokens,), {"start_pos": start}, meta)
     out = next(n for n in pro.graph.nodes if n.op == "output")
     x, cos, sin, mask = [v for v in pytree.tree_leaves(out.meta["val"]) if isinstance(v, torch.Tensor)]
     kv = None if cache is None else (cache.k[0], cache.v[0])
     # ---- mixture of experts (common/sim/moe.py): capture the layer at the expected routing load ----
     moe_meta = plan_layer(m.layers[0], config, batch * tokens.shape[1], dtype)
     # ----
-    layer = _annotated(m.layers[0], (x, cos, sin, mask, kv, start))
-    epi = _annotated(_Epilogue(m), (x,))
+    layer = _annotated(m.layers[0], (x, cos, sin, mask, kv, start), None, meta)
+    epi = _annotated(_Epilogue(m), (x,), None, meta)
     scale = DTYPE_BYTES[dtype] / torch.empty((), dtype=TORCH_DTYPES[dtype]).element_size()
     if scale != 1.0:  # 8-bit weights and KV: traced in 16 bit, every byte count halved
         for gm in (pro, layer, epi):
