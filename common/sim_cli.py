@@ -89,10 +89,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     stack = getattr(args, "stack", None)
     _check_stack(stack, args.backend)
     _check_chip(args)
-    from common.sim.serving import simulate_served
-    gc.freeze()  # torch's ~3e5 import-time objects live until exit: no collection (one runs at exit) walks them
-    reports = [simulate_served(args.model, b, stack=stack, phase=args.phase, batch=args.batch, seq=args.seq,
-                               chip=args.chip, chips=args.chips, dtype=args.dtype) for b in _backends(args)]
+    was_on = gc.isenabled()
+    gc.disable()  # importing torch and capturing make ~3e5 long-lived objects: collections would walk them all
+    try:  # (0.1 s of a cold run); a few MB of cycles, if any, wait for the end of the command
+        from common.sim.serving import simulate_served
+        gc.freeze()  # torch's import-time objects live until exit: no later collection walks them
+        reports = [simulate_served(args.model, b, stack=stack, phase=args.phase, batch=args.batch, seq=args.seq,
+                                   chip=args.chip, chips=args.chips, dtype=args.dtype) for b in _backends(args)]
+    finally:
+        if was_on:
+            gc.enable()
     if args.trace:
         root, ext = os.path.splitext(args.trace)
         for r in reports:
