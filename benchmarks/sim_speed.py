@@ -12,12 +12,12 @@ Each figure is the median of ``repeats`` fresh processes (``wait4``'s wall, CPU 
 gets its own ``DFA_CACHE_DIR`` (an empty temporary folder, or one an earlier process filled), so the user's own
 capture cache is never read or written. The 2 cores may be shared: every group of measurements records the load
 average before and after it, and CPU seconds (user + system), which load inflates less, beside wall seconds.
-``floor`` times ``import torch`` and ``import torch, torch._dynamo`` alone. On torch 2.13 any aten-level capture
-imports Dynamo, not only FakeTensor: ``FakeTensorMode.__init__`` imports ``torch._dynamo.config`` (and with it the
-package), every ``TorchDispatchMode`` subclass's ``__torch_dispatch__`` is wrapped in ``torch._disable_dynamo``,
-which imports ``torch._dynamo`` on its first call, and so is ``make_fx``'s ``dispatch_trace``: ``make_fx`` with
-``tracing_mode="real"`` and plain meta-device ops import it too. So a cold empty-cache run can be no faster than
-``floor_import_torch_dynamo`` here; only a warm cache (``cold_warm_cache``) imports torch alone.
+``floor_import_torch`` times ``import torch`` alone, ``floor_import_torch_sympy`` that and
+``torch.fx.experimental.symbolic_shapes`` (sympy), which any meta-tensor op imports on torch 2.13 (``torch._check``
+does): the least an empty-cache run can take, since it must capture. The capture (``common.meta_capture``) traces
+on meta tensors and never imports ``torch._dynamo`` (``common.lazy_dynamo``; ``make_fx`` and ``FakeTensorMode``
+would, about a second more); ``stages`` splits one cold run in-process into import torch, sympy, common.sim,
+capture, the five simulations and JSON, and says whether Dynamo was imported.
 
 Run: ``python benchmarks/sim_speed.py [repeats]`` (default 3: about two minutes on a quiet machine); writes
 ``benchmarks/results/sim_speed.json``.
@@ -56,6 +56,37 @@ again = [timed() for _ in range(int(sys.argv[2]))]
 print(json.dumps({"import_s": import_s, "configs": n, "first_s": first_s, "first_cpu_s": first_cpu_s,
                   "again_s": [a[1] for a in again], "again_cpu_s": [a[2] for a in again],
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+# One cold step in-process, timed by stage (wall and CPU seconds, cumulative). Prints one JSON line.
+STAGES_SCRIPT = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+marks = [("interpreter", 0.0, cpu())]
+def mark(name):
+    marks.append((name, time.perf_counter() - t0, cpu()))
+import torch
+mark("import torch")
+import torch.fx.experimental.symbolic_shapes
+mark("import sympy (symbolic_shapes)")
+import gc
+gc.disable()
+from common.sim.serving import simulate_served
+from common.sim.workload import llm_step
+mark("import common.sim")
+llm_step("llama-3.1-70b", "decode", 1, 4096, "bf16")
+mark("capture")
+reports = [simulate_served("llama-3.1-70b", b, phase="decode", batch=1, seq=4096)
+           for b in ("gpu", "tpu", "wse", "lpu", "spyre")]
+mark("simulate 5 backends")
+json.dumps([r.summary_row() for r in reports], default=float)
+mark("json")
+print(json.dumps({"stages": [{"stage": n, "wall_s": w, "cpu_s": c} for n, w, c in marks],
+                  "dynamo_imported": "torch._dynamo" in sys.modules}))
 """
 
 
@@ -143,7 +174,8 @@ def main() -> int:
         _process(cli, warmed)  # fills it (not timed)
         groups = {
             "floor_import_torch": lambda: _process([py, "-c", "import torch"], empty()),
-            "floor_import_torch_dynamo": lambda: _process([py, "-c", "import torch, torch._dynamo"], empty()),
+            "floor_import_torch_sympy": lambda: _process(
+                [py, "-c", "import torch, torch.fx.experimental.symbolic_shapes"], empty()),
             "cold_empty_cache": lambda: _process(cli, empty()),
             "cold_warm_cache": lambda: _process(cli, warmed),
         }
@@ -152,6 +184,12 @@ def main() -> int:
             for r in result[name].pop("rows"):
                 if r["stdout"].strip().startswith("["):
                     result[name]["backends"] = [row["backend"] for row in json.loads(r["stdout"])]
+        stages = [json.loads(_process([py, "-c", STAGES_SCRIPT], empty())["stdout"].strip().splitlines()[-1])
+                  for _ in range(repeats)]
+        result["stages"] = {"dynamo_imported": any(s["dynamo_imported"] for s in stages), "runs": stages,
+                            "cpu_s_median": {row["stage"]: statistics.median(s["stages"][i]["cpu_s"] for s in stages)
+                                             for i, row in enumerate(stages[0]["stages"])}}
+        print(f"  stages (CPU s, cumulative): {result['stages']['cpu_s_median']}", file=sys.stderr)
         kw = json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in SWEEP.items()})
         sweep_cache = empty()
         _process([py, "-c", SWEEP_SCRIPT, kw, "0"], sweep_cache)  # fills it (not timed)
@@ -166,15 +204,14 @@ def main() -> int:
         "sweep": result["sweep_warm_cache"]["captured_configs_per_s_median"] >= TARGETS["sweep_configs_per_s"],
         "memory": max(peaks) <= TARGETS["peak_rss_mb"],
     }
-    result["floor_note"] = ("an empty-cache step captures with make_fx on FakeTensors; on torch 2.13 FakeTensorMode, "
-                            "make_fx (even tracing_mode='real') and meta-device ops all import torch._dynamo "
-                            "(torch._disable_dynamo wraps every dispatch mode): floor_import_torch_dynamo is the least "
-                            "a cold empty-cache run can take here; cold_warm_cache (the capture read from disk) "
-                            "imports torch alone")
-    result["floor_gap_s"] = {  # how far the target lies below the import floor, and the run above it
-        "target_minus_floor": TARGETS["cold_empty_cache_s"] - result["floor_import_torch_dynamo"]["wall_s_median"],
+    result["floor_note"] = ("an empty-cache step captures on meta tensors (common.meta_capture) and never imports "
+                            "torch._dynamo (common.lazy_dynamo); its meta kernels import sympy (torch._check), so "
+                            "floor_import_torch_sympy is the least a cold empty-cache run can take here; "
+                            "cold_warm_cache (the capture read from disk) imports torch alone")
+    result["floor_gap_s"] = {  # how far the target lies above the import floor, and the run above it
+        "target_minus_floor": TARGETS["cold_empty_cache_s"] - result["floor_import_torch_sympy"]["wall_s_median"],
         "cold_minus_floor": result["cold_empty_cache"]["wall_s_median"]
-        - result["floor_import_torch_dynamo"]["wall_s_median"]}
+        - result["floor_import_torch_sympy"]["wall_s_median"]}
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "sim_speed.json"), "w") as fh:
         json.dump(result, fh, indent=1)
