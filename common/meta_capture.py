@@ -1,16 +1,19 @@
 """``capture_meta``: the aten graph ``capture_aten`` (``make_fx`` on FakeTensors) gives, traced on ``meta`` tensors.
 
 Why: on torch 2.13 ``make_fx`` and ``FakeTensorMode`` import ``torch._dynamo`` (about a second, as long as
-``import torch``), the largest part of a cold ``dfa simulate``. This tracer does what ``make_fx`` does with
-``tracing_mode="fake"`` and no Dynamo: fx's ``Tracer`` makes the placeholders (one per pytree leaf of
-``(state, args, kwargs)``, named ``state_1``, ``args_1``, ...) and the output, and a ``TorchDispatchMode``
-records every aten op that reaches it as a ``call_function`` node named after the op, with ``meta["val"]`` and
-``meta["tensor_meta"]``; a tensor that no recorded op produced becomes a ``_tensor_constant<i>`` attribute read
-by a ``get_attr`` node at each use, and a list output one ``getitem`` node per tensor, as ``make_fx`` does.
+``import torch``), most of what a cold ``dfa simulate`` spent above importing torch. This tracer does what
+``make_fx`` does with ``tracing_mode="fake"``, without Dynamo: fx's ``Tracer`` makes the placeholders (one per
+pytree leaf of ``(state, args, kwargs)``, named ``state_1``, ``args_1``, ...) and the output; a
+``TorchDispatchMode`` records every aten op that reaches it as a ``call_function`` node named after the op, with
+``meta["tensor_meta"]``; a tensor no recorded op produced becomes a ``_tensor_constant<i>`` attribute read by a
+``get_attr`` node at each use; a list output gets one ``getitem`` node per element. Values are meta tensors with
+the FakeTensors' metadata: FakeTensorMode computes the strides of ``view`` in Python (``torch._refs``), which
+differ from the C++ kernel's in length-1 dimensions, so ``FakeViews`` gives views those strides. Capture inside
+``common.lazy_dynamo.deferred_dynamo()``: torch's Python meta kernels would import Dynamo otherwise.
 
-Only what the simulator's steps need is handled; anything else raises ``Unsupported`` (a data-dependent op, a
-tensor subclass, symbolic sizes, an op without a meta kernel) and ``common.sim.workload`` then uses
-``capture_aten``. ``tests/test_meta_capture.py`` checks node-for-node equality with ``capture_aten`` on every
+Only what the simulator's steps need is handled: a data-dependent or random op, a tensor subclass or symbolic
+sizes raise ``Unsupported``, an op without a meta kernel whatever torch raises, and ``common.sim.workload`` then
+uses ``capture_aten``. ``tests/test_meta_capture.py`` checks node-for-node equality with ``capture_aten`` on every
 named model configuration and phase.
 """
 from __future__ import annotations
