@@ -59,7 +59,7 @@ PEAK_SETTINGS = (dict(gemm_n=256, copy_bytes=16 << 20, min_run_time=0.05, warmup
                  else dict(min_run_time=0.5))   # bench.measure_peaks defaults: N=1024 GEMM, 256 MiB copy
 LLM_LAYERS = 2 if FAST else None                # the real model: a 2-layer cut when FAST, else all 24 layers
 LLM_SEQ = 16 if FAST else 128                   # its prompt (prefill) / cached tokens (decode) in Part 2
-PROFILE_REPEATS, STEP_RUN_TIME = (1, 0.05) if FAST else (5, 0.5)  # ops timed: median of repeats
+PROFILE_REPEATS, STEP_RUN_TIME = (1, 0.05) if FAST else (3, 0.5)  # ops timed: median of repeats
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -507,7 +507,7 @@ model_roof = next(r for r in MEASURED_ROOFS if r.dtype == MODEL_TAG)
 roofs = [model_roof, *(r for r in MEASURED_ROOFS if r is not model_roof)]  # the model's dtype first: its roof
 fig, axes = plt.subplots(3, 2, figsize=(15, 15.5), layout="constrained")
 plot_roofline(roofs, [op_profile.points(MEASURED_GROUPS[ph], f"{ph} (MEASURED)") for ph in op_profile.PHASES],
-              ax=axes.flat[0], label_points=True,
+              ax=axes.flat[0], label_points=True, legend_loc="upper left",
               title=f"MEASURED on {HERE.device_name}: {LLM.label}\nbatch 1, {LLM_SEQ} tokens, {MODEL_TAG}; "
                     "roofs: this machine's GEMMs and copy")
 steps = {}
