@@ -503,7 +503,7 @@ for ph, g in MEASURED_GROUPS.items():
     print(g.to_string(float_format=lambda v: f"{v:.3g}"))
 
 # %%
-model_roof = next(r for r in MEASURED_ROOFS if r.dtype == MODEL_TAG)
+model_roof = next((r for r in MEASURED_ROOFS if r.dtype == MODEL_TAG), MEASURED_ROOFS[0])
 roofs = [model_roof, *(r for r in MEASURED_ROOFS if r is not model_roof)]  # the model's dtype first: its roof
 fig, axes = plt.subplots(3, 2, figsize=(15, 15.5), layout="constrained")
 plot_roofline(roofs, [op_profile.points(MEASURED_GROUPS[ph], f"{ph} (MEASURED)") for ph in op_profile.PHASES],
