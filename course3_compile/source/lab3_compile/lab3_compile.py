@@ -425,7 +425,7 @@ _rows = {_ph: [{"backend": str(b), "first_call_s": float(f), "median_s": float(m
                zip(_t["backend"], _t["first_call_s"], _t["median_s"])] for _ph, _t in (("prefill", timing),
                                                                                       ("decode", timing_decode))}
 probe.send("tables", _rows)  # the tables measured above, sent before the learner's function sees them
-probe.send("measured", request_latency(_pd.DataFrame(_rows["prefill"]), _pd.DataFrame(_rows["decode"]), NEW_TOKENS))
+probe.send("measured", request_latency(_pd.DataFrame(_rows["prefill"]), _pd.DataFrame(_rows["decode"]), 32))
 _v = probe.seed
 for _i, _n in enumerate((1, 2, 3 + _v % 40, 200)):
     _p = _pd.DataFrame({"backend": ["eager", "inductor", "aot_eager"], "first_call_s": [0.2, 4.0 + _v % 9, 1.5],

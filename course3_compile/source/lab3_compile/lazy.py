@@ -396,6 +396,7 @@ MY_ROWS = {"IR stages": {"GPU": "Dynamo FX -> aten -> Inductor -> Triton", "TPU"
 ]
 
 NOT_LISTED = {
+    "break_even": "optional (Going further), ungraded",
     "bytes_saved": "optional (Going further), ungraded",
     "clean_dim": "optional (Going further), ungraded",
 }
