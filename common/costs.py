@@ -132,6 +132,28 @@ def _mutated_first_arg(target) -> bool:
     return bool(alias is not None and alias.is_write)
 
 
+def op_bytes(target, ins: list, outs: list, kind: str) -> tuple[float, float]:
+    """(read, written) bytes of one op with inputs ``ins`` and outputs ``outs`` (tensors): written = its outputs
+    (an in-place op: its first argument); read = each distinct input once (``touched_bytes``), except that a
+    creation op reads only sizes, ``copy_`` does not read its destination, and a lookup (GATHER_OPS) reads the
+    rows it returns, not the whole table. ``target``: the aten op, or None for a module or method call."""
+    ins = [] if kind == "creation" else list(ins)
+    written = sum(t.numel() * t.element_size() for t in outs)
+    if target is not None and _mutated_first_arg(target) and ins:
+        written = ins[0].numel() * ins[0].element_size()
+        if _packet(target) is aten.copy_:
+            ins = ins[1:]
+    read = 0
+    if target is not None and _packet(target) in GATHER_OPS and ins:
+        ins, read = ins[1:], written
+    seen: set[int] = set()
+    for t in ins:
+        if id(t) not in seen:
+            seen.add(id(t))
+            read += touched_bytes(t)
+    return float(read), float(written)
+
+
 def op_name(node: fx.Node, gm: fx.GraphModule | None = None) -> str:
     """Short readable name of what a node does: 'aten.mm', 'linear (attn.q)', 'softmax', 'add'."""
     if node.op == "call_function":
@@ -179,28 +201,9 @@ class CostProp(fx.Interpreter):
         if self._is_view(n):
             return NodeCost(0.0, 0.0, 0.0, shape, dtype, is_view=True, kind="view")
         ins = _tensors(self.fetch_args_kwargs_from_env(n))
-        if kind == "creation":  # a fill or a new_* op reads only its input's size, not its values
-            ins = []
         if n.op == "call_module":
             ins += list(self.module.get_submodule(n.target).parameters())
-        written = sum(t.numel() * t.element_size() for t in outs)
-        if n.op == "call_function" and _mutated_first_arg(n.target) and ins:
-            written = ins[0].numel() * ins[0].element_size()
-            if _packet(n.target) in (aten.copy_,):  # copy_ overwrites its destination without reading it
-                ins = ins[1:]
-        if n.op == "call_function" and _packet(n.target) in GATHER_OPS and ins:
-            ins[0] = None  # a lookup reads the rows it returns (counted below), not the whole table
-            read_rows = written
-        else:
-            read_rows = 0
-        seen, read = set(), read_rows
-        for t in ins:
-            if t is None:
-                continue
-            key = (id(t),)
-            if key not in seen:
-                seen.add(key)
-                read += touched_bytes(t)
+        read, written = op_bytes(n.target if n.op == "call_function" else None, ins, outs, kind)
         return NodeCost(flops, float(read), float(written), shape, dtype, kind=kind)
 
     def _is_view(self, n: fx.Node) -> bool:

@@ -29,7 +29,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from common.costs import GATHER_OPS, VectorFlopMode, touched_bytes
+from common.costs import VectorFlopMode, op_bytes
 from common.errors import DFAError, unknown
 from common.op_kinds import rule_for
 
@@ -83,23 +83,7 @@ def op_work(func, args, kwargs, out) -> tuple[str, float, float]:
         kind, flops = rule.kind, rule.count(args, kwargs, out)
     if kind in _NO_BYTES:
         return kind, 0.0, 0.0
-    ins = [] if kind == "creation" else _tensors((args, kwargs))
-    outs = _tensors(out)
-    written = sum(t.numel() * t.element_size() for t in outs)
-    schema = getattr(func, "_schema", None)
-    alias = schema.arguments[0].alias_info if schema is not None and schema.arguments else None
-    if alias is not None and alias.is_write and ins:  # in place: the first argument is what is written
-        written = ins[0].numel() * ins[0].element_size()
-        if func.overloadpacket is aten.copy_:  # copy_ overwrites its destination without reading it
-            ins = ins[1:]
-    read = 0
-    if getattr(func, "overloadpacket", None) in GATHER_OPS and ins:
-        ins, read = ins[1:], written  # a lookup reads the rows it returns, not the whole table
-    seen = set()
-    for t in ins:
-        if id(t) not in seen:
-            seen.add(id(t))
-            read += touched_bytes(t)
+    read, written = op_bytes(func, _tensors((args, kwargs)), _tensors(out), kind)
     return kind, float(flops), float(read + written)
 
 
