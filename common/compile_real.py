@@ -8,6 +8,7 @@
   input shapes with symbolic sizes as their names) and runs the graph unchanged: where recompiles happen.
 * ``decode_compiles(model, prompt_ids, steps)`` - ``steps`` greedy decode steps on a growing ``DynamicCache``
   (the prompt prefilled eagerly) through one ``torch.compile``: the ``CompileLog`` entries, one per graph.
+* ``inputs_summary(shapes)`` - one line for a log entry's input shapes (48 KV tensors of one shape counted once).
 * ``device_and_dtype()`` - the GPU in fp16 when torch sees one, else the CPU in fp32 (Lab 1's choice).
 """
 from __future__ import annotations
@@ -106,6 +107,19 @@ class CompileLog:
                              "ops": sum(n.op == "call_function" for n in gm.graph.nodes),
                              "dynamic": any(isinstance(d, str) for s in shapes for d in s)})
         return gm.forward
+
+
+def inputs_summary(shapes: list[list]) -> str:
+    """'[1, 1] + 48 x [1, 2, s, 64] (48 symbols)': a CompileLog entry's input shapes, equal ones counted once
+    (every symbolic size written 's'), in order of first appearance."""
+    counts: dict[str, int] = {}
+    symbols = set()
+    for shape in shapes:
+        symbols |= {d for d in shape if isinstance(d, str)}
+        key = "[" + ", ".join("s" if isinstance(d, str) else str(d) for d in shape) + "]"
+        counts[key] = counts.get(key, 0) + 1
+    text = " + ".join(k if n == 1 else f"{n} x {k}" for k, n in counts.items())
+    return text + (f" ({len(symbols)} symbols)" if symbols else "")
 
 
 def decode_compiles(model: nn.Module, prompt_ids: torch.Tensor, steps: int = 3) -> list[dict]:

@@ -337,7 +337,7 @@ grader.assert_equal(data.get("methods"), dict(_co(_fx.symbolic_trace(_Methods(_d
 # (grading) compiles layer 0's RMSNorm + SwiGLU only; all 24 layers take a few minutes cold on 2 vCPUs.
 
 # %%
-from common.compile_real import DecodeStep, Prefill, decode_compiles, device_and_dtype
+from common.compile_real import DecodeStep, Prefill, decode_compiles, device_and_dtype, inputs_summary
 from common.compile_tools import code_language
 from common.models import load_llm
 
@@ -583,9 +583,8 @@ grader.assert_equal(data.get("rmsnorm_ops"), sorted(_fk(_code)[_kernel]), name="
 # %% [markdown]
 # ### Where a real model breaks and recompiles
 #
-# `explain_dynamo` on the real model's prefill and decode step; `common.compile_real.CompileLog`, a backend that
-# records every graph it is handed, over prefill and greedy decode steps on one **growing** cache (as
-# `generate()` runs them); then `generate()` itself (not in FAST). Read the output first.
+# `explain_dynamo` on the real model's prefill, decode step and `generate()`; `common.compile_real.CompileLog`, a
+# backend recording every graph it is handed, over decode steps on one **growing** cache. Read the output first.
 
 # %%
 STEPS = 5  # decode steps on one growing cache
@@ -595,24 +594,25 @@ else:
     REAL = {"forward (prefill)": explain_dynamo(Prefill(LLM.model), PROMPT),
             f"decode step (cache of {DECODE.cache_len})": explain_dynamo(DECODE, DECODE.next_ids)}
     DECODE.reset()
-    REAL["generate(2 new tokens)"] = explain_dynamo(lambda ids: LLM.generate(ids, max_new_tokens=2), PROMPT)
+    REAL["model.generate(2 new tokens)"] = explain_dynamo(lambda ids: LLM.model.generate(  # transformers' own
+        ids, attention_mask=torch.ones_like(ids), max_new_tokens=2, do_sample=False,
+        pad_token_id=LLM.model.config.eos_token_id), PROMPT)
     COMPILE_LOG = decode_compiles(LLM.model, PROMPT, STEPS)  # decode steps 1..STEPS after an eager prefill
     print(f"{LLM.label}, {DT}, prompt {SEQ} tokens:")
     for name, rep_ in REAL.items():
         print(f"{name}: {rep_}")
-    print(f"\ntorch.compile(model) over {STEPS} decode steps on one growing DynamicCache: {len(COMPILE_LOG)} graphs")
-    print(pd.DataFrame(COMPILE_LOG).to_string(index=False))
-    dyn = next((e["call"] for e in COMPILE_LOG if e["dynamic"]), None)
-    print(f"MEASURED: calls that compiled: {[e['call'] for e in COMPILE_LOG]}; first symbolic size: "
-          f"{'none' if dyn is None else f'call {dyn}'}; {STEPS - COMPILE_LOG[-1]['call']} later calls reused it")
+    print(f"\nMEASURED: torch.compile(model), {STEPS} decode steps on one growing DynamicCache: {len(COMPILE_LOG)} "
+          f"graphs; {STEPS - COMPILE_LOG[-1]['call']} calls after the last compile reused it")
+    print(pd.DataFrame([{**e, "inputs": inputs_summary(e["inputs"])} for e in COMPILE_LOG]).to_string(index=False))
 
 # %% [markdown]
 # **What it means** (measured with torch 2.13, transformers 5.25; where your output differs, trust it). The
 # forward is **one graph** in prefill and decode: masks, rotary embeddings and the cache update are tensor code.
 # The cost is **recompiles**: call 1 compiles for a cache of `SEQ`; call 2 (one longer) fails its shape guards and
-# *automatic dynamic shapes* compiles a graph with the cache length as a symbol (`s…`), reused from then on. Serving stacks pre-allocate the cache (`StaticCache`) and compile before traffic. `generate()`
-# breaks in its Python loop (`generation/utils.py`: `if` on tensors, `.item()` in the stopping check): compile
-# the model, not `generate`.
+# *automatic dynamic shapes* compiles a graph with the cache length as a symbol (`s…`), reused from then on.
+# Serving stacks pre-allocate the cache (`StaticCache`) and compile before traffic. `generate()` breaks in its own
+# Python (`generation/utils.py`: `if` on tensors in its setup, a context manager, `.item()` in every step's
+# stopping check); the break count grows with each new token's recompiles, the sites do not. Compile the model.
 
 # %% [markdown]
 # ## Part 4 — A pointwise-fusion pass
