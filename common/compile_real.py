@@ -119,7 +119,7 @@ def inputs_summary(shapes: list[list]) -> str:
         key = "[" + ", ".join("s" if isinstance(d, str) else str(d) for d in shape) + "]"
         counts[key] = counts.get(key, 0) + 1
     text = " + ".join(k if n == 1 else f"{n} x {k}" for k, n in counts.items())
-    return text + (f" ({len(symbols)} symbols)" if symbols else "")
+    return text + (f" ({len(symbols)} symbol{'' if len(symbols) == 1 else 's'})" if symbols else "")
 
 
 def decode_compiles(model: nn.Module, prompt_ids: torch.Tensor, steps: int = 3) -> list[dict]:

@@ -5,7 +5,7 @@ GPU/CPU choice against a faked torch.cuda, and bad input."""
 import pytest
 import torch
 
-from common.compile_real import CompileLog, DecodeStep, Prefill, decode_compiles, device_and_dtype
+from common.compile_real import CompileLog, DecodeStep, Prefill, decode_compiles, device_and_dtype, inputs_summary
 from common.errors import DFAError
 
 transformers = pytest.importorskip("transformers")
@@ -46,6 +46,9 @@ def test_a_growing_cache_compiles_a_static_then_a_dynamic_graph_and_reuses_it(ti
     assert all(len(s) == 4 for s in log[0]["inputs"][1:]) and [1, 2, 6, 8] in log[0]["inputs"]
     assert any(isinstance(d, str) for s in log[1]["inputs"] for d in s)
     assert all(e["ops"] > 10 for e in log)
+    assert inputs_summary(log[0]["inputs"]) == "[1, 1] + 4 x [1, 2, 6, 8]"
+    assert inputs_summary(log[1]["inputs"]).startswith("[1, 1] + 4 x [1, 2, s, 8] (")
+    assert inputs_summary([[2, "s0"], [2, "s0"], [3]]) == "2 x [2, s] + [3] (1 symbol)"
 
 
 def test_compile_log_without_a_model_lists_every_tensor_input():
