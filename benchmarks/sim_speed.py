@@ -12,12 +12,13 @@ Each figure is the median of ``repeats`` fresh processes (``wait4``'s wall, CPU 
 gets its own ``DFA_CACHE_DIR`` (an empty temporary folder, or one an earlier process filled), so the user's own
 capture cache is never read or written. The 2 cores may be shared: every group of measurements records the load
 average before and after it, and CPU seconds (user + system), which load inflates less, beside wall seconds.
-``floor_import_torch`` times ``import torch`` alone, ``floor_import_torch_sympy`` that and
-``torch.fx.experimental.symbolic_shapes`` (sympy), which any meta-tensor op imports on torch 2.13 (``torch._check``
-does): the least an empty-cache run can take, since it must capture. The capture (``common.meta_capture``) traces
-on meta tensors and never imports ``torch._dynamo`` (``common.lazy_dynamo``; ``make_fx`` and ``FakeTensorMode``
-would, about a second more); ``stages`` splits one cold run in-process into import torch, sympy, common.sim,
-capture, the five simulations and JSON, and says whether Dynamo was imported.
+``floor_import_torch`` times ``import torch`` alone (the cycle collector off, as in ``dfa simulate``),
+``floor_import_torch_sympy`` that and ``torch.fx.experimental.symbolic_shapes`` (sympy), which any meta-tensor op
+imports on torch 2.13 (``torch._check`` does): the least an empty-cache run can take, since it must capture.
+The capture (``common.meta_capture``) traces on meta tensors and never imports ``torch._dynamo``
+(``common.lazy_dynamo``; ``make_fx`` and ``FakeTensorMode`` would, about a second more); ``stages`` splits one
+cold run in-process into import torch, sympy, common.sim, capture, the five simulations and JSON, and says
+whether Dynamo was imported.
 
 Run: ``python benchmarks/sim_speed.py [repeats]`` (default 3: about two minutes on a quiet machine); writes
 ``benchmarks/results/sim_speed.json``.
@@ -173,9 +174,10 @@ def main() -> int:
         warmed = empty()
         _process(cli, warmed)  # fills it (not timed)
         groups = {
-            "floor_import_torch": lambda: _process([py, "-c", "import torch"], empty()),
+            # with the cycle collector off, as dfa simulate imports them
+            "floor_import_torch": lambda: _process([py, "-c", "import gc; gc.disable(); import torch"], empty()),
             "floor_import_torch_sympy": lambda: _process(
-                [py, "-c", "import torch, torch.fx.experimental.symbolic_shapes"], empty()),
+                [py, "-c", "import gc; gc.disable(); import torch, torch.fx.experimental.symbolic_shapes"], empty()),
             "cold_empty_cache": lambda: _process(cli, empty()),
             "cold_warm_cache": lambda: _process(cli, warmed),
         }
