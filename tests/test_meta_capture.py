@@ -112,18 +112,23 @@ def test_deferred_call_is_the_function_until_dynamo_loads_then_dynamo_disable():
 
 
 def test_fresh_capture_and_simulate_never_import_dynamo(tmp_path, monkeypatch):
-    """A cold step on every backend captures without importing torch._dynamo (a second of CPU); its numbers are
-    those of the make_fx capture."""
+    """A cold step on every backend captures without importing torch._dynamo (a second of CPU) and leaves torch's
+    functions as it found them; its numbers are those of the make_fx capture."""
     code = ("import sys, json\n"
             "from common.sim import BACKEND_NAMES, simulate_llm\n"
+            "from common import lazy_dynamo as L\n"
             "rows = [simulate_llm('llama-3.1-8b', b, seq=256).summary_row() for b in BACKEND_NAMES]\n"
-            "print(json.dumps({'dynamo': 'torch._dynamo' in sys.modules, 'rows': rows}, default=float))\n")
+            "left = [f for f, _ in L._wrapped_by_disable(L._roots()).values()\n"
+            "        if isinstance(getattr(f, L._ATTR, None), L._Deferred)]\n"
+            "print(json.dumps({'dynamo': 'torch._dynamo' in sys.modules, 'left': len(left), 'rows': rows},\n"
+            "                 default=float))\n")
     env = {"DFA_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["dynamo"] is False
+    assert got["left"] == 0  # deferred_dynamo took back every attribute it set
 
     monkeypatch.setenv("DFA_CAPTURE_CACHE", "0")
     monkeypatch.setattr(W, "capture_step", functools.partial(W.capture_step, tracer="fake"))
