@@ -71,7 +71,7 @@ from common.chips import get_chip
 from common.compile_tools import DecoderFFN, capture_with, decomposition_graphs, time_backends
 from common.errors import DFAError
 from common.fusion import fuse_groups, fused_call_count, fusion_savings
-from common.models import build_model, step_inputs
+from common.models import build_model, get_config, step_inputs
 from common.sim import simulate_llm, simulate_op
 
 # Dynamo explains its graph breaks in log warnings; we read them from explain() instead.
@@ -476,7 +476,7 @@ for _i, _n in enumerate((1, 2, 3 + seed % 40, 200)):
 # RMSNorm and `RMSNORM_OPS` to the `set` of aten ops it fused, e.g. `{"aten.mul", ...}`: read them off the name and
 # check them against the loops of its source, printed with `common.compile_tools.kernel_source`
 # (`ops_in_kernel_name` splits a name into aten ops; with the whole decoder the first norm kernel also holds the
-# embedding lookup).
+# embedding).
 
 # %% nbgrader={"grade": false, "grade_id": "kernel_names", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import re
@@ -584,7 +584,7 @@ grader.assert_equal(data.get("rmsnorm_ops"), sorted(_fk(_code)[_kernel]), name="
 # ### Where a real model breaks and recompiles
 #
 # `explain_dynamo` on the real model's prefill, decode step and `generate()`; `common.compile_real.CompileLog`, a
-# backend recording every graph it is handed, over decode steps on one **growing** cache. Read the output first.
+# backend recording every graph it gets, over decode steps on one **growing** cache.
 
 # %%
 STEPS = 5  # decode steps on one growing cache
@@ -606,13 +606,13 @@ else:
     print(pd.DataFrame([{**e, "inputs": inputs_summary(e["inputs"])} for e in COMPILE_LOG]).to_string(index=False))
 
 # %% [markdown]
-# **What it means** (measured with torch 2.13, transformers 5.25; where your output differs, trust it). The
-# forward is **one graph** in prefill and decode: masks, rotary embeddings and the cache update are tensor code.
+# **What it means** (torch 2.13, transformers 5.25; trust your own output). The forward is **one graph** in
+# prefill and decode: masks, rotary embeddings and the cache update are tensor code.
 # The cost is **recompiles**: call 1 compiles for a cache of `SEQ`; call 2 (one longer) fails its shape guards and
 # *automatic dynamic shapes* compiles a graph with the cache length as a symbol (`s…`), reused from then on.
 # Serving stacks pre-allocate the cache (`StaticCache`) and compile before traffic. `generate()` breaks in its own
 # Python (`generation/utils.py`: `if` on tensors in its setup, a context manager, `.item()` in every step's
-# stopping check); the break count grows with each new token's recompiles, the sites do not. Compile the model.
+# stopping check); the break count grows with each token's recompiles, the sites do not. Compile the model.
 
 # %% [markdown]
 # ## Part 4 — A pointwise-fusion pass
@@ -1145,7 +1145,10 @@ def schedule_overhead(report):
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "schedule_overhead_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_scalar, check_type
 
-steps = {b: simulate_llm(MODEL, b, phase="decode", batch=1, seq=SIM_SEQ) for b in ("gpu", "tpu")}
+from dataclasses import replace
+
+SCHED_MODEL, SCHED_SEQ = replace(get_config(LLM_NAME), n_layers=2), 512  # 2 real layers, KV 512
+steps = {b: simulate_llm(SCHED_MODEL, b, phase="decode", batch=1, seq=SCHED_SEQ) for b in ("gpu", "tpu")}
 for b, r in steps.items():
     o = schedule_overhead(r)
     check_type(f"{b} result", o, dict)
@@ -1228,8 +1231,9 @@ for _k in range(2):
 # %%
 fig, axes = plt.subplots(2, 1, figsize=(12, 5.6), layout="constrained")
 for ax, (b, r) in zip(axes, steps.items()):
-    r.gantt(ax=ax, title=f"SIMULATED {b.upper()} ({r.chip}, {r.dtype}): one decode step of {MODEL}, batch 1, KV "
-                         f"{SIM_SEQ}: {len(r.programs[1].kernels)} kernels per layer, {r.time_s * 1e6:.1f} µs, "
+    r.gantt(ax=ax, title=f"SIMULATED {b.upper()} ({r.chip}, {r.dtype}): one decode step of 2 of the 24 layers of "
+                         f"{LLM_NAME} (real width, no weights needed), batch 1, KV {SCHED_SEQ}: "
+                         f"{len(r.programs[1].kernels)} kernels per layer, {r.time_s * 1e6:.1f} µs, "
                          f"{r.attribution['scheduling'] / r.time_s:.0%} scheduling")
 plt.show()
 
@@ -1294,8 +1298,9 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_schedule", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
 # GPU: the stream is idle between tiny decode kernels because every kernel waits for its host launch (launch
-# bound, idle gaps, ~all of the step at this size). TPU: one compiled program, no launches; the overhead is the
-# MXU fill/drain bubble before each matmul fusion (named sync events on the tensorcore). CUDA graphs replace N
+# bound, idle gaps: ~60 % of this two-layer step; only the final vocabulary projection, a 272 MB weight read, is
+# long enough to hide launches). TPU: one compiled program, no launches; the overhead is the MXU fill/drain bubble
+# before each matmul fusion (named sync events on the tensorcore, ~1 % here: decode is memory-bound). CUDA graphs replace N
 # launches by one plus a small device-side gap: the GPU overhead shrinks by ~launch/gap. A bigger batch makes each
 # kernel longer, so the fixed launch (GPU) or fill/drain (TPU) cost becomes a smaller share on both.
 # === END MARK SCHEME ===
