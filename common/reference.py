@@ -167,7 +167,7 @@ class Reference:
                 rep = simulate_op(op, tuple(r.sim_shape), backend, chip=c.name, dtype=r.dtype)
             else:
                 layers = getattr(r, "sim_layers", None)
-                if layers is not None and layers == layers:  # a cut of the model (NaN: the whole model)
+                if pd.notna(layers):  # a cut of the model (None / NaN: the whole model)
                     from common.models import get_config
                     model = replace(get_config(model), n_layers=int(layers))
                 rep = simulate_llm(model, backend, phase=r.phase, batch=int(r.batch), seq=int(r.seq), chip=c.name,

@@ -65,10 +65,8 @@ def test_warmup_runs_before_the_first_clock_read():
     assert clock.calls_at_first_read == 0
 
 
-def test_device_is_synchronised_after_warmup_and_before_every_clock_read(monkeypatch):
-    log: list[str] = []
-    monkeypatch.setattr(bench, "_sync", lambda dev: log.append("sync"))
-    clock = FakeClock()
+def _logged(log: list, clock: FakeClock):
+    """(work, now) for bench.measure that record each call and each clock read in ``log``, in order."""
 
     def work():
         log.append("call")
@@ -78,6 +76,15 @@ def test_device_is_synchronised_after_warmup_and_before_every_clock_read(monkeyp
         log.append("clock")
         return clock.now()
 
+    return work, now
+
+
+def test_device_is_synchronised_after_warmup_and_before_every_clock_read(monkeypatch):
+    log: list[str] = []
+    monkeypatch.setattr(bench, "_sync", lambda dev: log.append("sync"))
+    clock = FakeClock()
+
+    work, now = _logged(log, clock)
     bench.measure(work, timer=now, warmup=2, min_run_time=2 * sum(CYCLE) * U)
     assert log[:3] == ["call", "call", "sync"]
     clocks = [i for i, e in enumerate(log) if e == "clock"]
@@ -248,14 +255,7 @@ def test_measure_on_cuda_synchronizes_the_measured_device_before_every_clock_rea
     log = fake_cuda
     clock = FakeClock()
 
-    def work():
-        log.append("call")
-        clock.work()
-
-    def now():
-        log.append("clock")
-        return clock.now()
-
+    work, now = _logged(log, clock)
     r = bench.measure(work, device="cuda:1", timer=now, warmup=2, min_run_time=2 * sum(CYCLE) * U)
     assert r.device == "cuda:1" and r.n_runs == 8 and r.median_s == 2.5 * U
     assert log[:3] == ["call", "call", ("sync", torch.device("cuda:1"))]
