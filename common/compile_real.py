@@ -98,7 +98,7 @@ class CompileLog:
     def __call__(self, gm, example_inputs):
         shapes = []
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        for node, real in zip(placeholders, example_inputs):
+        for node, real in zip(placeholders, example_inputs, strict=False):
             if id(real) in self._state or isinstance(real, nn.Parameter) or not isinstance(real, torch.Tensor):
                 continue  # weights, buffers, and symbolic sizes passed as their own inputs
             fake = node.meta.get("example_value", real)  # Dynamo's fake tensor: its sizes may be symbols

@@ -12,8 +12,8 @@
 ``offline=True`` never looks at the network or the cache: the choice for CI and grading, where every machine
 must build the same model (the same ``seed`` gives the same weights, and the first N layers are the same for
 any ``layers=``; drawn once per tensor from a private generator, the global RNG untouched). ``layers=N`` keeps
-the first N decoder layers (and, for real weights, only their weights) for quick runs. ``LLM.label`` says which model, how many
-layers and whether the weights are real.
+the first N decoder layers (and, for real weights, only their weights) for quick runs. ``LLM.label`` says which
+model, how many layers and whether the weights are real.
 """
 from __future__ import annotations
 
