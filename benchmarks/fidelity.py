@@ -1,7 +1,7 @@
 """Simulated vs published end-to-end figures: the simulators' honesty check (not a calibration).
 
 Each row: a public figure (with its source and exact conditions, ``benchmarks/fidelity_figures.py``), the same
-configuration simulated on the serving stack (software generation, ``common.catalog.stacks``) the figure was
+configuration simulated on the serving stack (software generation, ``common.chips.catalog.stacks``) the figure was
 measured on, and the ratio simulated / published.
 
 Two groups. SOURCED: every first-order cost of the stack is published (or the figure runs on the hardware alone);
@@ -29,8 +29,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from benchmarks.fidelity_figures import FIGURES  # noqa: E402
-from common.bench import machine_info  # noqa: E402
-from common.catalog.stacks import STACKS  # noqa: E402
+from common.chips.catalog.stacks import STACKS  # noqa: E402
+from common.measure.bench import machine_info  # noqa: E402
 
 BY_NAME = {s.name: s for s in STACKS}
 

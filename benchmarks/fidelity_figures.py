@@ -9,7 +9,7 @@ lengths, chips, software). None of these numbers is used by common/sim or common
   divided by the chip count where the source reports per GPU.
 * ``prefill_tps``: a first-token latency L for a prompt of S tokens is compared as S / L (prompt tokens/s), so
   sim / published > 1 still means the simulator is too fast.
-* A figure measured on software with no ``Stack`` in common/catalog/stacks.py is simulated on the hardware
+* A figure measured on software with no ``Stack`` in common/chips/catalog/stacks.py is simulated on the hardware
   alone (stack None) and says so in ``measured_on``. TensorRT-LLM rows run on the stack of their release
   (``trtllm-v0.5``, ``trtllm-v0.6``).
 * A figure whose stack names a first-order cost nobody publishes (``Stack.not_published``: ``groq-2024``,

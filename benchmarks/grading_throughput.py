@@ -1,6 +1,6 @@
 """How fast ``dfa autograde`` grades course 1's lab with the sandbox, locally and on Dask, and where the time goes.
 
-Goal (issue #14 part 6): >= 6 lab submissions a minute on 2 cores with the sandbox, and linear in Dask workers.
+Goal: >= 6 lab submissions a minute on 2 cores with the sandbox, and linear in Dask workers.
 Grades N copies (default 8) of course1_landscape/lab1_landscape's source notebook — the solutions, so every cell
 runs and every autograded point is earned — on a freshly released copy of the course, four ways: ``--workers 1``
 and ``--workers 2`` (the embedded pool), ``--cluster local:1`` and ``--cluster local:2`` (a Dask LocalCluster,
@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 COURSE, LAB = REPO / "course1_landscape", "lab1_landscape"
-GOAL = ">= 6 submissions/min on 2 cores with the sandbox (issue #14 part 6); Dask linear in workers"
+GOAL = ">= 6 submissions/min on 2 cores with the sandbox; Dask linear in workers"
 
 
 def fresh_course(workdir: Path, copies: int):
@@ -193,7 +193,7 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     sys.path.insert(0, str(REPO))
-    from common.bench import machine_info
+    from common.measure.bench import machine_info
 
     timers = Timers()
     result = {"machine": machine_info(), "goal": GOAL, "lab": f"{COURSE.name}/{LAB}", "copies": args.copies,

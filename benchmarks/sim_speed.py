@@ -1,4 +1,4 @@
-"""How fast the simulators answer: a cold 70B step on all five backends, and a what-if sweep (issue #29 part 8).
+"""How fast the simulators answer: a cold 70B step on all five backends, and a what-if sweep.
 
 Targets, on 2 CPU cores (``TARGETS``):
 
@@ -15,8 +15,8 @@ average before and after it, and CPU seconds (user + system), which load inflate
 ``floor_import_torch`` times ``import torch`` alone (the cycle collector off, as in ``dfa simulate``),
 ``floor_import_torch_sympy`` that and ``torch.fx.experimental.symbolic_shapes`` (sympy), which any meta-tensor op
 imports on torch 2.13 (``torch._check`` does): the least an empty-cache run can take, since it must capture.
-The capture (``common.meta_capture``) traces on meta tensors and never imports ``torch._dynamo``
-(``common.lazy_dynamo``; ``make_fx`` and ``FakeTensorMode`` would, about a second more); ``stages`` splits one
+The capture (``common.graph.meta_capture``) traces on meta tensors and never imports ``torch._dynamo``
+(``common.graph.lazy_dynamo``; ``make_fx`` and ``FakeTensorMode`` would, about a second more); ``stages`` splits one
 cold run in-process into import torch, sympy, common.sim, capture, the five simulations and JSON, and says
 whether Dynamo was imported.
 
@@ -160,7 +160,7 @@ def _sweeps(name: str, argv: list[str], cache, repeats: int) -> dict:
 
 def main() -> int:
     sys.path.insert(0, ROOT)
-    from common.bench import machine_info
+    from common.measure.bench import machine_info
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     py = sys.executable
     result: dict = {"machine": machine_info(), "repeats": repeats, "targets": TARGETS,
@@ -206,8 +206,8 @@ def main() -> int:
         "sweep": result["sweep_warm_cache"]["captured_configs_per_s_median"] >= TARGETS["sweep_configs_per_s"],
         "memory": max(peaks) <= TARGETS["peak_rss_mb"],
     }
-    result["floor_note"] = ("an empty-cache step captures on meta tensors (common.meta_capture) and never imports "
-                            "torch._dynamo (common.lazy_dynamo); its meta kernels import sympy (torch._check), so "
+    result["floor_note"] = ("an empty-cache step captures on meta tensors (common.graph.meta_capture) and never imports "
+                            "torch._dynamo (common.graph.lazy_dynamo); its meta kernels import sympy (torch._check), so "
                             "floor_import_torch_sympy is the least a cold empty-cache run can take here; "
                             "cold_warm_cache (the capture read from disk) imports torch alone")
     result["floor_gap_s"] = {  # how far the target lies above the import floor, and the run above it

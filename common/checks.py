@@ -277,7 +277,7 @@ def _compare_equal(yours, expected) -> _Mismatch | None:
 
 def _shape_of_difference(yours, expected) -> str:
     """Where ``yours`` departs from ``expected``, without the expected value: a discrete answer printed next to a
-    dummy one could simply be copied (issue 15). Types, lengths, key sets and the first differing position are
+    dummy one could simply be copied. Types, lengths, key sets and the first differing position are
     structure the learner can act on; the expected values stay unsaid."""
     ty, te = _type(yours), _type(expected)
     if ty is not te and not (_one_of(ty, _SCALAR_TYPES) and _one_of(te, _SCALAR_TYPES)):

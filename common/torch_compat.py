@@ -1,7 +1,7 @@
 """Which torch this package needs: the one constant, and the one-line refusal when the installed torch is older.
 
 ``import common`` calls ``require_torch()``. On torch 2.10 and older the ``dfa_*`` backends fail inside
-Dynamo's fake-mode check and ``common.costs`` fails at import (``aten._fused_rms_norm`` is missing before 2.8),
+Dynamo's fake-mode check and ``common.graph.costs`` fails at import (``aten._fused_rms_norm`` is missing before 2.8),
 deep in a traceback that names neither torch nor its version. So the package refuses at once, in one line that
 names the torch it found, the one it needs and the command that fixes it.
 

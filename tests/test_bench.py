@@ -1,4 +1,4 @@
-"""Tests for common.bench: exact statistics from a fake clock, counted work, sweeps, peaks, bad input."""
+"""Tests for common.measure.bench: exact statistics from a fake clock, counted work, sweeps, peaks, bad input."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.utils.benchmark as tbench
 
-from common import bench
 from common.errors import DFAError
+from common.measure import bench
 
 U = 2.0**-8  # one fake time unit: a power of two, so every sum and quantile below is exact in floating point
 CYCLE = (1, 2, 3, 5)  # per-call durations in units, repeated forever

@@ -1,4 +1,4 @@
-"""common.cache: hand-counted hits and misses, LRU vs associativity, write-back traffic; Lab 4's grader-side
+"""common.memory.cache: hand-counted hits and misses, LRU vs associativity, write-back traffic; Lab 4's grader-side
 DMA schedule and largest tile (course4_memory/source/lab4_memory/answers.py) against the library's kernel."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.cache import (
+from common.errors import DFAError
+from common.memory.cache import (
     CacheConfig,
     LRUCache,
     MatmulTiling,
@@ -18,7 +19,6 @@ from common.cache import (
     footprint_bytes,
     matmul_stream,
 )
-from common.errors import DFAError
 
 _ANSWERS = Path(__file__).resolve().parents[1] / "course4_memory/source/lab4_memory/answers.py"
 _spec = importlib.util.spec_from_file_location("lab4_answers", _ANSWERS)

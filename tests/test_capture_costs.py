@@ -5,9 +5,9 @@ import resource
 import pytest
 import torch
 
-from common.capture import capture_aten, explain_dynamo, trace_torch
-from common.costs import annotate, node_table, summarize, touched_bytes
 from common.errors import DFAError
+from common.graph.capture import capture_aten, explain_dynamo, trace_torch
+from common.graph.costs import annotate, node_table, summarize, touched_bytes
 from common.models import TinyTransformerBlock, build_model, get_config, step_inputs
 
 
@@ -122,7 +122,7 @@ def test_70b_analysed_on_fake_tensors_without_allocating():
 def test_graph_drawing_colours_bound_ness(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
-    from common.draw import COLORS, draw_graph
+    from common.graph.draw import COLORS, draw_graph
 
     gm = trace_torch(TinyTransformerBlock(64, 4))
     annotate(gm, torch.randn(2, 16, 64))

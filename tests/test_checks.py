@@ -211,7 +211,7 @@ def test_reference_literal_round_trips():
 
 
 def test_check_equal_never_prints_the_expected_discrete_answer(capsys):
-    """A dummy value must not make the visible check reveal the answer (issue 15): only its structure."""
+    """A dummy value must not make the visible check reveal the answer: only its structure."""
     cases = [("cat", "clone_1"), (["a", "b"], ["a", "clone_1"]), ({"r1": "cat"}, {"r1": "clone_1"}),
              (["a"], ["a", "clone_1"]), (3, "clone_1")]  # fmt: skip
     for yours, expected in cases:

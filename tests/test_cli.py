@@ -40,8 +40,8 @@ def test_argument_error_is_one_line_exit_2(argv, capsys):
 
 
 def test_every_cli_choice_is_simulated():
-    # the choices come from common.sim_args (torch-free); each must be one the simulator can run
-    from common import sim_cli
+    # the choices come from common.sim.args (torch-free); each must be one the simulator can run
+    from common.cli import simulate as sim_cli
     from common.sim import get_backend
     from common.sim.run import op_workload
 

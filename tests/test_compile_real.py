@@ -1,11 +1,11 @@
-"""common.compile_real on a tiny Qwen2ForCausalLM (the labs' LLM class, 2 layers of width 32: no download, no
+"""common.compile.real_model on a tiny Qwen2ForCausalLM (the labs' LLM class, 2 layers of width 32: no download, no
 Inductor): the decode step equals the full forward and repeats exactly, the compile log of a growing cache, the
 GPU/CPU choice against a faked torch.cuda, and bad input."""
 
 import pytest
 import torch
 
-from common.compile_real import CompileLog, DecodeStep, Prefill, decode_compiles, device_and_dtype, inputs_summary
+from common.compile.real_model import CompileLog, DecodeStep, Prefill, decode_compiles, device_and_dtype, inputs_summary
 from common.errors import DFAError
 
 transformers = pytest.importorskip("transformers")

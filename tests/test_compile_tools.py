@@ -1,4 +1,4 @@
-"""common.compile_tools: capturing AOTAutograd graphs through a user backend, op names, decompositions,
+"""common.compile.tools: capturing AOTAutograd graphs through a user backend, op names, decompositions,
 backend timing records and reading Inductor's kernel names (no Inductor compile here: it takes tens of seconds
 on a 2-core machine; the Course 3 notebook runs one). Lab 3's grader-side answers (op counts, kernel names) are
 tested from their file, course3_compile/source/lab3_compile/answers.py."""
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from common.compile_tools import (
+from common.compile.tools import (
     BackendTiming,
     DecoderFFN,
     capture_with,

@@ -4,7 +4,7 @@
   in fp32 (prefill, and decode through DecoderLM's KVCache).
 * Costs: the simulator's capture (``common.sim.workload.capture_step``: DecoderLM's prologue + one layer x L +
   epilogue) against the same step of the transformers class at real size on FakeTensors, both counted by
-  ``common.costs``. FLOPs agree within 1 % per layer and per step. Bytes: DecoderLM moves less, and in fp32 the
+  ``common.graph.costs``. FLOPs agree within 1 % per layer and per step. Bytes: DecoderLM moves less, and in fp32 the
   gap is exactly HF eager's GQA and cache copies (repeat_kv's K/V copies read again by the attention matmuls,
   DynamicCache's torch.cat), within 1 %. In bf16 HF also computes RMSNorm and softmax in fp32 (upcast copies,
   twice the bytes per element): DecoderLM does not, so bf16 bytes are only bounded (DecoderLM <= HF).
@@ -16,9 +16,9 @@ import dataclasses
 import pytest
 import torch
 
-from common.capture import capture_aten, fake_mode_of
-from common.costs import annotate, op_name
 from common.errors import DFAError
+from common.graph.capture import capture_aten, fake_mode_of
+from common.graph.costs import annotate, op_name
 from common.models import KVCache, config_to_hf, decoder_from_hf, get_config, load_llm
 from common.sim.workload import TORCH_DTYPES, capture_step
 

@@ -4,9 +4,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from common import devices
 from common.chips import get_chip
 from common.errors import DFAError
+from common.measure import devices
 
 # name -> (compute capability, SMs, memory bytes) as torch.cuda.get_device_properties reports them
 GPUS = {
@@ -158,7 +158,7 @@ def test_a_gpu_of_an_older_generation_than_the_catalog_gets_the_nearest_part_and
 def test_the_ratio_cell_on_a_faked_t4_simulates_the_detected_chip(fake_gpu, monkeypatch):
     """Labs 1 and 6's cell: the chip simulated is the one detected, the measured time is a synced CUDA measure
     (a fake clock here: each call takes 1 ms), and the ratio is simulated / measured for the same op."""
-    from common import bench
+    from common.measure import bench
     from common.sim import simulate_op
 
     fake_gpu("Tesla T4")

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from common.catalog.links import hop_latency, host_link_latency
+from common.chips.catalog.links import hop_latency, host_link_latency
 from common.sim import simulate_llm
 from common.sim.run import make_policy
 

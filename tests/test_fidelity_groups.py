@@ -32,7 +32,7 @@ def test_a_band_of_upper_bounds_holds_while_published_is_at_most_its_fast_end():
 
 def test_a_band_with_no_other_unknown_holds_only_inside(monkeypatch):
     import benchmarks.fidelity as fidelity
-    from common.catalog.stacks import Stack
+    from common.chips.catalog.stacks import Stack
     plain = Stack("chips-only", "lpu", "2024", "only the chip count is unpublished",
                   not_published=("the chip count of each model's deployment",), deployment=(568, "x"))
     monkeypatch.setitem(fidelity.BY_NAME, "chips-only", plain)

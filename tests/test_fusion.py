@@ -1,4 +1,4 @@
-"""Pointwise fusion (common.fusion: classification, legality, the rewrite, the simulators) and Lab 3's
+"""Pointwise fusion (common.compile.fusion: classification, legality, the rewrite, the simulators) and Lab 3's
 grader-side fusion pass (grouping, bytes saved), tested from its file course3_compile/source/lab3_compile/answers.py."""
 
 import importlib.util
@@ -9,9 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from common.capture import capture_aten
-from common.errors import DFAError
-from common.fusion import (
+from common.compile.fusion import (
     check_group,
     classify,
     compute_ops,
@@ -20,6 +18,8 @@ from common.fusion import (
     fusion_savings,
     op_by_op_workload,
 )
+from common.errors import DFAError
+from common.graph.capture import capture_aten
 from common.models import build_model, step_inputs
 
 _SPEC = importlib.util.spec_from_file_location(

@@ -135,7 +135,7 @@ def arithmetic_intensity(flops, bytes_moved):
 INFINITE_LOOP = "while True:\n    pass"
 UNINTERRUPTIBLE_LOOP = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
 KERNEL_EXIT = "import os\nos._exit(0)"
-# Issue #17: nbgrader grades a test cell by its first execute_result (partial credit: full points for a
+# nbgrader grades a test cell by its first execute_result (partial credit: full points for a
 # non-number), so a result displayed before the stub raises used to earn every point.
 DISPLAYHOOK_RESULT = """
 import sys
@@ -171,7 +171,7 @@ def relu(x):
 """
 
 
-# ---- Issue #17: attacks on the grader from inside the learner's kernel. Each sits in the relu stub's cell;
+# ---- Attacks on the grader from inside the learner's kernel. Each sits in the relu stub's cell;
 # the intensity stub stays unsolved, so every one of them must score what the blank notebook scores: 0.
 INPUT_TRANSFORMER = """
 get_ipython().input_transformer_manager.cleanup_transforms.append(lambda lines: ["pass\\n"])
@@ -293,7 +293,7 @@ print("ROT13", codecs.encode(text, "rot13"))
 print("HEX", text.encode().hex())
 """
 HIDDEN_IN_EXEC = "import base64\nexec(base64.b64decode({payload!r}))"
-# Issue 28: the probe runs in the learner's kernel, so its channel is the learner's to take over (FORGED_PROBE, and
+# The probe runs in the learner's kernel, so its channel is the learner's to take over (FORGED_PROBE, and
 # these): each sends data of its own; the judgement still compares it with references made outside the kernel.
 CHANNEL_HIJACK = """
 import copy

@@ -1,4 +1,4 @@
-"""What every grading path accepts (issue 28): regular files only, a Dask scheduler only over TLS, and the
+"""What every grading path accepts: regular files only, a Dask scheduler only over TLS, and the
 data-safety rules around a grade (stale scores, a full disk, hand-edited releases, due dates, missing labs).
 
 The attacks, each on every path it reaches: a submission that is a symbolic link (or a hard link, or a FIFO)

@@ -256,7 +256,7 @@ def test_probe_payloads_are_found_by_mime_type_only():
 
 
 def test_every_answer_key_import_from_common_is_explained(monkeypatch):
-    """Issue 28: a library function an answer key calls may compute a graded answer; each import is explained."""
+    """A library function an answer key calls may compute a graded answer; each import is explained."""
     from pathlib import Path
 
     from common.grading.courses.course import all_courses

@@ -1,7 +1,7 @@
 """Every lab in the repository, in CI: the sandboxed autograder gives the **source** notebook every autograded
 point, with no error output in any cell. The autograder runs each notebook top to bottom with
 ``NBGRADER_EXECUTION`` set, so labs take their FAST setting there. That the blank release earns nothing is
-checked, test cell by test cell, in the lazy-notebook run of each lab (tests/test_lazy_notebooks.py), which
+checked, test cell by test cell, in the lazy-notebook run of each lab (tests/test_shortcut_notebooks.py), which
 halves the notebooks graded here (CI's 30 minutes); the fixture lab's blank release goes through the sandbox in
 tests/test_grading_autograde.py.
 

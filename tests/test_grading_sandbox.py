@@ -215,7 +215,7 @@ def test_a_warning_on_stderr_in_a_test_cell_costs_nothing():
     assert [o.get("name") for o in outputs] == ["stdout"] and "✔" in outputs[0]["text"], outputs
 
 
-# ---- long output lines (issue 17 item 3) ---
+# ---- long output lines ---
 def test_carriage_returns_are_dropped_as_nbclient_drops_them_in_linear_time():
     from nbclient.client import _RGX_CARRIAGERETURN
 
@@ -241,7 +241,7 @@ def test_carriage_returns_are_dropped_as_nbclient_drops_them_in_linear_time():
     ]
 
 
-# ---- long lines, full scratch space, the host's log (issue 17 items 3, 4 and 5) ---
+# ---- long lines, full scratch space, the host's log ---
 FILL = """import errno, os
 def fill(path):
     written = 0
@@ -291,7 +291,7 @@ def test_long_lines_take_seconds_scratch_writes_stop_at_the_limit_and_the_host_l
     assert execution.log_bytes >= 100 * MB and len(execution.log.encode()) <= LOG_TAIL_BYTES
 
 
-# ---- cleanup after a kill, and on interruption (issue 17 item 7) ---
+# ---- cleanup after a kill, and on interruption ---
 OWNER = """import sys, time
 from common.grading.sandbox import scratch
 folder = scratch.make_dir(sys.argv[1])
@@ -349,7 +349,7 @@ def test_an_interrupted_run_stops_its_sandboxes_and_removes_its_folders_at_once(
         (folder.parent / (folder.name + ".stopped")).unlink(missing_ok=True)
 
 
-# ---- the fallback sandbox (issue 14): an unprivileged uid where bubblewrap cannot run ---
+# ---- the fallback sandbox: an unprivileged uid where bubblewrap cannot run ---
 def _fallback_problem() -> str | None:
     if os.geteuid() != 0:
         return "the fallback sandbox runs as root only"

@@ -1,4 +1,4 @@
-"""Issue 28: no secret inside the sandbox, and a hijacked probe channel gains nothing on any grading path.
+"""No secret inside the sandbox, and a hijacked probe channel gains nothing on any grading path.
 
 * A submission scans everything it can see while it is graded — every readable file (the sandbox's own root,
   its scratch space, the Python installation), every environment variable, and what /proc shows of the

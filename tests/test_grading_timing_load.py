@@ -26,7 +26,7 @@ RUN_CELLS = """
 import sys
 import jupytext
 import torch
-from common import bench
+from common.measure import bench
 
 nb = jupytext.read(sys.argv[1])
 cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}

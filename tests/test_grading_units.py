@@ -27,8 +27,8 @@ from common.grading.courses import regions, standard
 from common.grading.courses.course import Course, find_course
 from common.grading.courses.stderr import HARMLESS_STDERR_PATTERN
 from common.grading.gradebook import rematch, tamper
-from common.grading.gradebook.autograde import run_notebook
 from common.grading.gradebook.preprocessors import _not_run_reason
+from common.grading.gradebook.runs import run_notebook
 from common.grading.sandbox import cgroups, limits
 from common.grading.sandbox.limits import Limits
 from common.grading.sandbox.sandbox import Execution, _apply_event

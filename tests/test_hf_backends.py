@@ -1,4 +1,4 @@
-"""Every dfa_* backend runs what learners bring (issue 27): small random-init ``transformers`` models - decoders
+"""Every dfa_* backend runs what learners bring: small random-init ``transformers`` models - decoders
 with grouped-query attention, a mixture of experts, an encoder, a vision transformer, an encoder-decoder - go
 through all five backends (one Dynamo trace shared, ``run_each``) and match eager within each backend's
 documented ``rtol_vs_eager``, each leaving a report. And ``generate()`` with a KV cache through a compiled

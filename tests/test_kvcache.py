@@ -1,4 +1,4 @@
-"""common.kvcache: the KV formula on known configs, per-system limits from the catalog, the paged allocator."""
+"""common.memory.kvcache: the KV formula on known configs, per-system limits from the catalog, the paged allocator."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +9,7 @@ import pytest
 
 from common.chips import DTYPE_BYTES, get_chip
 from common.errors import DFAError
-from common.kvcache import (
+from common.memory.kvcache import (
     SYSTEM_CHIPS,
     chips_needed,
     kv_cache_bytes,

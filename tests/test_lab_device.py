@@ -1,13 +1,13 @@
-"""common.lab_device: the CUDA branches against a faked torch.cuda (no GPU needed), and the CPU branch as it is."""
+"""common.measure.lab_device: the CUDA branches against a faked torch.cuda (no GPU needed), and the CPU branch as it is."""
 from __future__ import annotations
 
 import pytest
 import torch
 from torch.profiler import ProfilerActivity
 
-from common import bench
-from common import lab_device as ld
 from common.errors import DFAError
+from common.measure import bench
+from common.measure import lab_device as ld
 
 # name -> compute capability, as torch.cuda.get_device_capability reports it
 GPUS = {"Tesla T4": (7, 5), "NVIDIA L4": (8, 9), "NVIDIA H100 80GB HBM3": (9, 0), "Tesla P100-PCIE-16GB": (6, 0)}

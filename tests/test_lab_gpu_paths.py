@@ -1,4 +1,4 @@
-"""The labs' measured cells choose the GPU when torch sees one and say which device ran them (issue 30).
+"""The labs' measured cells choose the GPU when torch sees one and say which device ran them.
 
 Lab 5's Part 3 cells run here, for real, with CUDA faked unavailable (they must say "on the CPU"), and with a GPU
 faked present (its name and Inductor's Triton in the settings line; DropBlock passed to the CPU, and said, where
@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import common.debug.stack as stack
-from common import bench
-from common import lab_device as ld
+from common.measure import bench
+from common.measure import lab_device as ld
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB5 = ROOT / "course5_debug/source/lab5_debug/lab5_debug.py"

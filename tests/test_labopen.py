@@ -1,5 +1,5 @@
-"""``dfa lab`` (common/labopen.py, common/labcontents.py): an unedited lab opens in JupyterLab unmodified, and
-nothing a learner wrote is changed, on disk or on its way to the browser (issue 30 part 5)."""
+"""``dfa lab`` (common/cli/lab.py, common/cli/lab_contents.py): an unedited lab opens in JupyterLab unmodified, and
+nothing a learner wrote is changed, on disk or on its way to the browser."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import nbformat
 import pytest
 from ipykernel.ipkernel import IPythonKernel
 
-from common import labcontents, labopen
+from common.cli import lab as labopen
+from common.cli import lab_contents as labcontents
 from common.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

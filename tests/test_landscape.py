@@ -1,4 +1,4 @@
-"""The accelerator landscape map (common.landscape): validation, no silent loss, atomic saves, frame, figure."""
+"""The accelerator landscape map (common.landscape.map): validation, no silent loss, atomic saves, frame, figure."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from common.chips import chips_of_kind, get_chip  # noqa: E402
 from common.errors import DFAError  # noqa: E402
-from common.landscape import SOURCES, SYSTEMS, LandscapeMap, format_value, system_name, tensor_core_terms  # noqa: E402
+from common.landscape.map import SOURCES, SYSTEMS, LandscapeMap, format_value, system_name, tensor_core_terms  # noqa: E402
 
 
 def test_systems_and_sources_are_the_published_ones():
@@ -168,7 +168,7 @@ def test_tensor_core_terms_refuses_non_gpus():
 
 
 def test_dominant_operator_of_a_simulated_decode_step():
-    from common.landscape import dominant_operator
+    from common.landscape.map import dominant_operator
     from common.sim import simulate_llm
     op, share = dominant_operator(simulate_llm("llama-3.1-8b", "gpu", chip="h100-sxm", phase="decode", seq=128))
     assert op == "aten.mm" and 0.5 < share <= 1.0  # weight streaming: the projections dominate decode

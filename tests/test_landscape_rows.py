@@ -1,8 +1,8 @@
 """Learner-written landscape rows: the structural check a learner sees and the vocabulary check the grader runs."""
 from __future__ import annotations
 
-from common.landscape import SYSTEMS
-from common.landscape_rows import add_rows, row_problems, vocabulary_misses
+from common.landscape.map import SYSTEMS
+from common.landscape.rows import add_rows, row_problems, vocabulary_misses
 
 ATTRS = ("scheduling granularity",)
 GOOD = {"scheduling granularity": {
@@ -42,7 +42,7 @@ def test_keyword_stuffing_and_wrong_mechanisms_miss():
 
 
 def test_add_rows_tags_them_as_the_learners(tmp_path):
-    from common.landscape import LandscapeMap
+    from common.landscape.map import LandscapeMap
 
     lm = LandscapeMap(tmp_path / "m.json")
     add_rows(lm, GOOD, course=2)

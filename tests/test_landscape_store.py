@@ -1,4 +1,4 @@
-"""One landscape map for the six courses (issue 30 part 4): merging keeps the learner's rows, a lab rebuilds the
+"""One landscape map for the six courses: merging keeps the learner's rows, a lab rebuilds the
 catalog and simulator rows of earlier courses that the map lacks, Course 6 exports it, and the Colab helpers do
 nothing harmful off Colab."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 matplotlib.use("Agg")
 
-from common.landscape import SYSTEMS, LandscapeMap  # noqa: E402
-from common.landscape_courses import ATTRIBUTES, course_rows, fill_course, missing, rebuild  # noqa: E402
-from common.landscape_store import download_map, keep_on_drive, open_map, upload_map  # noqa: E402
+from common.landscape.courses import ATTRIBUTES, course_rows, fill_course, missing, rebuild  # noqa: E402
+from common.landscape.map import SYSTEMS, LandscapeMap  # noqa: E402
+from common.landscape.store import download_map, keep_on_drive, open_map, upload_map  # noqa: E402
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def test_keep_on_drive_merges_the_session_map_into_drive_and_points_the_labs_the
     colab.drive = types.SimpleNamespace(mount=lambda where: mounted.append(where))
     monkeypatch.setitem(sys.modules, "google", types.ModuleType("google"))
     monkeypatch.setitem(sys.modules, "google.colab", colab)
-    monkeypatch.setattr("common.landscape_store.DRIVE_MOUNT", str(drive_root))
+    monkeypatch.setattr("common.landscape.store.DRIVE_MOUNT", str(drive_root))
     monkeypatch.delenv("DFA_LANDSCAPE", raising=False)
     kept = LandscapeMap(drive_root / "MyDrive" / "dataflow-labs" / "landscape_map.json")
     kept.add("GPU", "fusion boundaries", "one kernel per fusion, host launched", course=2, source="learner")
@@ -172,7 +172,7 @@ def test_the_rebuilt_rows_use_each_labs_learner_defaults():
     """A rebuilt row is the row an untouched lab adds: same model, sizes and chips as its parameters."""
     import re
 
-    from common import landscape_courses as lc
+    from common.landscape import courses as lc
 
     lab1, lab2, lab3 = _lab_text("course1_*"), _lab_text("course2_*"), _lab_text("course3_*")
     lab4, lab6 = _lab_text("course4_*"), _lab_text("course6_*")

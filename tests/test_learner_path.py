@@ -1,4 +1,4 @@
-"""The learner's path without trips (issue 30 part 5): a failed setup says what happened in one line, one install
+"""The learner's path without trips: a failed setup says what happened in one line, one install
 opens the labs, a release notebook opens unmodified in Jupyter, every visible check names what is wrong, and the
 licence ships."""
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_the_lab_extra_brings_jupyterlab_and_widgets_and_the_readme_says_so():
     assert "dataflow-labs[instructor,cluster,lab]" in extras["dev"]
     readme = (REPO / "README.md").read_text()
     assert '| learner, on a laptop | `pip install -e ".[lab]"` |' in readme
-    assert "`dfa lab`" in readme  # opens the labs unmodified (common/labopen.py)
+    assert "`dfa lab`" in readme  # opens the labs unmodified (common/cli/lab.py)
     assert "enough to run every lab" not in readme
 
 
@@ -116,7 +116,7 @@ def test_what_dfa_release_writes_opens_unmodified_and_asks_colab_for_a_gpu(path,
     # `dfa lab` knows it for an unedited lab and hands it out with the kernel's version (tests/test_labopen.py)
     from ipykernel.ipkernel import IPythonKernel
 
-    from common import labopen
+    from common.cli import lab as labopen
 
     kernel = {"kernelspec": labsource.KERNELSPEC, "language_info": dict(IPythonKernel.language_info)}
     assert labopen.with_kernel_metadata(json.loads(text), kernel)
@@ -133,7 +133,7 @@ def test_the_committed_fixture_release_is_what_dfa_release_writes():
 def test_jupyterlab_would_set_only_the_python_version_when_the_kernel_starts():
     """JupyterLab writes the started kernel's kernelspec and language_info into the notebook (and marks it
     modified if they differ): the released ones are what ipykernel reports, but the learner's Python version,
-    which `dfa lab` fills in as it serves an unedited lab (common/labopen.py)."""
+    which `dfa lab` fills in as it serves an unedited lab (common/cli/lab.py)."""
     from ipykernel.ipkernel import IPythonKernel
     from jupyter_client.kernelspec import KernelSpecManager
 

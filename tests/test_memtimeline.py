@@ -1,4 +1,4 @@
-"""common.memtimeline: a profiled prefill + decode on the CPU; the KV cache grows by one position per step."""
+"""common.memory.memtimeline: a profiled prefill + decode on the CPU; the KV cache grows by one position per step."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from common.errors import DFAError
-from common.memtimeline import (
+from common.memory.memtimeline import (
     TORCH_CATEGORIES,
     DecodeRun,
     live_at,
@@ -101,7 +101,7 @@ def _tiny_llm():
 
 
 def test_profile_generate_kv_grows_by_the_formula_per_token():
-    from common.memtimeline import profile_generate
+    from common.memory.memtimeline import profile_generate
 
     llm = _tiny_llm()
     batch, prompt, steps = 3, 5, 4
@@ -122,7 +122,7 @@ def test_profile_generate_kv_grows_by_the_formula_per_token():
 def test_cuda_snapshot_blocks_guarded(monkeypatch):
     import torch
 
-    from common.memtimeline import cuda_snapshot_blocks
+    from common.memory.memtimeline import cuda_snapshot_blocks
 
     snap = {"segments": [{"blocks": [{"state": "active_allocated"}, {"state": "inactive"}]},
                          {"blocks": [{"state": "active_allocated"}]}]}

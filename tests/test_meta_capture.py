@@ -1,5 +1,5 @@
-"""The meta tracer (common.meta_capture) gives make_fx's graph on FakeTensors node for node, costs included, on
-every named model and phase; a capture in a fresh process leaves torch._dynamo unimported (common.lazy_dynamo)."""
+"""The meta tracer (common.graph.meta_capture) gives make_fx's graph on FakeTensors node for node, costs included, on
+every named model and phase; a capture in a fresh process leaves torch._dynamo unimported (common.graph.lazy_dynamo)."""
 import dataclasses
 import functools
 import importlib
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from common import lazy_dynamo
 from common.errors import DFAError
-from common.meta_capture import FakeViews, Unsupported, capture_meta, fake_view_strides
+from common.graph import lazy_dynamo
+from common.graph.meta_capture import FakeViews, Unsupported, capture_meta, fake_view_strides
 from common.models import CONFIGS, get_config
 from common.sim import BACKEND_NAMES, simulate_llm
 from common.sim import workload as W
@@ -116,7 +116,7 @@ def test_fresh_capture_and_simulate_never_import_dynamo(tmp_path, monkeypatch):
     functions as it found them; its numbers are those of the make_fx capture."""
     code = ("import sys, json\n"
             "from common.sim import BACKEND_NAMES, simulate_llm\n"
-            "from common import lazy_dynamo as L\n"
+            "from common.graph import lazy_dynamo as L\n"
             "rows = [simulate_llm('llama-3.1-8b', b, seq=256).summary_row() for b in BACKEND_NAMES]\n"
             "left = [f for f, _ in L._wrapped_by_disable(L._roots()).values()\n"
             "        if isinstance(getattr(f, L._ATTR, None), L._Deferred)]\n"

@@ -1,14 +1,14 @@
-"""Every op a learner's model can bring has a cost rule (issue 27), and an op a machine cannot run - no rule, or
-a dtype it has no datapath for (issue 29) - leaves it on the documented CPU-fallback path, or fails in one line."""
+"""Every op a learner's model can bring has a cost rule, and an op a machine cannot run - no rule, or
+a dtype it has no datapath for - leaves it on the documented CPU-fallback path, or fails in one line."""
 from __future__ import annotations
 
 import pytest
 import torch
 
 import common.sim as sim
-from common.capture import capture_aten
-from common.costs import annotate
-from common.op_kinds import KINDS, core_aten_ops, rule_for
+from common.graph.capture import capture_aten
+from common.graph.costs import annotate
+from common.graph.op_kinds import KINDS, core_aten_ops, rule_for
 from common.sim.compile import clear_reports
 
 aten = torch.ops.aten
@@ -29,14 +29,14 @@ def test_every_core_aten_op_has_a_kind_and_a_flop_rule():
 
 
 @pytest.mark.parametrize("op, args, flops", [
-    (aten.new_ones.default, (torch.empty(3, 4), [5, 6]), 0),  # the ops issue 27 tripped on: creation, no FLOPs
+    (aten.new_ones.default, (torch.empty(3, 4), [5, 6]), 0),  # the ops learners' models first brought: creation, no FLOPs
     (aten.lift_fresh_copy.default, (torch.ones(7),), 0),  # a copy
     (aten.add_.Tensor, (torch.ones(2, 3), torch.ones(2, 3)), 6),  # in place: the rule of add
     (aten.sort.default, (torch.randn(4, 8),), 4 * 8 * 3),  # n log2 n comparisons per row
     (aten.native_dropout.default, (torch.ones(10), 0.5, True), 20),
     (aten.atan2.default, (torch.ones(5), torch.ones(5)), 5),  # tagged pointwise: one per output element
     (aten.logsumexp.default, (torch.ones(4, 6), [1]), None),  # no rule of its own: counted as its decomposition
-    # the per-op counts of common.op_kinds.TABLE, by hand
+    # the per-op counts of common.graph.op_kinds.TABLE, by hand
     (aten._cdist_forward.default, (torch.randn(2, 3, 4), torch.randn(2, 5, 4), 2.0, None), 3 * 2 * 3 * 5 * 4),
     (aten._pdist_forward.default, (torch.randn(5, 4), 2.0), 3 * 10 * 4),  # 10 pairs of 4 features
     (aten._fft_r2c.default, (torch.randn(8), [0], 0, True), 2.5 * 8 * 3),  # 2.5 N log2 N

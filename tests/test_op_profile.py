@@ -1,13 +1,14 @@
-"""common.op_profile (a real model's ops timed and counted, grouped, beside a simulated step) and
-common.dtype_roofs (measured roofs per dtype); the CUDA branches run against a faked torch.cuda."""
+"""common.measure.op_profile (a real model's ops timed and counted, grouped, beside a simulated step) and
+common.measure.roofs (measured roofs per dtype); the CUDA branches run against a faked torch.cuda."""
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import torch
 
-from common import dtype_roofs, op_profile
 from common.errors import DFAError
+from common.measure import op_profile
+from common.measure import roofs as dtype_roofs
 from common.sim import simulate_llm
 
 transformers = pytest.importorskip("transformers")
@@ -166,7 +167,7 @@ def test_other_dtypes_name_the_roofs_worth_measuring(machine, dtype, want):
 
 
 def test_measured_rooflines_one_per_dtype_sharing_the_copy(monkeypatch):
-    from common import bench
+    from common.measure import bench
 
     def peaks(device, dtype, **kw):
         return bench.MeasuredPeaks(str(device), "Fake GPU", str(dtype).removeprefix("torch."), 8e12, 3e11, 512,

@@ -52,7 +52,7 @@ def _package(parent: Path) -> Path:
 
 
 # The stand-in package's grader-only references: the real registry empties as references move to the labs'
-# answers.py (issue 15), and these tests are about the machinery, not today's list.
+# answers.py, and these tests are about the machinery, not today's list.
 STAND_IN_REGISTRY = (
     ("course2_dataflow/lab2_dataflow", "run_dataflow", "common.dataflow:run_tokens"),
     ("course6_roofline/lab6_roofline", "attainable", "common.roofline:Roofline.ceiling_at"),

@@ -1,5 +1,5 @@
 """Reference measurements: the recording script on this CPU, its CUDA branch against a faked torch.cuda, and
-common.reference reading them back (tables, provenance, roofline, simulated vs measured)."""
+common.measure.reference reading them back (tables, provenance, roofline, simulated vs measured)."""
 import importlib.util
 import json
 from dataclasses import replace
@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity
 
-from common import bench, reference
 from common.errors import DFAError
+from common.measure import bench, reference
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = importlib.util.spec_from_file_location("record", ROOT / "benchmarks" / "reference" / "record.py")
@@ -189,8 +189,8 @@ def test_vs_simulated_puts_the_simulator_beside_the_reference(cpu_doc, ref_dir):
 
 
 def test_committed_references_are_measurements_with_provenance():
-    """Every file in common/reference_data names its machine, torch, date and load; GPU rows only from a GPU."""
-    files = sorted((ROOT / "common" / "reference_data").glob("*.json"))
+    """Every file in common/measure/reference_data names its machine, torch, date and load; GPU rows only from a GPU."""
+    files = sorted((ROOT / "common" / "measure" / "reference_data").glob("*.json"))
     assert files, "at least the CPU reference of this repository"
     for path in files:
         doc = json.loads(path.read_text(encoding="utf-8"))

@@ -18,9 +18,11 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from common import bench, devices, roofline  # noqa: E402
+from common import roofline
 from common.chips import get_chip  # noqa: E402
 from common.errors import DFAError  # noqa: E402
+from common.measure import bench, devices  # noqa: E402
+from common.measure.roofs import measure_roofline, roofline_for_this_machine  # noqa: E402
 from common.roofline import (  # noqa: E402
     Ceiling,
     Roofline,
@@ -31,7 +33,6 @@ from common.roofline import (  # noqa: E402
     points_from_node_table,
     points_over_roof,
     roofline_for_chip,
-    roofline_for_this_machine,
     roofline_from_measured,
 )
 
@@ -181,7 +182,7 @@ def test_roofline_from_measured_peaks():
 
 
 def test_measure_roofline_with_tiny_sizes():
-    rl = roofline.measure_roofline("cpu", torch.float32, gemm_n=64, copy_bytes=1 << 16, min_run_time=0.01,
+    rl = measure_roofline("cpu", torch.float32, gemm_n=64, copy_bytes=1 << 16, min_run_time=0.01,
                                    warmup=0)
     assert rl.source == "measured" and rl.peak_flops > 0 and rl.bandwidth() > 0
     assert rl.ridge_point() == pytest.approx(rl.peak_flops / rl.bandwidth())
@@ -276,7 +277,7 @@ def _cpu_ops() -> pd.DataFrame:
 
 def test_a_measured_op_above_the_probe_raises_the_measured_roof():
     rl, ops = _measured_rl(), _cpu_ops()
-    assert len(points_over_roof(ops, rl)) == 2  # both above the probes: the finding of issue 30
+    assert len(points_over_roof(ops, rl)) == 2  # both above the probes: a probe is not the best a machine can do
     best = best_measured_roof(rl, ops)
     assert best.peak_flops == pytest.approx(33.3e9) and best.bandwidth() == pytest.approx(14e9)
     assert points_over_roof(ops, best).empty  # nothing above the roof any more
@@ -319,7 +320,7 @@ def test_measure_roofline_with_a_16_bit_roof(monkeypatch):
     monkeypatch.setattr(bench, "measure_gemm_peaks",
                         lambda device, dtypes, **kw: {"float16": fp16, "bfloat16": "skipped: no bf16 here"})
     with pytest.warns(UserWarning, match="bf16: skipped"):
-        rl = roofline.measure_roofline("cuda", torch.float32, extra_dtypes=(torch.float16, torch.bfloat16))
+        rl = measure_roofline("cuda", torch.float32, extra_dtypes=(torch.float16, torch.bfloat16))
     assert rl.dtype == "fp16" and rl.peak_flops == 40e12  # the fastest measured dtype is the roof
     (fp32,) = [c for c in rl.ceilings if c.kind == "compute"]
     assert fp32.value == 7e12 and fp32.name.startswith("fp32 GEMM")
@@ -329,7 +330,7 @@ def test_measure_roofline_with_a_16_bit_roof(monkeypatch):
 def test_measure_roofline_16_bit_on_this_cpu():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a CPU build without bf16 matmul skips it, with a warning
-        rl = roofline.measure_roofline("cpu", torch.float32, extra_dtypes=(torch.bfloat16,), gemm_n=32,
+        rl = measure_roofline("cpu", torch.float32, extra_dtypes=(torch.bfloat16,), gemm_n=32,
                                        copy_bytes=1 << 16, min_run_time=0.01, warmup=0)
     names = [c.name for c in rl.ceilings if c.kind == "compute"]
     assert ("bf16 skipped" in rl.note) != (len(names) == 1)  # measured as a ceiling or roof, or said skipped
@@ -492,7 +493,7 @@ def test_engineering_format():
 
 
 def test_module_holds_no_hardware_numbers():
-    tree = ast.parse(Path(roofline.__file__).read_text(encoding="utf-8"))
-    numbers = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
-               and not isinstance(n.value, bool)]
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in Path(roofline.__file__).parent.glob("*.py")]
+    numbers = [n.value for tree in trees for n in ast.walk(tree) if isinstance(n, ast.Constant)
+               and isinstance(n.value, (int, float)) and not isinstance(n.value, bool)]
     assert max(abs(v) for v in numbers if math.isfinite(v)) < 1e3  # only prefixes as powers, no 1e12-ish peaks

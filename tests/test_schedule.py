@@ -1,4 +1,4 @@
-"""common.schedule: valid schedules, bounds, seeded noise, costs from the roofline; Lab 2's reference list
+"""common.dataflow.schedule: valid schedules, bounds, seeded noise, costs from the roofline; Lab 2's reference list
 scheduler (grader-side answers, loaded from its file as the grader does) against the library's fifo one."""
 import importlib.util
 import math
@@ -9,10 +9,7 @@ import torch
 import torch.fx as fx
 
 from common.chips import get_chip
-from common.costs import annotate, node_table
-from common.errors import DFAError
-from common.models import build_block
-from common.schedule import (
+from common.dataflow.schedule import (
     Schedule,
     Slot,
     compare,
@@ -24,6 +21,9 @@ from common.schedule import (
     task_graph,
     upward_rank,
 )
+from common.errors import DFAError
+from common.graph.costs import annotate, node_table
+from common.models import build_block
 
 ANSWERS = Path(__file__).resolve().parents[1] / "course2_dataflow" / "source" / "lab2_dataflow" / "answers.py"
 _spec = importlib.util.spec_from_file_location("lab2_answers", ANSWERS)
@@ -152,7 +152,7 @@ def test_gantt_draws_one_bar_per_task_on_its_pe_row():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from common.schedule import gantt
+    from common.dataflow.schedule import gantt
     s = list_schedule(HAND, 2)
     ax = gantt(s, HAND, unit="s")
     bars = [p for c in ax.collections for p in c.get_paths()]

@@ -2,7 +2,7 @@
 first-order cost is unpublished, a band where the deployment is unpublished (common.sim.serving)."""
 import pytest
 
-from common.catalog.stacks import STACKS
+from common.chips.catalog.stacks import STACKS
 from common.errors import DFAError
 from common.sim import simulate_llm
 from common.sim.serving import simulate_served

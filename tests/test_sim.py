@@ -78,7 +78,7 @@ def test_gpu_tensor_parallel_counts_all_chips_and_communicates():
 
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
 def test_no_kernel_is_shorter_than_one_cycle_of_its_engine(backend):
-    # a 1-element add moves 4-12 bytes: bandwidth alone would give picoseconds (issue #16)
+    # a 1-element add moves 4-12 bytes: bandwidth alone would give picoseconds
     from common.sim.run import make_policy
     cycle = make_policy(backend).cycle_s()
     report = simulate_op("add", (1,), backend)
@@ -89,7 +89,7 @@ def test_no_kernel_is_shorter_than_one_cycle_of_its_engine(backend):
 
 @pytest.mark.parametrize(("model", "bad", "good"), [("llama-3.1-70b", 3, 4), ("llama-3.1-8b", 6, 8)])
 def test_tensor_parallelism_refuses_a_degree_that_does_not_split_the_heads(model, bad, good):
-    # 64 (70B) or 32 (8B) query heads and 8 K/V heads: 3 and 6 split neither evenly (issue #16)
+    # 64 (70B) or 32 (8B) query heads and 8 K/V heads: 3 and 6 split neither evenly
     with pytest.raises(DFAError, match=rf"--chips {bad}: .* 8 K/V heads {bad} ways; valid for gpu: 1, 2, 4, 8"):
         simulate_llm(model, "gpu", phase="decode", batch=1, seq=128, chips=bad)
     assert simulate_llm(model, "gpu", phase="decode", batch=1, seq=128, chips=good).chips == good

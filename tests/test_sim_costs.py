@@ -1,7 +1,7 @@
-"""Costs the simulators charge beyond the roofline (issue #16): causal attention, per-step serving costs, stacks."""
+"""Costs the simulators charge beyond the roofline: causal attention, per-step serving costs, stacks."""
 import pytest
 
-from common.costs import causal_fraction
+from common.graph.costs import causal_fraction
 from common.sim import simulate_llm
 
 
@@ -59,7 +59,7 @@ def test_unknown_or_misplaced_stack_is_a_one_line_error():
 
 
 def test_host_fraction_and_fixed_host_time_are_named_events():
-    from common.catalog.stacks import STACKS
+    from common.chips.catalog.stacks import STACKS
     from common.sim.serving import simulate_served
 
     by = {s.name: s for s in STACKS}
@@ -100,7 +100,7 @@ def test_pre_xqa_tensorrt_llm_reads_each_kv_head_once_per_query_head():
 
 
 def test_cerebras_generations_differ_by_speculative_decoding():
-    from common.catalog.stacks import STACKS
+    from common.chips.catalog.stacks import STACKS
     from common.sim.serving import simulate_served
 
     spec = {s.name: s for s in STACKS}["cerebras-2024-10"].speculative

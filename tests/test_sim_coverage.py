@@ -1,6 +1,6 @@
-"""Coverage (issue #29 part 2): a report says what share of the program the simulated machine ran, and names
+"""Coverage: a report says what share of the program the simulated machine ran, and names
 every graph break, eager op and CPU fallback outside it. The reference for "the whole program" is the same
-function run eagerly under the same counter (common.costs' rules), so no count here is typed in by hand."""
+function run eagerly under the same counter (common.graph.costs' rules), so no count here is typed in by hand."""
 from __future__ import annotations
 
 import math

@@ -5,9 +5,9 @@ import sys
 import numpy as np
 import pytest
 
-from common import sim_args
 from common.cli import main
 from common.errors import DFAError
+from common.sim import args as sim_args
 
 
 def _simulate_llm(**kw):
@@ -117,9 +117,9 @@ def test_bad_model_fails_in_a_fresh_process_without_importing_torch():
 
 
 def test_sim_args_and_model_configs_import_no_torch():
-    code = ("import sys, common.sim_args, common.models.config, common.sim_cli; "
-            "common.sim_args.llm_step('llama-3.1-70b', 'decode', 1, 4096); "
-            "common.sim_args.chip_for('tpu', None, 'bf16'); "
+    code = ("import sys, common.sim.args, common.models.config, common.cli.simulate; "
+            "common.sim.args.llm_step('llama-3.1-70b', 'decode', 1, 4096); "
+            "common.sim.args.chip_for('tpu', None, 'bf16'); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""common.sim.graphview: the Spyre program read as a dataflow graph agrees with the program, counters and events."""
+"""common.dataflow.graphview: the Spyre program read as a dataflow graph agrees with the program, counters and events."""
 import math
 
 import matplotlib
@@ -8,12 +8,12 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from common.chips import get_chip
+from common.dataflow import graphview as gv
 from common.errors import DFAError
-from common.sim import graphview as gv
 from common.sim import simulate, simulate_op
+from common.sim.machines.spyre import stick_layout
 from common.sim.pipeline import decompose
 from common.sim.run import make_policy
-from common.sim.spyre import stick_layout
 from common.sim.workload import graph_workload
 
 matplotlib.use("Agg")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from common.chips import get_chip
-from common.sim import kernel_text as KT
+from common.debug import kernel_text as KT
 
 STICK = int(get_chip("spyre").fact("stick_bytes"))
 PER_STICK = STICK // 2  # fp16 elements per stick

@@ -1,4 +1,4 @@
-"""common.sim.lowering: the simulated Spyre compiler's stages as tables, and option comparisons."""
+"""common.compile.lowering: the simulated Spyre compiler's stages as tables, and option comparisons."""
 import math
 
 import pytest
@@ -6,11 +6,11 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from common.chips import get_chip
+from common.compile import lowering as L
 from common.errors import DFAError
 from common.models.block import TinyTransformerBlock
-from common.sim import lowering as L
 from common.sim import simulate, simulate_llm, simulate_op
-from common.sim.spyre import stick_layout
+from common.sim.machines.spyre import stick_layout
 from common.sim.workload import graph_workload
 
 

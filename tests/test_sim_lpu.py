@@ -3,13 +3,13 @@ import math
 
 import pytest
 
-from common.chip_types import Chip
+from common.chips.types import Chip
 from common.errors import DFAError
 from common.sim import simulate_llm, simulate_op
 from common.sim.workload import llm_step
 
 PER_LINK = 480e9 / 32  # one of 16 C2C links, one direction
-HOP_S = 722e-9  # ISCA 2022's per-hop pipelined network latency (common/catalog/groq.py)
+HOP_S = 722e-9  # ISCA 2022's per-hop pipelined network latency (common/chips/catalog/groq.py)
 
 
 def test_mxm_pads_k_and_n_to_320_but_streams_m():

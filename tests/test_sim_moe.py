@@ -248,7 +248,7 @@ def test_expert_parallel_all_to_all_over_the_links():
     sent = math.ceil(8 / 2) * 2 * cfg.d_model * 2 * (2 - 1) / 2  # rows/chip x k x C x bf16 x (ep-1)/ep
     assert all_to_all_bytes(8, 2, cfg.d_model, 2, 2, 8) == sent
     for e in a2a:
-        # one NVLink hop's latency (0.47 us, NCCL's figure: common/catalog/links.py), then the bytes one way
+        # one NVLink hop's latency (0.47 us, NCCL's figure: common/chips/catalog/links.py), then the bytes one way
         assert e.bytes["link"] == sent and e.duration == pytest.approx(0.47e-6 + sent / (chip.link_bandwidth / 2))
         assert e.kind == "comm" and e.bound == "communication" and e.engine == r.critical_engine
     stream = sorted((e for e in r.events if e.engine == r.critical_engine), key=lambda e: e.start)
@@ -266,8 +266,8 @@ def test_dense_models_are_unchanged():
 
 
 def test_cli_help_lists_the_models_and_simulates_all_backends(capsys):
-    from common import sim_cli
     from common.cli import main
+    from common.cli import simulate as sim_cli
 
     assert sim_cli.MODEL_NAMES == tuple(CONFIGS)
     assert main(["simulate", "mixtral-8x7b", "--backend", "all", "--seq", "256", "--json"]) == 0

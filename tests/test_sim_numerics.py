@@ -1,4 +1,4 @@
-"""Models nobody tuned the simulated backends for (issue #16, part 4): twelve small models, each with an op,
+"""Models nobody tuned the simulated backends for: twelve small models, each with an op,
 dtype or output structure the reference models lack, through all five ``torch.compile`` backends. Each must
 run on the simulated device (a report with work in it), keep eager's output structure, match eager within
 the backend's documented ``rtol_vs_eager`` on float outputs and exactly on integer ones. An op no cost rule
@@ -65,8 +65,8 @@ def test_recurrent_layers_lower_to_matmuls_not_a_cpu_library_kernel():
 
 
 def test_cpu_attention_kernel_is_charged_its_flops():
-    from common.capture import capture_aten
-    from common.costs import annotate
+    from common.graph.capture import capture_aten
+    from common.graph.costs import annotate
 
     model, args = MODELS["embed_sdpa_cumsum"]  # B=2, H=4, S=8, D=8
     gm = capture_aten(model, args)
@@ -76,7 +76,7 @@ def test_cpu_attention_kernel_is_charged_its_flops():
     assert sum(n.meta["cost"].flops for n in attention) == 4 * 2 * 4 * 8 * 8 * 8  # QK^T and PV, 2 FLOPs a MAC
 
 
-# ---- numerics events (issue #29 part 3): a precision rule that changes a value's kind is never silent ----------
+# ---- numerics events: a precision rule that changes a value's kind is never silent ----------
 def _compile(fn, backend):
     torch._dynamo.reset()
     clear_reports()

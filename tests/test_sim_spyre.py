@@ -5,12 +5,12 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from common.errors import DFAError
 from common.sim import simulate, simulate_llm, simulate_op
-from common.sim.spyre import SpyrePolicy, stick_layout
+from common.sim.machines.spyre import SpyrePolicy, stick_layout
 from common.sim.workload import graph_workload
 
 LPDDR_BW = 204.8e9 * 0.73  # catalog spec x achievable fraction: torch-spyre's one-directional 150 GB/s
 TURNAROUND = 0.00574e-9  # s per byte of min(read, write): torch-spyre CostParams.rw_turnaround_ns_per_byte
-DMA_LATENCY = 100e-9  # lpddr_dma_latency_s: paid once per op's LPDDR5 <-> LX transfer (common/catalog/ibm.py)
+DMA_LATENCY = 100e-9  # lpddr_dma_latency_s: paid once per op's LPDDR5 <-> LX transfer (common/chips/catalog/ibm.py)
 FP16_PEAK = 1536e9 * 2 * 32  # torch-spyre's datasheet 1536 MAC/ns/core x 32 cores
 SUSTAINED = 1140 / 1536  # CostParams.mac_peak_per_core_ns
 
@@ -76,7 +76,7 @@ def test_fallback_is_a_host_round_trip_and_strict_mode_refuses_it():
     names = [(e.kind, e.engine) for e in r.events if e.kernel == "k1"]
     assert names == [("sync", "host"), ("dma", "pcie"), ("host", "host"), ("dma", "pcie")]
     d2h = next(e for e in r.events if e.name == "d2h k1")
-    # one PCIe hop's latency (1 us, NCCL's PCI figure: common/catalog/links.py), then the bytes one way
+    # one PCIe hop's latency (1 us, NCCL's PCI figure: common/chips/catalog/links.py), then the bytes one way
     assert d2h.bytes["PCIe"] == 64 * 1000 * 2 and d2h.duration == pytest.approx(1e-6 + 128000 / 64e9)
     assert r.counters["fallback_count"] == 1 and r.counters["host_roundtrip_bytes"] == 2 * 128000
     assert r.counters["bundle_launches"] == 2

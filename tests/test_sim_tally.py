@@ -8,7 +8,7 @@ from common.sim import simulate_llm, spatial
 
 @pytest.mark.parametrize("model, batch, seq", [("test", 5, 16), ("llama-3.1-8b", 16, 2048)])
 def test_lpu_tally_times_every_candidate_as_its_full_stages(monkeypatch, model, batch, seq):
-    from common.sim.lpu import LPUPolicy
+    from common.sim.machines.lpu import LPUPolicy
     seen = {}
     walk, tally = LPUPolicy._walk, LPUPolicy._tally
 
@@ -34,7 +34,7 @@ def test_lpu_tally_times_every_candidate_as_its_full_stages(monkeypatch, model, 
 
 @pytest.mark.parametrize("model, batch, seq", [("test", 5, 16), ("llama-3.1-8b", 16, 2048)])
 def test_wse_tally_times_every_candidate_as_its_full_stages(monkeypatch, model, batch, seq):
-    from common.sim.wse import WSEPolicy
+    from common.sim.machines.wse import WSEPolicy
     calls = []
     stages = WSEPolicy._stages
 

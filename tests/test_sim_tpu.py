@@ -7,7 +7,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from common.errors import DFAError
 from common.models import build_block
 from common.sim import simulate, simulate_llm, simulate_op
-from common.sim.tpu import TPUPolicy, padded_shape
+from common.sim.machines.tpu import TPUPolicy, padded_shape
 from common.sim.workload import graph_workload
 
 

@@ -10,9 +10,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from common.chips import get_chip
 from common.errors import DFAError
-from common.sim.run import op_workload
-from common.sim.spyre import SpyrePolicy, stick_layout
-from common.sim.traffic import (
+from common.memory.traffic import (
     default_lx_budget,
     spyre_step,
     step_totals,
@@ -21,6 +19,8 @@ from common.sim.traffic import (
     working_set_check,
     workload_step,
 )
+from common.sim.machines.spyre import SpyrePolicy, stick_layout
+from common.sim.run import op_workload
 from common.sim.workload import graph_workload
 
 # The Deep Dive's grader-side formulas (the learner writes them; common does not hold them): the simulated
@@ -147,7 +147,7 @@ def test_decode_step_with_a_small_lx_budget_retiles_spills_and_moves_more():
     assert tt["lpddr_bytes"] > tb["lpddr_bytes"] and tt["lx_spill_bytes"] > tb["lx_spill_bytes"] == 0
     ws = working_set_check(tight)
     # matmuls retile; the softmax runs over row tiles (torch-spyre's softmax_row_tiling) instead of streaming
-    # its intermediates through LPDDR5 (issue #16)
+    # its intermediates through LPDDR5
     assert ws["action"].str.contains("retiled").any() and not ws["action"].str.contains("streamed").any()
     plans = [p for prog in tight.report.programs for k in prog.kernels for p in k.tiling.get("sdsc", [])]
     assert any(p.get("row_tiles", 1) > 1 and p["op"] == "aten._softmax" for p in plans)

@@ -73,7 +73,7 @@ def test_seventy_b_needs_four_wafers_joined_by_the_system_io():
     assert r.chips == 4  # 141.1 GB weights + 0.3 GB KV over 43.2 GB wafers, whole layers per wafer
     hops = [e for e in r.events if e.kind == "comm" and "link" in e.bytes]
     assert [e.name for e in hops] == ["wafer 0->1", "wafer 1->2", "wafer 2->3"]
-    # 12 x 100 GbE, one way, after one network hop's latency (2.7 us, NCCL's figure: common/catalog/links.py)
+    # 12 x 100 GbE, one way, after one network hop's latency (2.7 us, NCCL's figure: common/chips/catalog/links.py)
     assert all(e.duration == pytest.approx(2.7e-6 + e.bytes["link"] / 150e9) for e in hops)
     assert all(p["bytes_per_pe"] <= PE_SRAM for p in r.programs[0].stages["placement"])
     # Published: Cerebras, Llama-3.1-70B ~ 450 tok/s per user. Recorded, not tuned (about 1,200).

@@ -5,8 +5,8 @@ small reference decoder (common.models ``tiny-block``: prefill and one decode st
 (``load_llm("qwen2.5-0.5b-instruct")``, all 24 layers: the forward pass over a 32-token prompt, ``generate()`` of
 16 tokens, the decode step that implies, and generate's peak memory), a torch.profiler summary, memory peaks
 (``torch.cuda.max_memory_allocated`` on a GPU; the profiler's allocation total on a CPU) and the roofline
-peaks (``common.bench``). Every number is measured here, now; the file names the machine, torch, the date and
-the load average. ``common.reference.load(name)`` reads it back.
+peaks (``common.measure.bench``). Every number is measured here, now; the file names the machine, torch, the date and
+the load average. ``common.measure.reference.load(name)`` reads it back.
 
     python benchmarks/reference/record.py                  # the GPU if torch sees one, else the CPU
     python benchmarks/reference/record.py --device cpu --out /tmp/ref.json
@@ -32,12 +32,12 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from common import bench
-from common.devices import this_machine
+from common.measure import bench
+from common.measure.devices import this_machine
 from common.models import build_model, load_llm, step_inputs
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[1] / "common" / "reference_data"  # package data: installed with common (common.reference)
+DATA = HERE.parents[1] / "common" / "measure" / "reference_data"  # package data: installed with common (common.measure.reference)
 FORMAT = 1
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MODEL, BATCH, SEQ = "tiny-block", 4, 64  # Lab 1's forward pass
@@ -212,7 +212,7 @@ def _load() -> list[float] | None:
 
 
 def record(device: str | None = None, quick: bool = False, layer: Layer | None = None) -> dict:
-    """Measure everything of the plan on ``device``; return the document ``common.reference`` reads."""
+    """Measure everything of the plan on ``device``; return the document ``common.measure.reference`` reads."""
     started, load_before, t0 = dt.datetime.now(dt.UTC), _load(), time.perf_counter()
     machine = this_machine(device)
     layer = layer or Layer(torch.device(machine.device))

@@ -12,7 +12,7 @@ A backend may also be any callable ``backend(gm, example_inputs) -> callable``, 
 Every run here starts from ``torch.compiler.reset()`` (no compiled code is reused across backends) and seeds the
 global RNG just before the call, so a random op draws the same numbers in every run that uses the same
 generator. These helpers run things; deciding what a difference means is the learner's work (Lab 5, Part 3). They run
-where the model and inputs are (``common.lab_device`` picks the GPU when there is one).
+where the model and inputs are (``common.measure.lab_device`` picks the GPU when there is one).
 
     out = stack_run(model, (x,), "inductor", seed=0)   # the first tensor output
     truth = fp64_reference(model, (x,), seed=0)         # a float64 copy of model and inputs, same seed

@@ -72,7 +72,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("capture", "Graph capture (Dynamo)",
           "turning Python into a graph: data-dependent control flow, .item(), unsupported Python constructs",
           "graph breaks (several small graphs), recompilations, a trace error naming a Python line",
-          "torch._dynamo.explain / TORCH_LOGS=graph_breaks,recompiles; common.capture.explain_dynamo", {
+          "torch._dynamo.explain / TORCH_LOGS=graph_breaks,recompiles; common.graph.capture.explain_dynamo", {
               "GPU": _ex("`if x.sum() > 0:` in forward: Dynamo breaks the graph at the branch; explain() lists "
                          "'generic_jump TensorVariable()' and two graphs run with a host round trip between them",
                          PT_DEBUG, "doc"),
@@ -89,7 +89,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("lowering", "Lowering and decomposition (AOTAutograd)",
           "functionalisation, decompositions and the lowering of aten ops to the back end's IR",
           "BackendCompilerFailed / lowering errors naming an aten op and dtype; a custom op without a fake kernel",
-          "make_fx / backend='aot_eager' bisection, TORCH_LOGS=aot_graphs, the aten graph (common.capture)", {
+          "make_fx / backend='aot_eager' bisection, TORCH_LOGS=aot_graphs, the aten graph (common.graph.capture)", {
               "GPU": _ex("a custom op without a FakeTensor (meta) implementation fails during AOTAutograd tracing "
                          "with 'no fake impl or Meta kernel registered'", "https://pytorch.org/docs/stable/library.html",
                          "doc"),
@@ -122,7 +122,7 @@ LAYERS: tuple[Layer, ...] = (
           "how tensors are laid out on the device: sticks, tiles, padding, transposes and the copies between them",
           "wrong values with the right shape (a transposed read), stride assertions, memory or time inflated by "
           "padding",
-          "layout dumps (common.sim.spyre.stick_layout), restickify counters, strides in the compiled graph", {
+          "layout dumps (common.sim.machines.spyre.stick_layout), restickify counters, strides in the compiled graph", {
               "GPU": _ex("generated wrapper code asserts `assert_size_stride(...)` and fails when an op returns a "
                          "tensor with unexpected strides (e.g. channels-last)", PT_DEBUG, "illustrative"),
               "TPU": _ex("a dimension of 129 is padded to 256 lanes of the (8, 128) tile: twice the memory and "

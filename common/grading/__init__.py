@@ -23,4 +23,6 @@ authoring; platforms on gradebook. ``courses/course.py`` finds course folders an
 ``cli.py`` adds the ``dfa`` sub-commands.
 Only the parent process writes a gradebook; student code only ever runs inside the sandbox, and no output of
 the learner's kernel decides a test cell's grade.
+
+May import: no other package.
 """

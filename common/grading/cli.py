@@ -2,7 +2,7 @@
 grades, export.
 
 Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
-(0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli.py).
+(0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli/__init__.py).
 Only the standard library is imported up here: ``dfa --help`` must not wait for traitlets or nbgrader.
 A LAB argument may be a unique prefix (``lab1``); ``Course.require_lab`` resolves it.
 """

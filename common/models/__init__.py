@@ -11,6 +11,8 @@
 
 The configurations (``common.models.config``) import no torch, so that ``dfa simulate`` can check a model
 name at once; the torch modules load on first use of one of their names (PEP 562 ``__getattr__``).
+
+May import: no other package.
 """
 import importlib
 

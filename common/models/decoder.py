@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from common.errors import DFAError
 from common.models.config import ModelConfig
+from common.models.ffn import SwiGLU
 from common.models.moe import Experts, MoE
 
 
@@ -143,20 +143,6 @@ class Attention(nn.Module):
         y = y.unflatten(2, (g, -1))  # (B, n_kv, g, T, hd)
         y = y.permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, n_kv*g*hd) = (B, T, H*hd)
         return self.o_proj(y)  # (B, T, C)
-
-
-class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)); no biases. ``width`` defaults to ``config.ffn_dim``."""
-
-    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None, width: int | None = None):
-        super().__init__()
-        f = width or config.ffn_dim
-        self.gate_proj = nn.Linear(config.d_model, f, bias=False, dtype=dtype)
-        self.up_proj = nn.Linear(config.d_model, f, bias=False, dtype=dtype)
-        self.down_proj = nn.Linear(f, config.d_model, bias=False, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 class DecoderLayer(nn.Module):

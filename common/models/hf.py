@@ -19,8 +19,8 @@ from importlib import resources
 from typing import Any
 
 from common.errors import DFAError
-from common.models.config import ModelConfig
 from common.models.hf_configs import LLM_HF, MOE_HF
+from common.models.spec import ModelConfig
 
 # HF key -> (ModelConfig field, default or _REQUIRED)
 _REQUIRED = object()

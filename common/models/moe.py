@@ -32,6 +32,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from common.errors import DFAError
+from common.models.ffn import SwiGLU
 
 
 def expected_experts(n_experts: int, top_k: int, tokens: int) -> float:
@@ -101,8 +102,6 @@ class MoE(nn.Module):
 
     def __init__(self, config, dtype: torch.dtype | None = None):
         super().__init__()
-        from common.models.decoder import SwiGLU  # decoder imports this module
-
         self.n_experts, self.top_k = config.n_experts, config.top_k
         self.router = nn.Linear(config.d_model, config.n_experts, bias=config.router_bias, dtype=dtype)
         self.experts = Experts(config.n_experts, config.d_model, config.moe_ffn_dim, config.expert_bias, dtype)

@@ -25,9 +25,9 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from common.capture import capture_aten
-from common.costs import annotate
 from common.errors import DFAError
+from common.graph.capture import capture_aten
+from common.graph.costs import annotate
 from common.sim import coverage as C
 from common.sim import faults as F
 from common.sim import numerics as N
@@ -161,7 +161,7 @@ def _eager_float_dtype(backend: str, chip, example_inputs) -> str | None:
     eager CUDA semantics) is timed in that dtype too - an fp32 model at the fp32 peak - so the report never names
     a dtype the values were not computed in. None (the chip's native 16-bit type) for every other target."""
     from common.chips import DTYPES, get_chip
-    from common.sim import get_backend
+    from common.sim.machines import get_backend
     cls = get_backend(backend)
     if cls.storage_dtype is not None or cls.matmul_operand_dtype is not None:
         return None
@@ -275,7 +275,7 @@ def _refuse_unknown_callables(gm: fx.GraphModule, backend: str) -> None:
         ops = node.meta.get("uncosted")
         if ops and not isinstance(node.target, torch._ops.OpOverload):
             raise DFAError(f"dfa_{backend} cannot run {getattr(node.target, '__name__', node.target)} (node "
-                           f"{node.name}): it is not an aten op and {', '.join(ops)} has no rule in common.op_kinds")
+                           f"{node.name}): it is not an aten op and {', '.join(ops)} has no rule in common.graph.op_kinds")
 
 
 def _returns_alias(target) -> bool:

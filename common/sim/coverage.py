@@ -8,10 +8,10 @@ describe part of the program as if it were all of it. So:
 * each compiled graph knows its own share: its ops on the machine vs its CPU fallbacks, and why it ended
   (Dynamo's graph-break reason, ``gm.compile_subgraph_reason``): ``Report.coverage_line()`` always says so;
 * ``run_compiled(f, *args, backend=...)`` (or ``with measure_coverage() as cov:``) also counts, with a
-  ``TorchDispatchMode`` and ``common.costs``' rules, every op that ran eagerly outside the graphs, and each
+  ``TorchDispatchMode`` and ``common.graph.costs``' rules, every op that ran eagerly outside the graphs, and each
   graph's runs; the ``Coverage`` is attached to the reports of the graphs that ran and to ``last_coverage()``.
 
-FLOPs and bytes on both sides are counted by the same rules (``common.costs``: unfused, each tensor an op reads
+FLOPs and bytes on both sides are counted by the same rules (``common.graph.costs``: unfused, each tensor an op reads
 or writes streamed once), so the shares compare like with like.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from common.costs import VIEW_OPS, VectorFlopMode, _mutated_first_arg, _packet, touched_bytes
 from common.errors import DFAError
+from common.graph.costs import VIEW_OPS, VectorFlopMode, _mutated_first_arg, _packet, touched_bytes
 
 aten = torch.ops.aten
 HOST_READS = {aten._local_scalar_dense, aten.is_nonzero, aten.item}  # a tensor value read by Python (if/while)
@@ -212,7 +212,7 @@ def graph_coverage(compiled, name: str) -> Coverage:
 
 # ---- counting what runs outside the graphs ---------------------------------------------------------------
 class _EagerCounter(TorchDispatchMode):
-    """Counts the ops that run eagerly (not inside a compiled graph) with common.costs' FLOP and byte rules."""
+    """Counts the ops that run eagerly (not inside a compiled graph) with common.graph.costs' FLOP and byte rules."""
 
     def __init__(self, coverage: Coverage):
         super().__init__()
@@ -235,7 +235,7 @@ class _EagerCounter(TorchDispatchMode):
             out = func(*args, **kwargs)
             self._count(func, 0.0, sum(t.element_size() for t in leaves if isinstance(t, torch.Tensor)), True)
             return out
-        # the op under the same two counters common.costs.CostProp runs a graph node under
+        # the op under the same two counters common.graph.costs.CostProp runs a graph node under
         matmuls, vector = FlopCounterMode(display=False), VectorFlopMode()
         with matmuls, vector:
             out = func(*args, **kwargs)
@@ -259,7 +259,7 @@ def _is_fake(t) -> bool:
 
 
 def _bytes(func, args, out) -> float:
-    """Bytes an eager op moves, as common.costs counts a node: distinct inputs read, outputs written."""
+    """Bytes an eager op moves, as common.graph.costs counts a node: distinct inputs read, outputs written."""
     ins = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
     outs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
     written = sum(t.numel() * t.element_size() for t in outs)
@@ -313,7 +313,7 @@ def run_compiled(fn, *args, backend: str = "dfa_spyre", options: dict | None = N
     """Run ``torch.compile(fn, backend=backend, options=options)(*args, **kwargs)`` and measure its coverage;
     returns the output. ``fn`` already compiled (``torch.compile``'d) runs as it is. Read the result with
     ``last_coverage()`` or ``common.sim.last_report(backend).coverage_line()``."""
-    from common.sim import BACKEND_NAMES
+    from common.sim.args import BACKEND_NAMES
     key = str(backend).removeprefix("dfa_")
     if key not in BACKEND_NAMES:
         raise DFAError(f"unknown backend {backend!r}; valid: {', '.join('dfa_' + b for b in BACKEND_NAMES)}")

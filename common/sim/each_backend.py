@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from common.sim import BACKEND_NAMES
+from common.sim.args import BACKEND_NAMES
 from common.sim.compile import make_backend
 
 

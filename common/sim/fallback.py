@@ -3,7 +3,7 @@
 * dtypes: each policy lists the non-float dtypes its machine computes in (``computes_in``, each with its source;
   None = every dtype). Floats go through the machine's float datapath with its rounding rules. An int64 op on a
   machine with only a 32-bit integer path runs narrowed to int32 (index bookkeeping: positions, masks).
-* coverage: an op the policy's tables exclude, an op no cost rule covers (``common.op_kinds``), or an op computing
+* coverage: an op the policy's tables exclude, an op no cost rule covers (``common.graph.op_kinds``), or an op computing
   in a dtype the machine lacks is a CPU fallback, with its reason (``Op.fallback_reason``).
 * host round trip: a fallback kernel becomes sync, device->host, the op on the host CPU, host->device
   (``host_fallbacks``, after the policy's schedule); Spyre schedules its own (``schedules_host_fallbacks``).
@@ -16,8 +16,8 @@ import torch
 import torch.fx as fx
 from torch.utils import _pytree as pytree
 
-from common.costs import NodeCost
 from common.errors import DFAError
+from common.graph.costs import NodeCost
 from common.sim.program import Event, Kernel, Op, Program
 
 # Kinds that compute values in a dtype (a machine needs that datapath); movement and creation only lay bytes down.
@@ -95,7 +95,7 @@ def op_coverage(policy, name: str, node: fx.Node, cost: NodeCost,
     dtype the machine has no datapath for runs on the host in that dtype. ``input_dtypes``: the node's input
     dtypes when the caller has read them already (``pipeline.decompose`` reads each graph once)."""
     if cost.kind == "uncosted":
-        return "fallback", (), "no cost rule in common.op_kinds"
+        return "fallback", (), "no cost rule in common.graph.op_kinds"
     coverage, parts = policy.coverage(name)
     if coverage == "fallback":
         return coverage, parts, "not in the backend's op coverage"
@@ -125,9 +125,9 @@ def host_link_bandwidth(policy, op: str) -> float:
 def round_trip(policy, kernel: Kernel, start: float) -> list[Event]:
     """A fallback kernel as the host runs it: the host waits for the device (``host_sync_s``), the op's inputs
     cross the host link, the op runs eagerly on the CPU (``host_cpu_flops`` / ``host_cpu_bytes_per_s``), its
-    outputs cross back. Every figure is a catalog estimate (common/catalog/host.py). A transfer pays the host
-    link's latency before its bytes (``common.catalog.links.host_link_latency``); one with no bytes is not made."""
-    from common.catalog.links import host_link_latency
+    outputs cross back. Every figure is a catalog estimate (common/chips/catalog/host.py). A transfer pays the host
+    link's latency before its bytes (``common.chips.catalog.links.host_link_latency``); one with no bytes is not made."""
+    from common.chips.catalog.links import host_link_latency
     op = kernel.ops[0]
     chip = policy.chip
     one_way = host_link_bandwidth(policy, op.op) / 2
@@ -189,7 +189,7 @@ def host_fallbacks(policy, programs: list[Program], events: list[Event]) -> list
 
 
 def computed_dtypes(policy, ops: list[Op], kinds: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
-    """Counts of computing ops (``kinds``: node -> common.op_kinds kind) by the dtype they computed in: on the
+    """Counts of computing ops (``kinds``: node -> common.graph.op_kinds kind) by the dtype they computed in: on the
     machine, and on the host (CPU fallbacks, which compute in their own dtype, the one the machine lacks)."""
     on, off = defaultdict(int), defaultdict(int)
     for o in ops:

@@ -16,7 +16,7 @@
       bytes per chip per all-to-all = ceil(N / n) x k x C x dtype_bytes x (ep - 1) / ep,
       time = hop latency + bytes / (link_bandwidth / 2)   (the catalog's link figure is both directions per
   chip; an all-to-all over a switch or torus injects on all of a chip's links; the messages to the other chips
-  leave together, so one hop's latency, ``common.catalog.links``, is paid once). Every later event moves back
+  leave together, so one hop's latency, ``common.chips.catalog.links``, is paid once). Every later event moves back
   by the all-to-all's time. The pipelined SRAM machines
   (LPU, WSE) need none: a layer's experts sit on the chips of its pipeline stage and the token already
   travels through them with the pipeline's hops.

@@ -4,7 +4,7 @@ Every architecture runs these same passes; a ``Policy`` (one small module per ar
 questions each pass asks: which ops are native, what may fuse, how a kernel is tiled, where its bytes live,
 how long it takes and how kernels are ordered in time. Each stage's output is kept in ``program.stages``.
 
-Input: an aten-level ``GraphModule`` annotated by ``common.costs.annotate`` (``meta["cost"]``, ``meta["val"]``).
+Input: an aten-level ``GraphModule`` annotated by ``common.graph.costs.annotate`` (``meta["cost"]``, ``meta["val"]``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 import torch.fx as fx
 
-from common.costs import NodeCost, op_name, touched_bytes
+from common.graph.costs import NodeCost, op_name, touched_bytes
 from common.sim.fallback import (
     _input_dtypes,
     computed_dtypes,
@@ -40,14 +40,14 @@ COPY_OPS = {"aten.clone", "aten.copy_", "aten._to_copy", "aten.cat", "aten.stack
             "aten.index_put", "aten.index_put_", "aten.constant_pad_nd", "aten.repeat", "aten.copy",
             "aten.contiguous"}
 GATHER_OPS = {"aten.embedding", "aten.index_select", "aten.index", "aten.gather"}
-# The pipeline's op kinds (program.OP_KINDS) from common.op_kinds' kinds; creation is a write-only pointwise kernel.
+# The pipeline's op kinds (program.OP_KINDS) from common.graph.op_kinds' kinds; creation is a write-only pointwise kernel.
 PIPELINE_KIND = {"matmul": "matmul", "reduction": "reduction", "movement": "copy", "collective": "copy",
                  "view": "view", "pointwise": "pointwise", "creation": "pointwise"}
 
 
 def op_kind(name: str, cost_kind: str = "") -> str:
     """The pipeline kind of an op: matmul | copy | gather | reduction | pointwise | view. Ops the passes treat by
-    name (matmuls with (b, M, K, N), copies, table lookups) first, then the op's kind from ``common.op_kinds``."""
+    name (matmuls with (b, M, K, N), copies, table lookups) first, then the op's kind from ``common.graph.op_kinds``."""
     if name in MATMUL_OPS:
         return "matmul"
     if name in COPY_OPS:

@@ -8,8 +8,8 @@ questions. Costs follow one rule everywhere (``kernel_time``): a kernel takes at
 from __future__ import annotations
 
 from common.chips import Chip, canonical_dtype, get_chip
-from common.costs import causal_fraction
 from common.errors import DFAError
+from common.graph.costs import causal_fraction
 from common.sim.program import Event, Kernel
 
 
@@ -118,7 +118,7 @@ class Policy:
     def skip_masked_tiles(self, kernel: Kernel, block: int) -> None:
         """A fused causal attention kernel (flash attention) skips the block x block score tiles the mask hides:
         its useful FLOPs are the dense count x the kept-pair fraction, its computed (padded) FLOPs the dense
-        padded count x the fraction of tiles holding a kept pair (``common.costs.causal_fraction``). Prefill
+        padded count x the fraction of tiles holding a kept pair (``common.graph.costs.causal_fraction``). Prefill
         from 0 keeps (S + 1) / 2S of S^2; a decode token keeps all of its row."""
         start, t = self.causal
         if kernel.kind != "attention" or t == 0:
@@ -236,8 +236,8 @@ class Policy:
         return 1.0
 
     def link_latency_s(self) -> float:
-        """One hop over the chip's link (``common.catalog.links``): every transfer pays it before its bytes."""
-        from common.catalog.links import hop_latency
+        """One hop over the chip's link (``common.chips.catalog.links``): every transfer pays it before its bytes."""
+        from common.chips.catalog.links import hop_latency
         return hop_latency(self.chip).value
 
     def allreduce_event(self, kernel: Kernel, start: float, engine: str) -> Event | None:

@@ -6,9 +6,9 @@ import gc
 
 import torch
 
-from common import sim_args
 from common.chips import canonical_dtype
 from common.errors import DFAError
+from common.sim import args as sim_args
 from common.sim.moe import after_run
 from common.sim.pipeline import compile_graph, host_fallbacks
 from common.sim.report import Report
@@ -16,7 +16,7 @@ from common.sim.workload import TORCH_DTYPES, Workload, graph_workload, llm_step
 
 
 def make_policy(backend: str, chip=None, chips: int | None = None, dtype: str | None = None, **options):
-    from common.sim import get_backend
+    from common.sim.machines import get_backend
     cls = get_backend(backend)
     return cls(chip, chips, dtype, explicit_chips=chips is not None, **options)
 

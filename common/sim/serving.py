@@ -1,7 +1,7 @@
 """One LLM step as a named serving stack runs it: the hardware step plus the stack's own costs.
 
 ``simulate_served(model, backend, stack=...)`` runs ``simulate_llm`` and adds what the stack
-(``common.catalog.stacks``) pays on top, as named events after the device work of the step:
+(``common.chips.catalog.stacks``) pays on top, as named events after the device work of the step:
 
 * per-step host time (``step_host_s`` + ``step_host_fraction`` x device step) on the critical engine, a
   "host" event bounded by scheduling: the device waits for it;
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from common.catalog.stacks import STACKS, Stack
+from common.chips.catalog.stacks import STACKS, Stack
 from common.errors import DFAError, unknown
 from common.sim.program import Event
 from common.sim.report import Report

@@ -1,7 +1,7 @@
 """What-if tables: one LLM step over backends x batch sizes x sequence lengths, one row per configuration.
 
 ``sweep("llama-3.1-8b", batches=(1, 8, 64), seqs=(512, 4096))`` answers "how do time and throughput move with
-the batch on each machine?" in one call. Every argument is checked first (``common.sim_args``, one DFAError
+the batch on each machine?" in one call. Every argument is checked first (``common.sim.args``, one DFAError
 line), so a typo fails before the first capture. Each (batch, seq) step is captured once and costed on every
 backend while it is fresh (``workload.llm_step``, backed by the on-disk capture cache), so a second sweep of
 the same model only runs the cost models: a few milliseconds a configuration.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from common import sim_args
 from common.errors import DFAError
+from common.sim import args as sim_args
 from common.sim.run import gc_paused, simulate_llm
 
 if TYPE_CHECKING:  # pandas is imported when the table is built

@@ -3,7 +3,7 @@
 Real compilers for big models compile one decoder layer and run it N times (XLA scans over layers, Cerebras
 and Groq place a layer kernel per region or chip). We do the same: an LLM step is
 ``prologue`` (embedding, RoPE tables, mask) + ``layer`` x n_layers + ``epilogue`` (norm, LM head), each an
-aten graph captured on shapes only (meta tensors, ``common.meta_capture``: the graph ``make_fx`` gives on
+aten graph captured on shapes only (meta tensors, ``common.graph.meta_capture``: the graph ``make_fx`` gives on
 FakeTensors, without importing Dynamo) and annotated with costs. Cost is linear in the number of layers and a
 70B step is captured in about 0.1 s. Any other model is one segment (``make_fx`` on FakeTensors).
 """
@@ -18,14 +18,14 @@ import torch.fx as fx
 from torch import nn
 from torch.utils import _pytree as pytree
 
-from common import sim_args
-from common.capture import capture_aten
 from common.chips import DTYPE_BYTES, canonical_dtype
-from common.costs import annotate
 from common.errors import DFAError
-from common.lazy_dynamo import deferred_dynamo
-from common.meta_capture import FakeViews, NoInit, capture_meta
+from common.graph.capture import capture_aten
+from common.graph.costs import annotate
+from common.graph.lazy_dynamo import deferred_dynamo
+from common.graph.meta_capture import FakeViews, NoInit, capture_meta
 from common.models import ModelConfig, build_model, resolve_config, step_inputs
+from common.sim import args as sim_args
 from common.sim.moe import plan_layer
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
@@ -125,7 +125,7 @@ def capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: s
     """Capture one step (no cache): prologue, one decoder layer, epilogue, each annotated with costs.
 
     ``tracer``: "fake" is ``make_fx`` on FakeTensors (``capture_aten``); "meta" the same graph traced on meta
-    tensors by ``common.meta_capture`` without importing ``torch._dynamo`` (a second of a cold ``dfa
+    tensors by ``common.graph.meta_capture`` without importing ``torch._dynamo`` (a second of a cold ``dfa
     simulate``); "auto" is "meta", or "fake" for a model the meta tracer cannot follow.
     """
     if tracer not in TRACERS:

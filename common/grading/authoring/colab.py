@@ -139,3 +139,8 @@ def update_lab_table(
     if write:
         readme.write_text(new, encoding="utf-8")
     return True
+
+
+def colab_prefix(slug: str) -> str:
+    """The Colab URL prefix of repository ``slug`` (owner/name) on the branch learners open."""
+    return f"https://colab.research.google.com/github/{slug}/blob/{REPO_BRANCH}/"

@@ -9,7 +9,7 @@ must do in each section::
             + written_points * WRITTEN_MIN_PER_POINT     # written answers, by their weight
 
 The rates are assumptions stated here, once (see `Rates`), and calibrated against the one walkthrough the
-project has (issue 15: 110 to 160 minutes for the core labs as they stood then; this model gives 105 to 149 for
+project has (110 to 160 minutes for the core labs as they stood then; this model gives 105 to 149 for
 those notebooks). Lines are non-blank, non-comment code lines; hidden tests and mark schemes are not counted,
 because a learner never sees them. Cells after a ``## Going further`` heading are optional: they are reported
 but not counted in the core time, which the lab standard wants between 90 and 120 minutes.

@@ -2,7 +2,7 @@
 must not have them.
 
 A lab asks the learner to write a *graded stub* (``run_dataflow`` in Lab 2); its hidden tests compare the
-learner's function with a *reference* (``common.dataflow.run_tokens``). If the published package defines the
+learner's function with a *reference* (``common.dataflow.interpreter.run_tokens``). If the published package defines the
 reference, calling it earns the points. ``GRADER_ONLY`` lists every such pair, one line each, as
 ``(course/lab, stub, "module:qualname")`` — the instructor's mark that says "this is the answer". Evidence for
 each entry: the hidden test compares the stub with that function (or the visible check names it).
@@ -34,12 +34,12 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
     (
         "course3_compile/lab3_compile",
         "sticks",
-        "common.sim.spyre:stick_layout",
+        "common.sim.machines.spyre:stick_layout",
     ): "the simulator's layout: 128-B sticks on the innermost dim; hidden tests use 64/256-B sticks along other dims",
     (
         "course3_compile/deepdive3_spyre",
         "device_layout",
-        "common.sim.spyre:stick_layout",
+        "common.sim.machines.spyre:stick_layout",
     ): "the simulator's layout: 128-B sticks on the innermost dim; hidden tests use 64/256-B sticks along other dims",
     (
         "course5_debug/lab5_debug",
@@ -64,38 +64,38 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
     (
         "course5_debug/deepdive5_spyre",
         "sticks_needed",
-        "common.sim.spyre:stick_layout",
+        "common.sim.machines.spyre:stick_layout",
     ): "hard-codes the catalog's 128-byte stick; the stub takes stick_bytes and hidden tests use 64 and 256 B",
     (
         "course2_dataflow/deepdive2_spyre",
         "edge_table",
-        "common.sim.lowering:edge_table",
+        "common.compile.lowering:edge_table",
     ): "edges of the aten graph with shapes and strides; the stub tabulates a Spyre Program's kernels and via",
     # Lab 2's run_tokens, full_throughput_capacities/levels and list_schedule moved to its answers.py.
     (
         "course2_dataflow/lab2_dataflow",
         "node_annotations",
-        "common.costs:node_table",
+        "common.graph.costs:node_table",
     ): "bound from a catalog chip; the stub takes peak and bandwidth, hidden tests use rooflines no chip has",
     (
         "course2_dataflow/lab2_dataflow",
         "dma_edges",
-        "common.sim.graphview:dma_edges",
+        "common.dataflow.graphview:dma_edges",
     ): "reads reads/out_device_bytes, not the spec's fields; hidden tests use what-if plans holding only those",
     (
         "course2_dataflow/deepdive2_spyre",
         "stick_plan",
-        "common.sim.spyre:stick_layout",
+        "common.sim.machines.spyre:stick_layout",
     ): "library hard-codes the catalog's 128-byte stick; the stub takes stick_bytes, hidden tests use 32/64/256 B",
     (
         "course4_memory/lab4_memory",
         "lpu_chips",
-        "common.kvcache:chips_needed",
+        "common.memory.kvcache:chips_needed",
     ): "kv_limits needs it; it stores weights and KV in one dtype, the stub takes kv_dtype (hidden tests: fp8, int8)",
     (
         "course4_memory/lab4_memory",
         "kv_bytes",
-        "common.kvcache:kv_cache_bytes",
+        "common.memory.kvcache:kv_cache_bytes",
     ): "kv_limits' formula with the model's own KV heads; the stub takes attention=mha/gqa/mqa (hidden: all three)",
     (
         "course4_memory/lab4_memory",
@@ -105,37 +105,37 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
     (
         "course4_memory/deepdive4_spyre",
         "lx_tile_budget",
-        "common.sim.traffic:default_lx_budget",
+        "common.memory.traffic:default_lx_budget",
     ): "the simulator's budget from a catalog chip; the stub takes a scratchpad's numbers, hidden tests use others",
     (
         "course6_roofline/lab6_roofline",
         "ridge_point",
-        "common.chip_types:Chip.ridge_point",
+        "common.chips.types:Chip.ridge_point",
     ): "reads the catalog chip; the stub takes raw numbers, and hidden tests use unlimited peak or bandwidth",
     (
         "course1_landscape/lab1_landscape",
         "measure",
-        "common.bench:measure",
+        "common.measure.bench:measure",
     ): "the harness other labs time with; it syncs only CUDA, and hidden tests time a device through a given sync",
     (
         "course1_landscape/lab1_landscape",
         "measure",
-        "common.lab_device:LabDevice.measure",
-    ): "common.bench.measure on the lab's chosen device; it syncs only that device, hidden tests pass their own sync",
+        "common.measure.lab_device:LabDevice.measure",
+    ): "common.measure.bench.measure on the lab's chosen device; it syncs only that device, hidden tests pass their own sync",
     (
         "course1_landscape/deepdive1_spyre",
         "sticks",
-        "common.sim.spyre:stick_layout",
+        "common.sim.machines.spyre:stick_layout",
     ): "the simulator's layout, hard-coded to the catalog's 128 B stick; hidden tests use 64, 96 and 256 B sticks",
     (
         "course6_roofline/lab6_roofline",
         "attainable",
-        "common.roofline:Roofline.attainable",
+        "common.roofline.model:Roofline.attainable",
     ): "the plotter's roof; a Roofline takes finite ceilings only, and hidden tests use infinite peak or bandwidth",
     (
         "course6_roofline/lab6_roofline",
         "ridge_point",
-        "common.roofline:Roofline.ridge_point",
+        "common.roofline.model:Roofline.ridge_point",
     ): "the plotter's ridge; finite ceilings only (hidden tests: infinite ones), and system_ridges must use the stub",
     (
         "course6_roofline/lab6_roofline",
@@ -228,19 +228,19 @@ ANSWER_KEY_IMPORTS: dict[tuple[str, str], str] = {
         CATALOG,
     ("course1_landscape/lab1_landscape", "common.chips:get_chip"):
         CATALOG,
-    ("course2_dataflow/lab2_dataflow", "common.costs:annotate"):
+    ("course2_dataflow/lab2_dataflow", "common.graph.costs:annotate"):
         "the cost pass the lab hands out; node_annotations' graded part is the bound from given peak/bandwidth",
-    ("course2_dataflow/lab2_dataflow", "common.costs:node_table"):
+    ("course2_dataflow/lab2_dataflow", "common.graph.costs:node_table"):
         "a table of annotate's numbers; NOT_REFERENCES: it bounds by a catalog chip, the stub by given rooflines",
-    ("course2_dataflow/lab2_dataflow", "common.dataflow:Evaluator"):
+    ("course2_dataflow/lab2_dataflow", "common.dataflow.interpreter:Evaluator"):
         "evaluates one node; run_dataflow's graded part is the token firing order and buffers around it",
     ("course2_dataflow/lab2_dataflow", "common.models:TinyTransformerBlock"):
         "the model Part 4 simulates (input of the landscape check), not an answer",
-    ("course2_dataflow/lab2_dataflow", "common.schedule:Schedule"):
+    ("course2_dataflow/lab2_dataflow", "common.dataflow.schedule:Schedule"):
         "the result container the lab's scheduler fills and draws",
-    ("course2_dataflow/lab2_dataflow", "common.schedule:Slot"):
+    ("course2_dataflow/lab2_dataflow", "common.dataflow.schedule:Slot"):
         "the result container the lab's scheduler fills and draws",
-    ("course2_dataflow/lab2_dataflow", "common.schedule:upward_rank"):
+    ("course2_dataflow/lab2_dataflow", "common.dataflow.schedule:upward_rank"):
         "the priority the lab hands out; static_list_schedule's graded part is placing ranked nodes on PEs",
     ("course2_dataflow/lab2_dataflow", "common.sim.run:make_policy"):
         "the simulator the lab runs in Part 4 (landscape consistency check), not a stub's answer",
@@ -250,19 +250,19 @@ ANSWER_KEY_IMPORTS: dict[tuple[str, str], str] = {
         "the simulator the lab runs in Part 4 (landscape consistency check), not a stub's answer",
     ("course3_compile/deepdive3_spyre", "common.chips:DTYPE_BYTES"):
         CATALOG,
-    ("course3_compile/deepdive3_spyre", "common.sim.lowering:CUSTOM_OPS"):
+    ("course3_compile/deepdive3_spyre", "common.compile.lowering:CUSTOM_OPS"):
         "the names of Spyre's custom ops, which the lab shows; lowering_summary counts them itself",
     ("course3_compile/lab3_compile", "common.chips:chips_of_kind"):
         CATALOG,
-    ("course3_compile/lab3_compile", "common.compile_tools:op_name"):
+    ("course3_compile/lab3_compile", "common.compile.tools:qualified_op_name"):
         "names one node; my_count_ops' graded part is which nodes count and the tally",
-    ("course3_compile/lab3_compile", "common.compile_tools:ops_in_kernel_name"):
+    ("course3_compile/lab3_compile", "common.compile.tools:ops_in_kernel_name"):
         "used for fused_kernels, which no stub asks; kernel_names' answer is its own regex",
-    ("course3_compile/lab3_compile", "common.fusion:classify"):
+    ("course3_compile/lab3_compile", "common.compile.fusion:classify"):
         "the op classes the lab hands out; my_find_groups' graded part is the grouping (docs/architecture.md)",
-    ("course4_memory/lab4_memory", "common.cache:LRUCache"):
+    ("course4_memory/lab4_memory", "common.memory.cache:LRUCache"):
         "the cache model the lab hands out; cache_traffic's graded part is the tiling's address stream through it",
-    ("course4_memory/lab4_memory", "common.cache:MatmulTiling"):
+    ("course4_memory/lab4_memory", "common.memory.cache:MatmulTiling"):
         "the tiling record the stubs take as input",
     ("course4_memory/lab4_memory", "common.chips:DTYPE_BYTES"):
         CATALOG,

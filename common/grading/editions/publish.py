@@ -34,6 +34,7 @@ import nbformat
 
 from common.errors import DFAError
 from common.grading.authoring import colab, labsource
+from common.grading.authoring.colab import colab_prefix
 from common.grading.courses.course import CONFIG_FILE, Course, quiet_nbgrader, repo_root
 from common.grading.editions import published_package
 
@@ -69,10 +70,6 @@ def published_repo(pyproject: Path | None = None, override: str | None = None) -
     if not SLUG.match(repo):
         raise DFAError(f"published repository {repo!r} is not owner/name (e.g. dataflow-labs/open-labs)")
     return repo
-
-
-def colab_prefix(slug: str) -> str:
-    return f"https://colab.research.google.com/github/{slug}/blob/{colab.REPO_BRANCH}/"
 
 
 def install_prefix(slug: str) -> str:

@@ -16,9 +16,8 @@ def title_of(notebook: Path) -> str:
 
 
 def _badge(slug: str, path: str) -> str:
-    from common.grading.editions.publish import colab_prefix
 
-    return f"[![Open In Colab]({colab.BADGE_IMAGE})]({colab_prefix(slug)}{path})"
+    return f"[![Open In Colab]({colab.BADGE_IMAGE})]({colab.colab_prefix(slug)}{path})"
 
 
 def readme(slug: str, rows: list[tuple[str, str, str]]) -> str:

@@ -200,7 +200,7 @@ def execute_files(
     Nothing of the course folder is read here; ``protect`` only names folders the sandbox must not expose
     where the worker is the grading machine itself (a LocalCluster).
     """
-    from common.grading.gradebook.autograde import run_notebook
+    from common.grading.gradebook.runs import run_notebook
     from common.grading.sandbox import scratch
 
     sandbox = _worker_sandbox(limits, isolated, protect, mode)
@@ -225,7 +225,7 @@ class LocalExecutions:
         return self._slots
 
     def submit(self, folder: Path, notebooks: list[str]) -> Future:
-        from common.grading.gradebook.autograde import run_notebook
+        from common.grading.gradebook.runs import run_notebook
 
         def run() -> dict[str, Execution]:  # in a worker thread: only the sandbox, never the gradebook
             return {name: run_notebook(self.sandbox, folder, f"{name}.ipynb") for name in notebooks}

@@ -179,7 +179,7 @@ def _streaming_execute_class():
 
         def preprocess_cell(self, cell, resources, index):
             self.current_index = index
-            if index in self.skipped:  # carries no point: not worth a kernel second (throughput, issue 14)
+            if index in self.skipped:  # carries no point: not worth a kernel second (throughput)
                 cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=NOT_RUN)], None
                 self._emit(event="cell", index=index, execution_count=None, outputs=cell.outputs)
                 return cell, resources

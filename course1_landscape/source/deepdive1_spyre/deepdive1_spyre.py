@@ -51,7 +51,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from common import bench, roofline
+from common.measure import bench
+from common import roofline
 from common.chips import DTYPE_BYTES, get_chip
 
 print(json.dumps(bench.machine_info(), indent=1))
@@ -245,7 +246,7 @@ print(f"the GPU backend runs the same graph as {len(GPU_REPORT.programs[0].kerne
 # model shapes for such machines are multiples of 64.
 #
 # **Vendor.** The stick size is in the catalog (`get_chip("spyre").fact("stick_bytes")`, from torch-spyre's
-# `BYTES_IN_STICK`); `common.sim.spyre.stick_layout(shape, dtype)` is the simulator's own layout function, and
+# `BYTES_IN_STICK`); `common.sim.machines.spyre.stick_layout(shape, dtype)` is the simulator's own layout function, and
 # each op's plan in `kernel.tiling["sdsc"]` lists its `tensors` with their `sticks` and `padding_bytes`.
 #
 # **Spec.** `sticks(shape, dtype="fp16", stick_bytes=None)` → `{"sticks": int, "device_bytes": int,
@@ -276,7 +277,7 @@ def sticks(shape, dtype="fp16", stick_bytes=None):
 import math
 
 from common.checks import check_equal, check_type
-from common.sim.spyre import stick_layout
+from common.sim.machines.spyre import stick_layout
 
 # Structural checks, and agreement with the simulator's own layout (which knows only the catalog's stick).
 ex = sticks((1024, 150), "fp16")

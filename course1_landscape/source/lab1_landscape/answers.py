@@ -11,7 +11,7 @@ with. A judgement runs in the grader, on plain data its probe sent, with inputs 
   bandwidth; the larger, and "compute" on a tie.
 * ``machine_row``: what ``five_machine_table`` holds for one report.
 * ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)``: the learner's QUALITATIVE descriptions of the four
-  dataflow machines, judged by ``common.landscape_rows.vocabulary_misses`` (rows[attribute][system]): a cell passes
+  dataflow machines, judged by ``common.landscape.rows.vocabulary_misses`` (rows[attribute][system]): a cell passes
   when it names a term of that machine's mechanism for that attribute and none that contradicts it (another
   machine's mechanism). ``memory_level_misses``: the memory-hierarchy cell of each machine must name a memory level
   of its chip, as the learner's own Part 5 table lists them (``bytes_<level>``), from the catalog.

@@ -58,7 +58,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from common import bench, roofline
+from common.measure import bench, roofs
+from common import roofline
 from common.chips import get_chip
 
 INFO = bench.machine_info()
@@ -108,7 +109,7 @@ if FAST:
 else:
     GEMM_SIZES = GEMM_SIZES or [64, 128, 256, 512, 1024]
     MIN_RUN_TIME = MIN_RUN_TIME or 0.2
-    PEAK_KW = {}  # common.bench.measure_peaks defaults: a 1024 GEMM and a 256 MiB copy (a few seconds)
+    PEAK_KW = {}  # common.measure.bench.measure_peaks defaults: a 1024 GEMM and a 256 MiB copy (a few seconds)
     SOFTMAX_SHAPE = (4096, 1024)
     GAP_GEMM_N = 2048  # about 17 GFLOP: a second or so per call on a laptop CPU
 print(f"FAST={FAST}: model {MODEL}, batch {BATCH}, seq {SEQ}, GEMM sizes {GEMM_SIZES}, "
@@ -327,7 +328,7 @@ grader.assert_in_range(data["calls_before_first_read"], warmup, 10**9, name="war
 ### END HIDDEN TESTS
 
 # %%
-# Now the naive way: common.bench.naive_time = time.perf_counter() around a loop, no warm-up, no sync, one mean.
+# Now the naive way: common.measure.bench.naive_time = time.perf_counter() around a loop, no warm-up, no sync, one mean.
 from common.models import build_model, get_config, step_inputs
 
 CFG = get_config(MODEL)
@@ -349,7 +350,7 @@ ref = bench.measure(forward, min_run_time=MIN_RUN_TIME, num_threads=1)
 torch.set_num_threads(threads)
 rows = [("naive, first call (n=1)", first_call, None),
         ("naive, 5 repeats of n=3: min", min(repeats), None), ("naive, 5 repeats of n=3: max", max(repeats), None),
-        ("common.bench.measure: median", ref.median_s, ref.iqr_s)]
+        ("common.measure.bench.measure: median", ref.median_s, ref.iqr_s)]
 if yours is not None:
     rows.append(("your measure: median", yours["median_s"], yours["iqr_s"]))
 timing = pd.DataFrame(rows, columns=["method", "seconds per call", "IQR (s)"]).set_index("method")
@@ -377,7 +378,7 @@ if torch.cuda.is_available():  # on a GPU the naive timer reads the clock before
 # can ever be compute-bound: above the machine's ridge point (peak FLOP/s ÷ bandwidth) it can; below it, memory
 # sets its speed.
 #
-# **Vendor.** `common.costs` counts every node of a captured graph (matmuls via `torch.utils.flop_counter`; a
+# **Vendor.** `common.graph.costs` counts every node of a captured graph (matmuls via `torch.utils.flop_counter`; a
 # softmax is 5 FLOPs per element: max, subtract, exp, sum, divide); `counted(fn, *shapes)` below sums it for one op.
 #
 # **Spec.** `gemm_cost(m, k, n, dtype_bytes=4)` for `(m, k) @ (k, n)` and `softmax_cost(rows, cols,
@@ -388,8 +389,8 @@ if torch.cuda.is_available():  # on a GPU the naive timer reads the clock before
 
 # %%
 # common's counters: capture one function at aten level (on fake tensors), count every node, sum.
-from common.capture import capture_aten
-from common.costs import annotate, node_table, summarize
+from common.graph.capture import capture_aten
+from common.graph.costs import annotate, node_table, summarize
 
 
 class OneOp(torch.nn.Module):
@@ -402,7 +403,7 @@ class OneOp(torch.nn.Module):
 
 
 def counted(fn, *shapes, dtype=torch.float32):
-    """Totals of common.costs for fn on tensors of these shapes: nodes, flops, bytes, intensity."""
+    """Totals of common.graph.costs for fn on tensors of these shapes: nodes, flops, bytes, intensity."""
     gm = capture_aten(OneOp(fn), tuple(torch.empty(s, dtype=dtype) for s in shapes))
     annotate(gm, *gm.meta["example_inputs"])
     return summarize(node_table(gm))
@@ -528,7 +529,7 @@ if all(v is not None for v in work.values()):
 # intensity × bandwidth)`. Your CPU's two roofs are measured, not looked up. Each op you time becomes a point —
 # x its intensity, y its achieved FLOP/s — and its distance to the roof is what is left on the table.
 #
-# **Vendor.** `common.roofline.measure_roofline(device, dtype)` times a large GEMM (compute roof) and a copy far
+# **Vendor.** `common.measure.roofs.measure_roofline(device, dtype)` times a large GEMM (compute roof) and a copy far
 # bigger than the caches (bandwidth roof) and returns a `Roofline`; `rl.attainable(intensity)` is the bound.
 #
 # **Spec.** `achieved(result, rl)` for a measurement `result` — anything with `.flops`, `.bytes` (counted work
@@ -539,7 +540,7 @@ if all(v is not None for v in work.values()):
 
 # %%
 # Measure this CPU's roofline, then three ops with the work common counts for them (Part 2).
-ROOF = roofline.measure_roofline("cpu", torch.float32, **PEAK_KW)
+ROOF = roofs.measure_roofline("cpu", torch.float32, **PEAK_KW)
 n = GAP_GEMM_N
 mm_work = counted(torch.mm, (n, n), (n, n))
 soft_work = counted(lambda x: torch.softmax(x, dim=-1), SOFTMAX_SHAPE)
@@ -783,7 +784,7 @@ else:
 # GPU gains only the ratio of memory bandwidths (GDDR6 on a T4, HBM on an H100). A small model is bound by
 # neither, but by the time to *launch* dozens of small kernels, which no datasheet lists.
 #
-# **Vendor.** `common.devices.this_machine()` detects the device this notebook runs on and the catalog chip that
+# **Vendor.** `common.measure.devices.this_machine()` detects the device this notebook runs on and the catalog chip that
 # stands for it; the two GPUs of this part are that chip (on a CPU runtime: `COMPARE_CHIP`, the T4 that Colab
 # hands out) and an H100. `common.chips.get_chip("t4")` is the catalog record (every number sourced). The GPU *simulator*,
 # `common.sim.simulate_op(op, shape, "gpu", chip=...)` and `simulate_llm(...)`, adds tiling efficiency,
@@ -795,7 +796,7 @@ else:
 # with 100 TFLOP/s and 1 TB/s → 10 ms compute, 1 ms memory, 10 ms, compute.
 
 # %%
-from common.devices import this_machine
+from common.measure.devices import this_machine
 
 HERE = this_machine()  # the device this notebook runs on, and the catalog chip the simulator models for it
 SIM_CHIP = HERE.chip_name or COMPARE_CHIP  # a GPU is simulated as itself; a CPU runtime is set against COMPARE_CHIP
@@ -946,12 +947,12 @@ plt.show()
 #
 # **Vendor.** `common.models.load_llm(name, layers, dtype, device)` loads it with `transformers` (seeded random
 # weights with the real shapes when the Hub is out of reach; `llm.label` says which). Peak memory:
-# `torch.cuda.max_memory_allocated()` on a GPU, your Part 3 profiler on a CPU. `common.devices.sim_vs_measured`
+# `torch.cuda.max_memory_allocated()` on a GPU, your Part 3 profiler on a CPU. `common.measure.devices.sim_vs_measured`
 # gives simulated ÷ measured.
 
 # %%
 # Load the real model on this notebook's device: the GPU when there is one (fp16), else the CPU (fp32).
-from common.devices import sim_vs_measured
+from common.measure.devices import sim_vs_measured
 from common.models import load_llm
 
 ON_GPU = HERE.device_type == "cuda"
@@ -1025,12 +1026,12 @@ print(SIM_VS_MEASURED.to_string(float_format=lambda v: f"{v:.3g}"))
 # %% [markdown]
 # A ratio far from 1 is not a bug to hide: Analysis question 3 asks where it comes from.
 #
-# **No GPU here?** `common.reference` holds runs of this Part recorded on real machines by
+# **No GPU here?** `common.measure.reference` holds runs of this Part recorded on real machines by
 # `benchmarks/reference/record.py`, each naming its machine, torch, date and load. For every recorded GPU, the same
 # comparison: its measured times beside the simulator's for that GPU.
 
 # %%
-from common import reference
+from common.measure import reference
 
 REFS = reference.available()
 print(REFS[["name", "device_name", "torch", "date_utc", "gpu_rows"]].to_string(index=False))
@@ -1449,9 +1450,9 @@ import random
 from answers import (DATAFLOW_SYSTEMS, LANDSCAPE_VOCAB, MIN_VOCAB_CELLS, as_rows, memory_level_misses)
 from common.checks import grader
 from common.chips import DTYPE_BYTES, get_chip
-from common.kvcache import SYSTEM_CHIPS
+from common.memory.kvcache import SYSTEM_CHIPS
 from common.landscape import SYSTEM_OF_BACKEND, SYSTEMS, dominant_operator
-from common.landscape_rows import vocabulary_misses
+from common.landscape.rows import vocabulary_misses
 from common.models import get_config
 from common.sim import BACKEND_NAMES, simulate_llm
 
@@ -1506,11 +1507,11 @@ grader.assert_equal(memory_level_misses(dataflow, levels), [],
 ### END HIDDEN TESTS
 
 # %%
-from common.landscape_courses import fill_course
+from common.landscape.courses import fill_course
 
 attempt("add_course1_rows", add_course1_rows, LM, QUALITATIVE, REPORTS)
 if fill_course(LM, 1):  # your function is not written yet: the simulator's rows stand in until it is
-    print("the simulated rows come from common.landscape_courses until add_course1_rows adds yours")
+    print("the simulated rows come from common.landscape.courses until add_course1_rows adds yours")
 if ON_GPU:  # a real GPU: add what you measured on it (Part 5), labelled measured
     LM.add("GPU", f"measured on {HERE.device_name}: {LLM.label} generate, batch 1 (tokens/s)",
            N_NEW / GEN.median_s, course=1, source="measured", overwrite=True)
@@ -1615,7 +1616,7 @@ for chip in (*GPUS, "a100-40gb"):
 #
 # An N × N GEMM's intensity grows with N, so a sweep walks from the bandwidth roof towards the compute roof.
 #
-# **Vendor.** `common.bench.sweep(factory, params)` calls `factory(**p)` for each parameter set and measures the
+# **Vendor.** `common.measure.bench.sweep(factory, params)` calls `factory(**p)` for each parameter set and measures the
 # dict it returns, `{"fn": callable, "args": (...), "flops": ..., "bytes": ...}`: one DataFrame row per set with
 # `median_s`, `flops_per_s`, `bytes_per_s` and `intensity`.
 #

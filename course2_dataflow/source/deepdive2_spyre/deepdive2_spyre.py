@@ -51,9 +51,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from common import bench
+from common.measure import bench
 from common.chips import DTYPE_BYTES, get_chip
-from common.sim import graphview as gv
+from common.dataflow import graphview as gv
 
 print(json.dumps(bench.machine_info(), indent=1))
 SPYRE = get_chip("spyre")
@@ -161,7 +161,7 @@ import torch as _torch
 from torch._subclasses.fake_tensor import FakeTensorMode as _FTM
 
 from common.grading.verdicts.probe import Probe
-from common.sim import graphview as _gv
+from common.dataflow import graphview as _gv
 from common.sim import simulate as _simulate
 from common.sim.workload import graph_workload as _gw
 
@@ -188,7 +188,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from common.checks import grader
-from common.sim import graphview, simulate
+import common.dataflow.graphview as graphview
+from common.sim import simulate
 from common.sim.workload import graph_workload
 
 data, seed = probe.received()
@@ -298,7 +299,7 @@ import torch as _torch
 from torch._subclasses.fake_tensor import FakeTensorMode as _FTM
 
 from common.grading.verdicts.probe import Probe
-from common.sim import graphview as _gv
+from common.dataflow import graphview as _gv
 from common.sim import simulate as _simulate
 from common.sim.workload import graph_workload as _gw
 
@@ -337,7 +338,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from common.checks import grader
-from common.sim import graphview, simulate
+import common.dataflow.graphview as graphview
+from common.sim import simulate
 from common.sim.workload import graph_workload
 
 data, seed = probe.received()
@@ -632,7 +634,7 @@ import copy as _copy
 
 from common.chips import get_chip as _get_chip
 from common.grading.verdicts.probe import Probe
-from common.sim import graphview as _gv
+from common.dataflow import graphview as _gv
 
 probe = Probe()
 
@@ -660,7 +662,7 @@ import torch
 
 from common.checks import grader
 from common.chips import get_chip
-from common.sim.graphview import attention_report
+from common.dataflow.graphview import attention_report
 
 data, seed = probe.received()
 units = get_chip("spyre").compute_units
@@ -760,7 +762,7 @@ print("predicted restickify edges:", sorted(PREDICTED))
 from types import SimpleNamespace as _SimpleNamespace
 
 from common.grading.verdicts.probe import Probe
-from common.sim import graphview as _gv5
+from common.dataflow import graphview as _gv5
 from common.sim.pipeline import decompose as _decompose
 from common.sim.run import make_policy as _mp
 from common.sim.run import op_workload as _opw
@@ -780,7 +782,8 @@ _mine = predict_restickify(_records)
 probe.send("records", {"type": type(_mine).__name__, "pairs": [list(_pair) for _pair in _mine]})
 ### JUDGEMENT
 from common.checks import grader
-from common.sim import graphview, simulate
+import common.dataflow.graphview as graphview
+from common.sim import simulate
 from common.sim.run import op_workload
 
 data, seed = probe.received()

@@ -5,13 +5,13 @@ learner's kernel. Each function is the spec of its stub, written once:
 
 * ``run_tokens(gm, *args)``: one-shot token firing. Nodes without inputs are ready at the start (graph order);
   a FIFO queue of ready nodes; firing pops the tokens on a node's input edges, evaluates it
-  (``common.dataflow.Evaluator``) and pushes the result to each user in ``node.users`` order; a user whose
+  (``common.dataflow.interpreter.Evaluator``) and pushes the result to each user in ``node.users`` order; a user whose
   last token arrived joins the back of the queue. Returns (the output node's value, names in firing order).
 * ``levels(sg)`` / ``skew_capacities(sg)``: level(a) = 0 without inputs, else 1 + max level of its producers;
   capacity(u -> v) = level(v) - level(u) + 1 (actor v fires item i in round i + level(v)).
 * ``list_schedule(g, P)``: list scheduling, priority = upward rank cost(t) + max rank of successors (ties:
   graph order), ready tasks paired with idle PEs (lowest index first) at each event time.
-* ``node_annotations(gm, args, peak, bandwidth)``: ``common.costs.node_table`` rows (nodes that do work, no
+* ``node_annotations(gm, args, peak, bandwidth)``: ``common.graph.costs.node_table`` rows (nodes that do work, no
   views) with bound = "compute" iff intensity >= peak / bandwidth (a roofline the catalog need not hold).
 * ``dma_edges(program)``: (producer, op) for each input read from LPDDR5, (op, "LPDDR5") for each op with
   ``lpddr_write > 0``, over the plans of non-fallback kernels; sorted.
@@ -20,7 +20,7 @@ learner's kernel. Each function is the spec of its stub, written once:
 * ``mxu_plan(b, m, k, n, mxu, sublanes)``: M padded to the sublane tile, K and N to the MXU edge; passes = b x
   (K/mxu) x (N/mxu); efficiency = useful / padded MACs.
 * ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)``: the learner's landscape rows (``MY_ROWS``), judged by
-  ``common.landscape_rows.vocabulary_misses``: a cell passes when it names a term of the system's mechanism
+  ``common.landscape.rows.vocabulary_misses``: a cell passes when it names a term of the system's mechanism
   (generous synonyms) and none that contradicts it (another system's mechanism: a static machine scheduled at
   run time, a GPU graph in HLO). ``landscape_consistency(rows, tpu, spyre)``: the TPU and Spyre fusion rows must
   say what the lab's Part 4 run shows (``part4_reports``: the fused attention kernel; the bundle cut at the causal
@@ -34,9 +34,9 @@ from collections import deque
 
 import pandas as pd
 
-from common.costs import annotate, node_table
-from common.dataflow import Evaluator
-from common.schedule import Schedule, Slot, upward_rank
+from common.graph.costs import annotate, node_table
+from common.dataflow.interpreter import Evaluator
+from common.dataflow.schedule import Schedule, Slot, upward_rank
 
 
 def run_tokens(gm, *args):

@@ -19,7 +19,7 @@
 # %% [markdown]
 # # Course 2 · Lab: A transformer block as a dataflow graph
 #
-# A neural network is a dataflow graph long before any accelerator sees it. This lab makes that literal: you execute a transformer block by firing rules, stream it through finite buffers, schedule it on an abstract dataflow machine, and read how two compilers (simulated) schedule its attention. *Simulated* numbers come from `common.sim` and `common.schedule`, hardware numbers from the catalog; the block runs on your CPU.
+# A neural network is a dataflow graph long before any accelerator sees it. This lab makes that literal: you execute a transformer block by firing rules, stream it through finite buffers, schedule it on an abstract dataflow machine, and read how two compilers (simulated) schedule its attention. *Simulated* numbers come from `common.sim` and `common.dataflow.schedule`, hardware numbers from the catalog; the block runs on your CPU.
 #
 # **Learning objectives**
 #
@@ -67,11 +67,11 @@ import torch.fx as fx
 from torch import nn
 
 from common.chips import get_chip
-from common.costs import annotate, node_table, op_name
-from common.dataflow import BufferDeadlock, Evaluator, StreamGraph, rowmax_stream, run_stream, stream_from_fx
-from common.draw import draw_graph
+from common.graph.costs import annotate, node_table, op_name
+from common.dataflow.interpreter import BufferDeadlock, Evaluator, StreamGraph, rowmax_stream, run_stream, stream_from_fx
+from common.graph.draw import draw_graph
 from common.models import TinyTransformerBlock
-from common.schedule import Schedule, Slot, compare, dynamic_schedule, execute_static, gantt, noisy_costs, task_graph
+from common.dataflow.schedule import Schedule, Slot, compare, dynamic_schedule, execute_static, gantt, noisy_costs, task_graph
 
 warnings.filterwarnings("ignore", category=UserWarning)  # torch.compile chatter on CPU-only machines
 pd.set_option("display.width", 160)
@@ -199,11 +199,11 @@ grader.assert_equal(data["example"], {"placeholder": 1, "get_attr": 0, "call_fun
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# **Spec (b).** Write `node_annotations(gm, args, peak, bandwidth)`: run `common.costs.annotate(gm, *args)` (an
+# **Spec (b).** Write `node_annotations(gm, args, peak, bandwidth)`: run `common.graph.costs.annotate(gm, *args)` (an
 # `fx.Interpreter` that stores a `NodeCost` in `node.meta["cost"]`: `.flops`, `.bytes`, `.intensity`,
 # `.shape`, `.is_view`), then return a `DataFrame` with one row per node that does work — not a placeholder,
 # `get_attr` or output node, and not a view (`cost.is_view`: reshapes and transposes move no data) — in graph
-# order, with columns `node` (name), `op` (`common.costs.op_name(node, gm)`), `shape`, `flops`, `bytes`,
+# order, with columns `node` (name), `op` (`common.graph.costs.op_name(node, gm)`), `shape`, `flops`, `bytes`,
 # `intensity` and `bound`: `"compute"` if the intensity is at or above the ridge point of the roofline
 # $\text{peak} / \text{bandwidth}$ (FLOP/s and B/s of any machine; here the catalog's `PEAK, BANDWIDTH`), else
 # `"memory"`.
@@ -303,7 +303,7 @@ try:
 except NotImplementedError:
     annotate(gm, x)
     table = node_table(gm, CHIP, DTYPE)[["node", "op", "shape", "flops", "bytes", "intensity", "bound"]]
-    print("node_annotations is not written yet: the figure uses common.costs.node_table")
+    print("node_annotations is not written yet: the figure uses common.graph.costs.node_table")
 BOUND_COUNTS = table["bound"].value_counts().to_dict()
 print(f"{len(table)} nodes do work: {BOUND_COUNTS}")
 fig, ax = plt.subplots(figsize=(12, 10), layout="constrained")
@@ -570,7 +570,7 @@ for name, (graph, args) in cases.items():
 # ### Streams and bounded buffers
 #
 # A *stream* (micro-batches, rows, tokens) keeps every node busy, and its edges become **FIFO buffers of fixed
-# capacity** (on-chip SRAM is finite). `common.dataflow.run_stream` simulates synchronous **rounds**: at the start
+# capacity** (on-chip SRAM is finite). `common.dataflow.interpreter.run_stream` simulates synchronous **rounds**: at the start
 # of a round an actor fires if each input buffer holds a token and each output buffer has a free slot; all
 # firings take effect at the round's end. An actor with its inputs but a full output buffer is
 # **back-pressured**: it stalls, and the stall is counted.
@@ -601,7 +601,7 @@ probe.send("rounds", CHAIN_ROUNDS)
 probe.send("stalls", CHAIN_STALLS)
 ### JUDGEMENT
 from common.checks import grader
-from common.dataflow import StreamGraph, run_stream
+from common.dataflow.interpreter import StreamGraph, run_stream
 
 data, seed = probe.received()
 chain_graph = StreamGraph(1)
@@ -686,7 +686,7 @@ import random as _random
 import torch as _torch
 import torch.fx as _fx
 
-from common.dataflow import StreamGraph as _SG, stream_from_fx as _sfx
+from common.dataflow.interpreter import StreamGraph as _SG, stream_from_fx as _sfx
 from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
 
@@ -726,7 +726,7 @@ import torch.fx as fx
 
 from answers import skew_capacities as reference
 from common.checks import grader
-from common.dataflow import StreamGraph, run_stream, stream_from_fx
+from common.dataflow.interpreter import StreamGraph, run_stream, stream_from_fx
 from common.models import TinyTransformerBlock
 
 data, seed = probe.received()
@@ -822,7 +822,7 @@ except BufferDeadlock as err:
 # compile-time order of fusions; a GPU's hardware block scheduler and a Cerebras PE's task picker decide at run
 # time (dynamic); Spyre plans each bundle at compile time and launches bundles from the host.
 #
-# **The machine.** `common.schedule.task_graph(gm, chip, dtype)` gives one task per node that does work, costed
+# **The machine.** `common.dataflow.schedule.task_graph(gm, chip, dtype)` gives one task per node that does work, costed
 # at its roofline time on one PE = 1/U of a catalog chip (U = its SMs or cores). The graph is a batch of prompts
 # of different lengths, each its own request, so the PEs have independent work to share. Costs are *estimates*;
 # `noisy_costs(g, sigma, seed)` draws *actual* ones (each estimate × a seeded log-normal factor of mean 1).
@@ -888,7 +888,7 @@ def static_list_schedule(g, P):
 
 # %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "static_list_schedule_tests", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
 from common.checks import check_equal, check_in_range, check_type
-from common.schedule import from_edges
+from common.dataflow.schedule import from_edges
 
 hand = from_edges({"a": 2.0, "b": 5.0, "c": 1.0, "d": 1.0, "e": 3.0},
                   [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e")])
@@ -907,10 +907,10 @@ for P in (2, 4):
 import torch as _torch
 import torch.fx as _fx
 
-from common.costs import annotate as _annotate
+from common.graph.costs import annotate as _annotate
 from common.grading.verdicts.probe import Probe
 from common.models import TinyTransformerBlock as _TB
-from common.schedule import from_edges as _fe, random_dag as _rd, task_graph as _tg
+from common.dataflow.schedule import from_edges as _fe, random_dag as _rd, task_graph as _tg
 
 probe = Probe()
 
@@ -941,10 +941,10 @@ import torch
 import torch.fx as fx
 
 from answers import list_schedule as reference
-import common.costs as costs
+import common.graph.costs as costs
 from common.checks import grader
 from common.models import TinyTransformerBlock
-from common.schedule import Schedule, Slot, from_edges, random_dag, task_graph
+from common.dataflow.schedule import Schedule, Slot, from_edges, random_dag, task_graph
 
 data, seed = probe.received()
 
@@ -1226,7 +1226,8 @@ print(dma)
 import copy as _copy
 
 from common.grading.verdicts.probe import Probe
-from common.sim import graphview as _gv, simulate_op as _so
+from common.dataflow import graphview as _gv
+from common.sim import simulate_op as _so
 
 probe = Probe()
 
@@ -1258,7 +1259,8 @@ import copy
 
 from answers import dma_edges as reference
 from common.checks import grader
-from common.sim import graphview as gv, simulate_op
+from common.dataflow import graphview as gv
+from common.sim import simulate_op
 
 data, seed = probe.received()
 
@@ -1399,7 +1401,7 @@ print(pd.DataFrame(rows).to_string(index=False))
 
 # %%
 from common.landscape import SYSTEMS
-from common.landscape_rows import add_rows, row_problems
+from common.landscape.rows import add_rows, row_problems
 
 ATTRIBUTES = ("scheduling granularity", "fusion boundaries", "data-dependent control")
 print("MY_ROWS[attribute][system] for attributes", ATTRIBUTES, "and systems", SYSTEMS)
@@ -1438,7 +1440,7 @@ probe.send("rows", {str(a): {str(s): str(t) for s, t in dict(r).items()} for a, 
 from answers import LANDSCAPE_VOCAB, landscape_consistency, part4_reports
 from common.checks import grader
 from common.landscape import SYSTEMS
-from common.landscape_rows import row_problems, vocabulary_misses
+from common.landscape.rows import row_problems, vocabulary_misses
 
 data, seed = probe.received()
 rows = data["rows"]
@@ -1566,14 +1568,14 @@ print({f"sigma={s}": winner(results, s) for s in SIGMAS})
 # ### The compiled program's critical path (Part 4)
 #
 # **Spec.** Write `kernel_graph(report)`: the compiled program's kernels as a `TaskGraph`
-# (`common.schedule.from_edges(costs, edges)`). `costs`: for each kernel of `report.programs[0].kernels` (in
+# (`common.dataflow.schedule.from_edges(costs, edges)`). `costs`: for each kernel of `report.programs[0].kernels` (in
 # that order), the summed `duration` of the report's events with `event.kernel == kernel.name` on
 # `report.critical_engine`. `edges`: `(producer kernel, kernel)` for each name in `kernel.inputs` that is one of
 # the producer kernel's `outputs` (once per pair). Its critical path is the shortest time any number of
 # TensorCores could run the program in; the TPU runs it in `report.time_s` on one.
 
 # %% nbgrader={"grade": false, "grade_id": "kernel_graph", "locked": false, "schema_version": 3, "solution": true, "task": false}
-from common.schedule import from_edges
+from common.dataflow.schedule import from_edges
 
 
 def kernel_graph(report):

@@ -4,7 +4,7 @@ published). Hidden tests import from here (``from answers import device_layout a
 * ``device_layout(shape, dtype, dim=-1, stick_bytes=128)`` — sticks of ``stick_bytes`` along dimension ``dim``
   (a 0-d shape is (1,)): per = stick_bytes // element bytes; per_row = ceil(shape[dim] / per); sticks = per_row x
   product of the other dims; device_shape = (per_row, *other dims in order, per); padding = sticks x stick_bytes -
-  numel x element bytes. (``common.sim.spyre.stick_layout`` is the simulator's own: 128-B sticks, innermost dim
+  numel x element bytes. (``common.sim.machines.spyre.stick_layout`` is the simulator's own: 128-B sticks, innermost dim
   only.)
 * ``divide_work(dims, cores, forced=None)`` — the ``forced`` pieces first; then, with cores // prod(forced) cores,
   every order of the other dims of size > 1, each taking its largest divisor that fits the cores left; the order
@@ -26,7 +26,7 @@ import itertools
 import math
 
 from common.chips import DTYPE_BYTES
-from common.sim.lowering import CUSTOM_OPS
+from common.compile.lowering import CUSTOM_OPS
 
 
 def device_layout(shape, dtype="fp16", dim=-1, stick_bytes=128) -> dict:

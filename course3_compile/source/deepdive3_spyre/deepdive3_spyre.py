@@ -65,10 +65,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from common import bench
+from common.measure import bench
 from common.chips import DTYPE_BYTES, get_chip
 from common.models.block import TinyTransformerBlock
-from common.sim import lowering, simulate
+from common.compile import lowering
+from common.sim import simulate
 from common.sim.workload import graph_workload
 
 warnings.filterwarnings("ignore", category=UserWarning)
@@ -109,7 +110,7 @@ for note in PROGRAM.notes:
 # *span*); and which tensors stay in each core's scratchpad instead of going back to DRAM (*LX planning*).
 #
 # **Vendor.** torch-spyre implements these as Inductor passes that end in SuperDSC bundles. The simulator models them
-# (`common.sim.spyre`) and keeps every decision: `program.stages["decompose"]` holds the `Op` records, the bundles are
+# (`common.sim.machines.spyre`) and keeps every decision: `program.stages["decompose"]` holds the `Op` records, the bundles are
 # `program.kernels`, and each SuperDSC op has a plan in `kernel.tiling["sdsc"]`. `lowering.stage_tables(program)` reads
 # them back as one table per stage — nothing in this notebook re-decides anything.
 #
@@ -160,7 +161,7 @@ check_equal("device bundles agree with the compiled program",
 ### BEGIN HIDDEN TESTS
 from common.grading.verdicts.probe import Probe
 from common.models.block import TinyTransformerBlock as _Block
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim import simulate_op as _simulate_op
 from common.sim.workload import graph_workload as _gw
 
@@ -180,7 +181,7 @@ import torch
 from answers import lowering_summary as _ref
 from common.checks import grader
 from common.models.block import TinyTransformerBlock as _Block
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim import simulate_op as _simulate_op
 from common.sim.workload import graph_workload as _gw
 
@@ -271,7 +272,7 @@ for _i, (_shape, _dtype, _dim, _stick) in enumerate(_cases):
 from answers import device_layout as _ref
 from common.checks import grader
 from common.chips import get_chip
-from common.sim.spyre import stick_layout
+from common.sim.machines.spyre import stick_layout
 
 data, seed = probe.received()
 _v = seed
@@ -366,7 +367,7 @@ print(f"the compiler inserted {len(compiler)} restickify: {sorted(compiler)}")
 import random as _random
 
 from common.grading.verdicts.probe import Probe
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim.run import op_workload as _op_workload
 
 probe = Probe()
@@ -392,7 +393,7 @@ import random as _random
 
 from answers import needs_restickify as _ref
 from common.checks import grader
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim import simulate as _simulate
 from common.sim.run import op_workload as _op_workload
 
@@ -511,7 +512,7 @@ for cores, work in ((32, STAGE["work"]), (12, lowering.work_table(REPORT12))):
 import random as _random
 
 from common.grading.verdicts.probe import Probe
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim import simulate_op as _simulate_op
 
 probe = Probe()
@@ -540,7 +541,7 @@ import random as _random
 
 from answers import divide_work as _dw
 from common.checks import grader
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim import simulate_op as _simulate_op
 
 data, seed = probe.received()
@@ -783,7 +784,7 @@ check_equal("ops whose bound changed agree with the timeline",
 ### BEGIN HIDDEN TESTS
 from common.grading.verdicts.probe import Probe
 from common.models.block import TinyTransformerBlock as _Block
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim.workload import graph_workload as _gw
 
 probe = Probe()
@@ -798,7 +799,7 @@ import torch
 from answers import option_effect as _ref
 from common.checks import grader
 from common.models.block import TinyTransformerBlock as _Block
-from common.sim import lowering as _L
+from common.compile import lowering as _L
 from common.sim.workload import graph_workload as _gw
 
 data, seed = probe.received()

@@ -5,7 +5,7 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
 * ``request_latency(prefill, decode, new_tokens)`` — per backend of ``prefill``: later_s = prefill median +
   (new_tokens - 1) x decode median; first_s = prefill first call + decode first call + (new_tokens - 2) x decode
   median (the prefill's first call alone for one token).
-* ``count_ops(gm)`` — Counter of ``common.compile_tools.op_name(n)`` over the call_function / call_module /
+* ``count_ops(gm)`` — Counter of ``common.compile.tools.qualified_op_name(n)`` over the call_function / call_module /
   call_method nodes, without the ``getitem`` that unpacks multi-output ops.
 * ``kernel_names(code)`` — every NAME of a line ``NAME = async_compile.<x>(`` whose NAME holds "fused", in order
   of definition, once each; ``fused_kernels(code)`` — ``{name: ops_in_kernel_name(name)}`` of those.
@@ -24,7 +24,7 @@ Hidden tests import from here (``from answers import count_ops as _co``); nothin
   the events), share = (named + idle) / time_s. ``gaps`` is what ``common.sim.report.attribution_of`` (the idle
   seconds of any events) does not give.
 * ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)`` — regular expressions for the learner's landscape rows
-  (``common.landscape_rows.vocabulary_misses``): a cell passes when it names one accepted mechanism and none that
+  (``common.landscape.rows.vocabulary_misses``): a cell passes when it names one accepted mechanism and none that
   contradicts it (another machine's unit, run-time scheduling on a static machine).
 * ``number_misses(rows)`` — the (attribute, system, number) of every number >= 16 in a TPU, LPU or Spyre tiling or
   layout row that is not one of that machine's catalog figures (``CATALOG_NUMBERS``: facts, compute units, the
@@ -48,8 +48,8 @@ from collections import Counter
 
 import torch
 from common.chips import chips_of_kind
-from common.compile_tools import op_name, ops_in_kernel_name
-from common.fusion import classify
+from common.compile.tools import qualified_op_name, ops_in_kernel_name
+from common.compile.fusion import classify
 
 
 def gate_reference(d: int, seed: int, x: torch.Tensor) -> torch.Tensor:
@@ -77,7 +77,7 @@ def canon(groups) -> list[list[str]]:
 
 def count_ops(gm) -> Counter:
     ops = ("call_function", "call_module", "call_method")
-    return Counter(op_name(n) for n in gm.graph.nodes if n.op in ops and getattr(n.target, "__name__", "") != "getitem")
+    return Counter(qualified_op_name(n) for n in gm.graph.nodes if n.op in ops and getattr(n.target, "__name__", "") != "getitem")
 
 
 def request_latency(prefill, decode, new_tokens: int) -> dict:

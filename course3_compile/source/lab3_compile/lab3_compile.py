@@ -53,7 +53,7 @@ LLM_LAYERS = None  # None: all 24 layers (fast: a 2-layer cut of the same config
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
 BATCH, SEQ = 1, (8 if FAST else 32)        # prompt of the timed prefill step
 LLM_LAYERS = LLM_LAYERS or (2 if FAST else None)
-MIN_RUN_TIME = 0.05 if FAST else 0.5       # seconds of steady-state timing per backend (common.bench)
+MIN_RUN_TIME = 0.05 if FAST else 0.5       # seconds of steady-state timing per backend (common.measure.bench)
 SIM_SEQ = 16 if FAST else 24               # simulated steps (the "test" config holds 32 positions)
 
 import logging
@@ -65,12 +65,12 @@ import pandas as pd
 from torch import nn
 import torch.nn.functional as F
 
-from common import bench
-from common.capture import capture_aten, explain_dynamo
+from common.measure import bench
+from common.graph.capture import capture_aten, explain_dynamo
 from common.chips import get_chip
-from common.compile_tools import DecoderFFN, capture_with, decomposition_graphs, time_backends
+from common.compile.tools import DecoderFFN, capture_with, decomposition_graphs, time_backends
 from common.errors import DFAError
-from common.fusion import fuse_groups, fused_call_count, fusion_savings
+from common.compile.fusion import fuse_groups, fused_call_count, fusion_savings
 from common.models import build_model, get_config, step_inputs
 from common.sim import simulate_llm, simulate_op
 
@@ -153,7 +153,7 @@ check_equal("graph breaks", fixed.graph_break_count, 0)
 for name, xs in (("positive branch", x_gate.abs()), ("negative branch", -3 * x_gate.abs())):
     check_tensor(f"output ({name})", GateFixed()(xs), Gate()(xs).detach(), atol=1e-5, rtol=1e-4)
 ### BEGIN HIDDEN TESTS
-from common.capture import explain_dynamo as _explain
+from common.graph.capture import explain_dynamo as _explain
 from common.grading.verdicts.probe import Probe
 
 probe = Probe()  # the learner's GateFixed on inputs and widths of this learner's variant
@@ -195,13 +195,13 @@ for _i, (_d, _s) in enumerate(((8 + seed % 25, seed % 1000), (48, 7 + seed % 13)
 # **Spec.** (a) `my_count_ops(gm)`: a `dict` {op name: count} over the graph's `call_function`, `call_module` and
 # `call_method` nodes, without the `getitem` nodes that unpack multi-output ops; an aten op is named
 # `"aten.<packet>"` (`node.target.overloadpacket.__name__`: `"aten.add"` for `aten.add.Tensor`), anything else
-# `common.compile_tools.op_name(node)`. (b) `inspecting_backend(gm, example_inputs)`: append `{"graph": gm, "ops":
+# `common.compile.tools.qualified_op_name(node)`. (b) `inspecting_backend(gm, example_inputs)`: append `{"graph": gm, "ops":
 # my_count_ops(gm), "n_inputs": len(example_inputs)}` to the list `SEEN` and return `gm.forward` (the graph,
 # unchanged). `capture_with(inspecting_backend, model, x)` compiles `model` with AOTAutograd around your backend
 # and runs forward *and* backward.
 
 # %% nbgrader={"grade": false, "grade_id": "inspecting_backend", "locked": false, "schema_version": 3, "solution": true, "task": false}
-from common.compile_tools import op_name
+from common.compile.tools import qualified_op_name
 
 SEEN = []
 
@@ -216,7 +216,7 @@ def my_count_ops(gm):
         if getattr(node.target, "__name__", "") == "getitem":
             continue
         packet = getattr(node.target, "overloadpacket", None)
-        name = f"aten.{packet.__name__}" if packet is not None and str(packet).startswith("aten.") else op_name(node)
+        name = f"aten.{packet.__name__}" if packet is not None and str(packet).startswith("aten.") else qualified_op_name(node)
         counts[name] = counts.get(name, 0) + 1
     return counts
     ### END SOLUTION
@@ -265,7 +265,7 @@ print(captured.table(my_count_ops).to_string())
 import torch.fx as _fx
 from torch import nn as _nn
 
-from common.compile_tools import capture_with as _cw
+from common.compile.tools import capture_with as _cw
 from common.grading.verdicts.probe import Probe
 
 probe = Probe()
@@ -296,7 +296,7 @@ from torch import nn as _nn
 
 from answers import count_ops as _co
 from common.checks import grader
-from common.compile_tools import capture_with as _cw
+from common.compile.tools import capture_with as _cw
 
 data, seed = probe.received()
 _d = 4 + seed % 9
@@ -328,17 +328,17 @@ grader.assert_equal(data.get("methods"), dict(_co(_fx.symbolic_trace(_Methods(_d
 #
 # **The principle.** Compiling costs time once and may save time on every call. `eager` (no compile), `aot_eager`
 # (Dynamo + AOTAutograd, the aten graph run op by op) and `inductor` (fusion + generated C++ on a CPU, Triton on a
-# GPU). The first call includes trace and compile; `common.bench` measures the steady state (median of blocks,
+# GPU). The first call includes trace and compile; `common.measure.bench` measures the steady state (median of blocks,
 # synced on a GPU); compile time = first call − median. Both **measured**.
 #
 # **The model.** The labs' real LLM, Qwen2.5-0.5B-Instruct (`common.models.load_llm`; `label` says whether the
 # weights are real), on the GPU in fp16 if there is one, else the CPU in fp32: the **prefill** of a `SEQ`-token
-# prompt and **one decode step** on a `DynamicCache` holding it (`common.compile_real.DecodeStep`). `FAST`
+# prompt and **one decode step** on a `DynamicCache` holding it (`common.compile.real_model.DecodeStep`). `FAST`
 # (grading) compiles layer 0's RMSNorm + SwiGLU only; all 24 layers take a few minutes cold on 2 vCPUs.
 
 # %%
-from common.compile_real import DecodeStep, Prefill, decode_compiles, device_and_dtype, inputs_summary
-from common.compile_tools import code_language
+from common.compile.real_model import DecodeStep, Prefill, decode_compiles, device_and_dtype, inputs_summary
+from common.compile.tools import code_language
 from common.models import load_llm
 
 DEVICE, LLM_DTYPE = device_and_dtype()  # ("cuda", fp16) on a GPU, else ("cpu", fp32)
@@ -474,14 +474,14 @@ for _i, _n in enumerate((1, 2, 3 + seed % 40, 200)):
 # **Spec.** (a) `kernel_names(code)`: the fused kernels *defined* in `code` (lines `NAME = async_compile.<x>(`, with
 # `fused` in NAME), in order, each once. (b) Set `RMSNORM_KERNEL` to the name of the kernel that computes the
 # RMSNorm and `RMSNORM_OPS` to the `set` of aten ops it fused, e.g. `{"aten.mul", ...}`: read them off the name and
-# check them against the loops of its source, printed with `common.compile_tools.kernel_source`
+# check them against the loops of its source, printed with `common.compile.tools.kernel_source`
 # (`ops_in_kernel_name` splits a name into aten ops; with the whole decoder the first norm kernel also holds the
 # embedding).
 
 # %% nbgrader={"grade": false, "grade_id": "kernel_names", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import re
 
-from common.compile_tools import kernel_source, ops_in_kernel_name
+from common.compile.tools import kernel_source, ops_in_kernel_name
 
 
 def kernel_names(code):
@@ -497,7 +497,7 @@ print(kernel_names(CODE))
 ### BEGIN SOLUTION
 RMSNORM_KERNEL = next(k for k in kernel_names(CODE) if "rsqrt" in k)  # rsqrt(mean(x^2) + eps): the norm
 # read off the name (for the sub-block: add, mean, mul, pow, rsqrt); the split into aten names is what
-# common.compile_tools.ops_in_kernel_name does, e.g. "_unsafe_view" is one op
+# common.compile.tools.ops_in_kernel_name does, e.g. "_unsafe_view" is one op
 RMSNORM_OPS = set(ops_in_kernel_name(RMSNORM_KERNEL))
 ### END SOLUTION
 print(f"Inductor generated {code_language(CODE)} on {DEVICE_NAME} ({DEVICE}): "
@@ -521,7 +521,7 @@ check_equal("RMSNorm kernel", "rsqrt" in RMSNORM_KERNEL and RMSNORM_KERNEL in na
 check_type("RMSNORM_OPS", RMSNORM_OPS, set)
 check_equal("every op is 'aten.<op>' and <op> is in the kernel's name",
             all(o.startswith("aten.") and o.removeprefix("aten.") in RMSNORM_KERNEL for o in RMSNORM_OPS), True,
-            hint="common.compile_tools.ops_in_kernel_name splits a name into aten op names")
+            hint="common.compile.tools.ops_in_kernel_name splits a name into aten op names")
 ### BEGIN HIDDEN TESTS
 import random as _random
 
@@ -583,7 +583,7 @@ grader.assert_equal(data.get("rmsnorm_ops"), sorted(_fk(_code)[_kernel]), name="
 # %% [markdown]
 # ### Where a real model breaks and recompiles
 #
-# `explain_dynamo` on the real model's prefill, decode step and `generate()`; `common.compile_real.CompileLog`, a
+# `explain_dynamo` on the real model's prefill, decode step and `generate()`; `common.compile.real_model.CompileLog`, a
 # backend recording every graph it gets, over decode steps on one **growing** cache.
 
 # %%
@@ -630,7 +630,7 @@ else:
 # **Spec.** `my_find_groups(gm)` over an aten graph: a list of groups, each a list of node names. An edge `p -> n`
 # fuses exactly when `n` is pointwise or a view, `p` is pointwise, a view or a matmul, and **`n` is the only user of
 # `p`**; groups are the connected sets of such edges, kept if they hold at least two compute ops (pointwise or
-# matmul) and at most one matmul. Classify with `common.fusion.classify(node)` ("pointwise", "matmul" for
+# matmul) and at most one matmul. Classify with `common.compile.fusion.classify(node)` ("pointwise", "matmul" for
 # mm/addmm/bmm, "view", "other"). The given `fuse_groups(gm, groups)` checks legality, rewrites each group into one
 # `call_module`, and must give the same numbers.
 #
@@ -654,7 +654,7 @@ block_gm = make_fx(block)(*block_args)
 print(block_gm.code)
 
 # %% nbgrader={"grade": false, "grade_id": "fusion_groups", "locked": false, "schema_version": 3, "solution": true, "task": false}
-from common.fusion import classify
+from common.compile.fusion import classify
 
 
 def my_find_groups(gm):
@@ -718,7 +718,7 @@ print(fused_block.code)
 import torch.nn.functional as _F
 from torch.fx.experimental.proxy_tensor import make_fx as _mf
 
-from common.capture import capture_aten as _ca
+from common.graph.capture import capture_aten as _ca
 from common.grading.verdicts.probe import Probe
 from common.models import build_model as _bm, step_inputs as _si
 
@@ -764,10 +764,10 @@ import torch.nn.functional as _F
 from torch.fx.experimental.proxy_tensor import make_fx as _mf
 
 from answers import canon, find_groups as _fg
-from common.capture import capture_aten as _ca
+from common.graph.capture import capture_aten as _ca
 from common.checks import grader
 from common.errors import DFAError
-from common.fusion import fuse_groups as _fu
+from common.compile.fusion import fuse_groups as _fu
 from common.models import build_model as _bm, step_inputs as _si
 
 data, seed = probe.received()
@@ -894,8 +894,8 @@ import random as _random
 import pandas as _pd
 import torch.nn.functional as _F
 
-from common.capture import capture_aten as _ca
-from common.fusion import fusion_savings as _fs
+from common.graph.capture import capture_aten as _ca
+from common.compile.fusion import fusion_savings as _fs
 from common.grading.verdicts.probe import Probe
 
 probe = Probe()
@@ -926,9 +926,9 @@ import torch
 import torch.nn.functional as _F
 
 from answers import no_gain_backend as _ng
-from common.capture import capture_aten as _ca
+from common.graph.capture import capture_aten as _ca
 from common.checks import grader
-from common.fusion import fusion_savings as _fs
+from common.compile.fusion import fusion_savings as _fs
 
 data, seed = probe.received()
 for _k in range(3):
@@ -1245,7 +1245,7 @@ plt.show()
 # %% [markdown]
 # **Q1 (comparative prediction).** *Before* running the next cell: the SwiGLU block of the reference decoder at
 # 8B scale (d_model 4096, FFN 14336) in prefill of 512 tokens, bf16: `down(silu(gate(x)) * up(x))`. Predict, for
-# the **GPU**, **TPU** and **Spyre** compilers (Part 4's rules: `common/sim/gpu.py`, `tpu.py`, `spyre.py`), how
+# the **GPU**, **TPU** and **Spyre** compilers (Part 4's rules: `common/sim/machines/gpu.py`, `tpu.py`, `spyre.py`), how
 # many kernels the block becomes and whether fusion cuts its main-memory bytes much, a little or not at all
 # (which values are intermediates, which are weights, what order the ops come in). Then run the cell and explain
 # what you got wrong.
@@ -1323,7 +1323,7 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 import tempfile
 
 from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
-from common.landscape_rows import add_rows, row_problems
+from common.landscape.rows import add_rows, row_problems
 
 KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
 if KEEP_ON_DRIVE and not FAST:
@@ -1367,7 +1367,7 @@ probe.send("rows", MY_ROWS)
 from answers import LANDSCAPE_VOCAB, number_misses, rows_without_figures
 from common.checks import grader
 from common.landscape import SYSTEMS as _SYSTEMS
-from common.landscape_rows import row_problems, vocabulary_misses
+from common.landscape.rows import row_problems, vocabulary_misses
 
 data, seed = probe.received()
 _rows = data.get("rows")

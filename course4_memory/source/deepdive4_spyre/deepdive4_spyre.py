@@ -22,7 +22,7 @@
 #
 # The hardware module of the specialization reads an IBM Spyre card's LPDDR5↔scratchpad counters. Here the
 # simulated Spyre backend (`common.sim`, a model of torch-spyre's compiler passes) produces the same counters,
-# and `common.sim.traffic` takes them apart **op by op** for one decode step. On a machine whose scratchpad is
+# and `common.memory.traffic` takes them apart **op by op** for one decode step. On a machine whose scratchpad is
 # managed by software, every byte that crosses between LPDDR5 and a core's LX scratchpad is a DMA the compiler
 # wrote: you can predict each one with a formula — and that is what you will do. Every figure is labelled
 # SIMULATED; every hardware number (stick size, LX capacity, reservations, bandwidth) comes from the project's
@@ -67,13 +67,13 @@ import pandas as pd
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from common import bench
+from common.measure import bench
 from common.chips import get_chip
 from common.models import get_config
 from common.roofline import eng
 from common.sim import simulate_llm
 from common.sim.run import op_workload
-from common.sim.traffic import (default_lx_budget, spyre_step, step_totals, sweep, traffic_table,
+from common.memory.traffic import (default_lx_budget, spyre_step, step_totals, sweep, traffic_table,
                                 working_set_check, workload_step)
 from common.sim.workload import graph_workload
 
@@ -170,7 +170,7 @@ check_equal("no kind has negative bytes", bool((by_kind.to_numpy(float) >= 0).al
 import pandas as _pd
 
 from common.grading.verdicts.probe import Probe
-from common.sim.traffic import spyre_step as _step, traffic_table as _tt
+from common.memory.traffic import spyre_step as _step, traffic_table as _tt
 
 probe = Probe()  # fresh steps (the learner's variant from the seed), never the notebook's TABLE
 _steps = {"big": ("qwen2.5-0.5b", 64, 256, 65536), "tiny": ("tiny-block", 1 + probe.seed % 4, 16 + probe.seed % 97, 32768)}
@@ -182,7 +182,7 @@ for _name, (_model, _batch, _seq, _budget) in _steps.items():
 import torch
 
 from common.checks import grader
-from common.sim.traffic import spyre_step, traffic_table
+from common.memory.traffic import spyre_step, traffic_table
 
 data, seed = probe.received()
 steps = {"big": ("qwen2.5-0.5b", 64, 256, 65536), "tiny": ("tiny-block", 1 + seed % 4, 16 + seed % 97, 32768)}
@@ -308,7 +308,7 @@ import random
 from answers import padding_bytes as reference
 from common.checks import grader
 from common.models import get_config
-from common.sim.traffic import spyre_step, traffic_table
+from common.memory.traffic import spyre_step, traffic_table
 
 data, seed = probe.received()
 rng = random.Random(seed)
@@ -415,7 +415,7 @@ import random as _random
 
 from common.grading.verdicts.probe import Probe
 from common.sim.run import op_workload as _ow
-from common.sim.traffic import traffic_table as _tt, workload_step as _ws
+from common.memory.traffic import traffic_table as _tt, workload_step as _ws
 
 probe = Probe()
 _sent = []
@@ -436,7 +436,7 @@ import random
 from answers import tile_traffic as reference
 from common.checks import grader
 from common.sim.run import op_workload
-from common.sim.traffic import traffic_table, workload_step
+from common.memory.traffic import traffic_table, workload_step
 
 data, seed = probe.received()
 matmuls = [((2048, 1000, 3000), {"lx_budget_bytes": 200_000}), ((4096, 4096, 4096), {"lx_budget_bytes": 300_000}),
@@ -490,7 +490,7 @@ import random as _random
 from common.chips import get_chip as _gc
 from common.grading.verdicts.probe import Probe
 from common.sim.run import op_workload as _ow
-from common.sim.traffic import default_lx_budget as _dlb, traffic_table as _tt, workload_step as _ws
+from common.memory.traffic import default_lx_budget as _dlb, traffic_table as _tt, workload_step as _ws
 
 probe = Probe()
 _spyre = _gc("spyre")
@@ -516,7 +516,7 @@ import random
 from answers import largest_tile_rows as reference
 from common.checks import grader
 from common.sim.run import op_workload
-from common.sim.traffic import default_lx_budget, traffic_table, workload_step
+from common.memory.traffic import default_lx_budget, traffic_table, workload_step
 
 data, seed = probe.received()
 grader.assert_equal(type(data["catalog_budget"]).__name__, "int", name="the budget is a Python int")
@@ -636,7 +636,7 @@ import random as _random
 from torch._subclasses.fake_tensor import FakeTensorMode as _FakeMode
 
 from common.grading.verdicts.probe import Probe
-from common.sim.traffic import traffic_table as _tt, workload_step as _ws
+from common.memory.traffic import traffic_table as _tt, workload_step as _ws
 from common.sim.workload import graph_workload as _gw
 
 
@@ -672,7 +672,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from answers import chain_lpddr_bytes as reference
 from common.checks import grader
-from common.sim.traffic import step_totals, traffic_table, workload_step
+from common.memory.traffic import step_totals, traffic_table, workload_step
 from common.sim.workload import graph_workload
 
 

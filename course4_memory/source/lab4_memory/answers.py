@@ -36,7 +36,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from common.cache import LRUCache, MatmulTiling
+from common.memory.cache import LRUCache, MatmulTiling
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
 
 # ---- Part 1 -------------------------------------------------------------------------------------------------

@@ -68,12 +68,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from common import bench
-from common.cache import CacheConfig, LRUCache, MatmulTiling, compulsory_bytes, footprint_bytes, matmul_stream
+from common.measure import bench
+from common.memory.cache import CacheConfig, LRUCache, MatmulTiling, compulsory_bytes, footprint_bytes, matmul_stream
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
 from common.errors import DFAError
-from common.kvcache import COLORS, SYSTEM_CHIPS, kv_limits, onchip_bytes, plot_kv_limits, replay, request_trace
-from common.memtimeline import live_at, plot_memory_timeline, profile_generate, timeline
+from common.memory.kvcache import COLORS, SYSTEM_CHIPS, kv_limits, onchip_bytes, plot_kv_limits, replay, request_trace
+from common.memory.memtimeline import live_at, plot_memory_timeline, profile_generate, timeline
 from common.models import get_config
 from common.models import load_llm
 from common.sim import simulate_llm
@@ -128,7 +128,7 @@ print(f"the measured parts run on {DEVICE}" + ("" if DEVICE == "cuda" else " (no
 # $$\text{bytes}_A = MKe\,\lceil N/t_n\rceil,\quad \text{bytes}_B = KNe\,\lceil M/t_m\rceil,\quad \text{bytes}_C = MNe.$$
 #
 # **The vendors.** GPUs have both (L1/L2 caches and shared memory); the TPU's VMEM, Spyre's LX, a WSE PE's 48 KB
-# and the LPU's SRAM are software-managed: there the formula *is* the traffic. `common.cache` has the cache model
+# and the LPU's SRAM are software-managed: there the formula *is* the traffic. `common.memory.cache` has the cache model
 # (`LRUCache`, `CacheConfig`), the kernel's address stream (`matmul_stream(MatmulTiling(...))`) and
 # `footprint_bytes`; the schedule is yours.
 #
@@ -212,7 +212,7 @@ check_equal("the next multiple of 16 does not fit", footprint_bytes(T + 16, T + 
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.cache import MatmulTiling as _MT
+from common.memory.cache import MatmulTiling as _MT
 from common.grading.verdicts.probe import Probe
 
 
@@ -246,7 +246,7 @@ probe.send("tiles", [largest_tile(_cap, _e, multiple=_mul) for _cap, _e, _mul in
 import random
 
 from answers import dma_schedule, largest_square_tile
-from common.cache import MatmulTiling
+from common.memory.cache import MatmulTiling
 from common.checks import grader
 
 data, seed = probe.received()
@@ -277,7 +277,7 @@ for (cap, e, mul), got in zip(tiles, data["tiles"], strict=True):
 # **Spec.** `cache_traffic(t, config)`: run the address stream of `t` (`matmul_stream(t)` → addresses and a
 # write flag per access) through a cold `LRUCache(config)`, flush it at the end (C must reach memory), and
 # return a dict of Python numbers: `bytes_in` (fetched), `bytes_out` (written back), `offchip_bytes` (their sum)
-# and `hit_rate`. Look at `common/cache.py` first: it is short.
+# and `hit_rate`. Look at `common/memory/cache.py` first: it is short.
 
 # %% nbgrader={"grade": false, "grade_id": "cache_traffic", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def cache_traffic(t, config):
@@ -313,7 +313,7 @@ check_in_range("hit rate", mine["hit_rate"], 0.5, 1.0, hint="hits / accesses, ov
 ### BEGIN HIDDEN TESTS
 import random as _random
 
-from common.cache import CacheConfig as _CC, MatmulTiling as _MT
+from common.memory.cache import CacheConfig as _CC, MatmulTiling as _MT
 from common.grading.verdicts.probe import Probe
 
 probe = Probe()
@@ -332,7 +332,7 @@ probe.send("cases", _sent)
 import random
 
 from answers import simulate_cache
-from common.cache import CacheConfig, MatmulTiling, matmul_stream
+from common.memory.cache import CacheConfig, MatmulTiling, matmul_stream
 from common.checks import grader
 
 data, seed = probe.received()
@@ -426,7 +426,7 @@ print(cmp.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
 #
 # **The vendor.** `torch.profiler.profile(profile_memory=True)` records every allocation and free with its size
 # and time; `record_function("decode_3")` marks regions.
-# `common.memtimeline.profile_generate(LLM, ...)` runs the real model's `generate()` with a `DynamicCache` (each
+# `common.memory.memtimeline.profile_generate(LLM, ...)` runs the real model's `generate()` with a `DynamicCache` (each
 # layer's K and V grow by `torch.cat`) on random prompt ids, each forward pass in a region (`prefill`,
 # `decode_0`, ...), and returns the allocations (`allocs`: `bytes`, `t_alloc_ms`, `t_free_ms` — NaN if still live
 # at the end —, the `region` it was made in, the `op`), the `regions` (`name`, `start_ms`, `end_ms`) and
@@ -504,7 +504,7 @@ import numpy as _np
 import pandas as _pd
 
 from common.grading.verdicts.probe import Probe
-from common.memtimeline import DecodeRun as _Run, profile_decode as _profile
+from common.memory.memtimeline import DecodeRun as _Run, profile_decode as _profile
 
 
 def _table(frame):  # a DataFrame as plain data (its index and every column)
@@ -663,7 +663,7 @@ else:
 import numpy as _np
 
 from common.grading.verdicts.probe import Probe
-from common.memtimeline import profile_generate as _profile_generate, timeline as _timeline
+from common.memory.memtimeline import profile_generate as _profile_generate, timeline as _timeline
 
 
 def _table(frame):  # a DataFrame as plain data (its index and every column)
@@ -907,7 +907,7 @@ for (n, b, t), got in zip(cases, data["cases"], strict=True):
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Now time a real copy, `x.clone()`, on this machine (**measured**, `common.bench.measure`, synced on a GPU) and
+# Now time a real copy, `x.clone()`, on this machine (**measured**, `common.measure.bench.measure`, synced on a GPU) and
 # turn the time into bandwidth with your function: on the GPU if there is one (its HBM or GDDR), else on the CPU.
 # The tensor is larger than the caches, so the number is main-memory bandwidth, not cache bandwidth.
 
@@ -1064,7 +1064,7 @@ for kvd in ("fp16", "fp8"):
 import random as _random
 
 from common.grading.verdicts.probe import Probe
-from common.kvcache import kv_limits as _kv_limits
+from common.memory.kvcache import kv_limits as _kv_limits
 from common.models import get_config as _gc
 
 probe = Probe()
@@ -1086,7 +1086,7 @@ import random
 
 from answers import lpu_chips as lpu_reference, max_tokens_beside_weights as beside_reference
 from common.checks import grader
-from common.kvcache import kv_limits
+from common.memory.kvcache import kv_limits
 from common.models import get_config
 
 data, seed = probe.received()
@@ -1367,8 +1367,8 @@ print(pd.DataFrame(rows).to_string(index=False))
 
 # %%
 from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
-from common.landscape_courses import alignment_constraints
-from common.landscape_rows import add_rows, row_problems
+from common.landscape.courses import alignment_constraints
+from common.landscape.rows import add_rows, row_problems
 
 KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
 if KEEP_ON_DRIVE and not FAST:
@@ -1413,8 +1413,8 @@ probe.send("rows", {str(_a): {str(_s): str(_t) for _s, _t in dict(MY_ROWS.get(_a
 from answers import LANDSCAPE_SHOWN, LANDSCAPE_VOCAB, copied, scales_out
 from common.checks import grader
 from common.landscape import SYSTEMS as systems
-from common.landscape_courses import alignment_constraints
-from common.landscape_rows import row_problems, vocabulary_misses
+from common.landscape.courses import alignment_constraints
+from common.landscape.rows import row_problems, vocabulary_misses
 from common.sim import simulate_llm as simulate
 
 data, seed = probe.received()
@@ -1672,7 +1672,7 @@ check_equal("out of blocks raises MemoryError", raised, True)
 # ### Fragmentation on a trace
 #
 # `TRACE` is a seeded trace of requests with varied prompt and output lengths (log-normal, within `MAX_LEN`),
-# arriving over time. `common.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
+# arriving over time. `common.memory.kvcache.replay(TRACE, make_allocator, block_size, max_len)` runs continuous
 # batching one decode step at a time with *your* allocator — allocate the prompt on arrival, append one token per
 # step, free when done — and returns one row per step: `used` tokens, `paged` slots your allocator holds,
 # `contiguous` slots a `max_len`-per-request reservation would hold, and `live` requests.

@@ -60,10 +60,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from common import bench
+from common.measure import bench
 from common.chips import DTYPE_BYTES, get_chip
 from common.errors import DFAError
-from common.sim import kernel_text as KT
+from common.debug import kernel_text as KT
 from common.sim.faults import Fault
 
 warnings.filterwarnings("ignore", category=UserWarning)  # Dynamo's notes on recompiles are not for this lab
@@ -100,7 +100,7 @@ print(f"compiled {len(RUNS)} SIMULATED graphs")
 # then the transfer log and the LPDDR5↔LX counters.
 #
 # *How the simulator records the bug.* The simulated compiler's own plan (`plan["copy_range_elems"]`) is correct;
-# the planted `stick_copy` fault changes what the compiled graph computes. `common.sim.kernel_text` therefore
+# the planted `stick_copy` fault changes what the compiled graph computes. `common.debug.kernel_text` therefore
 # derives the faulty kernel's range from the fault's own rule (`faults.stick_copy_stop`) and labels it
 # `from the fault rule`, next to what the program records.
 #
@@ -434,7 +434,7 @@ import random as _random
 import torch as _torch
 
 from common.grading.verdicts.probe import Probe
-from common.sim import kernel_text as _KT
+from common.debug import kernel_text as _KT
 
 probe = Probe()  # fresh inputs of seeded shapes and dtypes, each compiled with the stick_copy fault planted
 _rng = _random.Random(probe.seed)
@@ -456,7 +456,7 @@ import random
 import torch
 
 from common.checks import grader
-from common.sim import kernel_text as KT
+from common.debug import kernel_text as KT
 
 data, seed = probe.received()
 rng = random.Random(seed)
@@ -464,7 +464,7 @@ cases = [((130,), "float16"), ((3, 100), "float16"), ((65,), "float32"), ((257,)
          ((200,), "float16")]
 cases += [((rng.randint(1, 4), rng.randint(1, 400)), rng.choice(("float16", "float32", "int8"))) for _ in range(3)]
 for path in data["tools"]:
-    grader.assert_equal(path.replace("\\", "/").endswith("common/sim/kernel_text.py"), True,
+    grader.assert_equal(path.replace("\\", "/").endswith("common/debug/kernel_text.py"), True,
                         name="the probe compiled with the simulator's own run_with_fault")
 for i, (shape, dt) in enumerate(cases):
     dtype = getattr(torch, dt)

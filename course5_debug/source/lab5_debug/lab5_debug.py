@@ -67,14 +67,14 @@ from common.debug import bugs, taxonomy
 from common.debug.divergence import first_divergence
 from common.debug.reducer import Failure, Reproducer, is_one_minimal, reduce, same_failure
 from common.debug.timing import timing_region
-from common.lab_device import lab_device
+from common.measure.lab_device import lab_device
 from common.sim import faults
 
 SEED = bugs.learner_seed(LEARNER_ID)
 BUGS = bugs.learner_bugs(LEARNER_ID)
 STICK_ELEMS = int(get_chip("spyre").fact("stick_bytes")) // 2  # fp16 elements per 128-byte stick (catalog)
 # A fixed output must match the CPU within max|diff| <= TOL x max|CPU|: the simulated Spyre's fp16 tolerance
-# (common.sim.spyre.SpyrePolicy.rtol_vs_eager), wider for the sharp large-logit softmax, where rounding the
+# (common.sim.machines.spyre.SpyrePolicy.rtol_vs_eager), wider for the sharp large-logit softmax, where rounding the
 # logits to fp16 alone moves the weights by up to ~1 %.
 TOL = {"wrong": 5e-3, "hang": 5e-3, "nan": 2e-2, "slow": 5e-3}
 pd.set_option("display.width", 160)
@@ -846,7 +846,7 @@ plt.show()
 # for kernel `kN`). (b) `PERF_CAUSE`: the cause as `timing_region(...).causes()` names it, e.g.
 # `"fallback:aten.xyz"`. (c) `fix_perf(bug)`: a model (an `nn.Module`) computing the same function with
 # native ops only, so that the simulated step is at least 1.3× faster and the answer still matches the CPU
-# (see `common.sim.spyre.NEAREST_NATIVE` for what torch-spyre suggests instead of each fallback). The module
+# (see `common.sim.machines.spyre.NEAREST_NATIVE` for what torch-spyre suggests instead of each fallback). The module
 # is compiled the way `bug.report(model)` compiles any model: it must be traceable by `torch.fx.symbolic_trace`
 # (no data-dependent Python control flow in `forward`). It must compute the function, not hold an answer: it is
 # checked on fresh inputs of the same shape, and on another seed of the same model class.
@@ -974,7 +974,7 @@ import torch
 from answers import variant
 from common.checks import grader
 import common.debug.bugs as bugs
-from common.sim.spyre import NEAREST_NATIVE
+from common.sim.machines.spyre import NEAREST_NATIVE
 
 data, seed = probe.received()
 mine = bugs.make_bug("slow", bugs.learner_seed(data["learner"]))
@@ -1111,7 +1111,7 @@ print(pd.DataFrame(rows).to_string(index=False))
 import tempfile
 
 from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
-from common.landscape_rows import add_rows, row_problems
+from common.landscape.rows import add_rows, row_problems
 
 KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next course
 if KEEP_ON_DRIVE and not FAST:
@@ -1161,7 +1161,7 @@ from answers import landscape_vocab
 from common.checks import grader
 import common.debug.bugs as bugs
 from common import landscape
-from common.landscape_rows import row_problems, vocabulary_misses
+from common.landscape.rows import row_problems, vocabulary_misses
 
 data, seed = probe.received()
 attributes = ("unsupported op", "a hang surfaces as")
@@ -1175,7 +1175,7 @@ grader.assert_equal(("a hang surfaces as", "Spyre") in misses, False, name="your
 ### END HIDDEN TESTS
 
 # %%
-from common.landscape_courses import fill_course
+from common.landscape.courses import fill_course
 
 lm = open_map(5, scratch=FAST)
 if not FAST:  # the simulator's row of this course (the autograder's scratch map does without it)

@@ -5,7 +5,7 @@
 * ``op_counters``: per compute event on the ``cores`` engine with FLOPs: the per-op counters (``detail``
   lpddr_read + lpddr_write; LX bytes of the event) and its duration.
 * ``tile_sweep``: one row per {coarse_tiles: report}, LPDDR5 bytes from the counters (so that
-  ``common.sim.traffic.sweep``, which re-simulates, cannot answer a profiler's counters).
+  ``common.memory.traffic.sweep``, which re-simulates, cannot answer a profiler's counters).
 * ``level_ridges``: peak / bandwidth per memory level with a published bandwidth or a catalog estimate
   (``ESTIMATED_LEVELS``); levels with neither are left out.
 """

@@ -65,7 +65,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from common import bench
+from common.measure import bench
 from common.chips import get_chip
 from common.errors import DFAError
 from common.roofline import (Ceiling, add_overhead_ceiling, eng, plot_roofline, roofline_for_chip,
@@ -195,13 +195,13 @@ for v, want in zip(data["ints"], (6.0, 10.0, 2.5), strict=True):
 # ### Your machine's roofline (measured)
 #
 # Now measure this machine: the compute roof is the FLOP/s of a large GEMM, the bandwidth roof the bytes/s of a
-# large copy (`common.bench.measure_peaks`: median of repeated runs, warm-up first), one GEMM per dtype
-# (`common.dtype_roofs`): a GPU's fp16/bf16 run on its tensor cores (a T4: 65 vs 8 TFLOP/s fp32 on the datasheet).
+# large copy (`common.measure.bench.measure_peaks`: median of repeated runs, warm-up first), one GEMM per dtype
+# (`common.measure.roofs`): a GPU's fp16/bf16 run on its tensor cores (a T4: 65 vs 8 TFLOP/s fp32 on the datasheet).
 # On Colab's 2 vCPUs expect tens of GFLOP/s and ~10 GB/s, a ridge of a few FLOP/B; a GPU is measured on the GPU.
 
 # %%
-from common.devices import this_machine
-from common.dtype_roofs import measured_rooflines, other_dtypes
+from common.measure.devices import this_machine
+from common.measure.roofs import measured_rooflines, other_dtypes
 
 HERE = this_machine()  # the GPU when there is one, else the CPU; and the catalog chip that stands for it
 ON_GPU = HERE.device_type == "cuda"
@@ -466,14 +466,14 @@ for k, (backend, phase, level) in enumerate(cases):
 #
 # A real chat model, **Qwen2.5-0.5B-Instruct** (`common.models.load_llm`; seeded random weights with the real
 # shapes when the Hub is out of reach: `LLM.label` says which), runs here: on the GPU in fp16, else on the CPU in
-# fp32. `common.op_profile.profile` times every aten op of one prefill step (`LLM_SEQ` prompt tokens) and one
+# fp32. `common.measure.op_profile.profile` times every aten op of one prefill step (`LLM_SEQ` prompt tokens) and one
 # decode step (one token after `LLM_SEQ` cached), synchronised per op on a GPU, and counts its FLOPs and bytes
-# with the rules of `common.costs`. Ops are summed per group (matmuls, attention, norms, pointwise): one point per
+# with the rules of `common.graph.costs`. Ops are summed per group (matmuls, attention, norms, pointwise): one point per
 # group, summed FLOPs ÷ summed bytes across, ÷ summed time up. The first panel is MEASURED, under this machine's
 # roofs; the other five are the same model, batch and length, SIMULATED (`simulate_llm(LLM.config, ...)`).
 
 # %%
-from common import op_profile
+from common.measure import op_profile
 from common.models import load_llm
 
 
@@ -540,7 +540,7 @@ print(pd.DataFrame(rows).to_string(index=False))
 # (Colab's GPU) in fp32, a ratio between two machines. Analysis question 4 asks why the ratios differ.
 
 # %%
-from common.devices import sim_vs_measured
+from common.measure.devices import sim_vs_measured
 
 SIM_CHIP = HERE.chip_name or COMPARE_CHIP
 sim_here = {ph: simulate_llm(LLM.config, "gpu", phase=ph, batch=1, seq=LLM_SEQ, chip=SIM_CHIP, dtype=MODEL_TAG)
