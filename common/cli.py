@@ -20,7 +20,7 @@ from common.errors import DFAError
 # Order is the order of ``dfa --help``. A module that fails to import (e.g. an optional dependency missing)
 # hides only its own commands and says so in --help. ``common.sim_cli`` sits outside ``common.sim`` because
 # importing anything in that package imports torch (it registers the torch.compile backends).
-COMMAND_MODULES = ("common.tour", "common.labopen", "common.sim_cli", "common.grading.cli")
+COMMAND_MODULES = ("common.tour", "common.labopen", "common.sim_cli", "common.grading.cli", "common.site.cli")
 
 
 class _Parser(argparse.ArgumentParser):
