@@ -131,3 +131,19 @@ def test_whole_site_builds_and_a_broken_link_fails_it(tmp_path):
         sphinx_build(tmp_path / "site/src", tmp_path / "site/html")
     warnings = (tmp_path / "site/sphinx-warnings.txt").read_text(encoding="utf-8")
     assert "nolab" in warnings and "orphan" in warnings
+
+
+def test_front_page_machine_table_counts_what_the_results_check():
+    fidelity = {"rows": [_row("lpu", 1.2, "bound"), _row("lpu", 1.5, "bound")],
+                "per_architecture": {"gpu": {"n": 7, "median": 1.1, "worst": 1.9}}}
+    table = "\n".join(pages.machine_summary(fidelity))
+    assert "| [GPU](machines/gpu.md) |" in table and "7 sourced: median sim / published 1.10, worst 1.90 |" in table
+    assert "| 2 bound(s) |" in table and table.count("| none |") == 3  # tpu, wse, spyre
+
+
+def test_a_figure_below_its_band_states_the_cost_it_implies():
+    row = _row("lpu", 4.0, "bound", check="band of upper bounds", gap=0.8, holds=True, unknowns=["host cost"],
+               band=[125.0, 400.0], band_chips=[64, 568], inside=False, implied_s=0.0002)
+    text = "\n".join(machines.wrong_section("lpu", {"rows": [row]}))
+    assert "simulated band 125 (568 chips) to 400 (64 chips) tok/s, published 100 outside it" in text
+    assert "implies at least 0.20 ms a token that the simulator does not charge" in text

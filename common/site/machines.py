@@ -40,7 +40,8 @@ def chip_table(chip: Chip) -> list[str]:
     rows = [("vendor", chip.vendor), ("matrix unit", chip.matrix_unit),
             ("compute units", f"{chip.compute_units} {chip.compute_unit_name}"),
             ("clock", si(chip.clock_hz, "Hz"))]
-    rows += [(f"dense {dtype} peak", si(flops, "FLOP/s")) for dtype, flops in chip.peak_flops.items()]
+    rows += [(f"dense {dtype} peak", si(flops, "OP/s" if dtype == "int8" else "FLOP/s"))  # int8: integer ops
+             for dtype, flops in chip.peak_flops.items()]
     for level in chip.memory_levels:
         size = si(level.capacity, "B") + (f" x {level.count}" if level.count > 1 else "")
         rows.append((f"memory {level.name}", f"{size}, {si(level.bandwidth, 'B/s')}" +
@@ -71,6 +72,20 @@ def error_factor(ratio: float) -> float:
     return max(ratio, 1 / ratio)
 
 
+def _band(row: dict) -> str:
+    """Where a published figure falls against a band of upper bounds, and the cost a figure below it implies."""
+    if "band" not in row:
+        return ""
+    # band is (slow, fast); band_chips is (fewest, largest deployment): the fewest chips, fewest hops a token, are fast
+    (slow, fast), (fast_chips, slow_chips) = row["band"], row.get("band_chips", ("?", "?"))
+    text = (f"; simulated band {slow:,.0f} ({slow_chips} chips) to {fast:,.0f} ({fast_chips} chips) "
+            f"{md_escape(row['unit'])}, "
+            f"published {row['published']:,} {'inside' if row.get('inside') else 'outside'} it")
+    if row.get("implied_s"):
+        text += f": implies at least {row['implied_s'] * 1e3:.2f} ms a token that the simulator does not charge"
+    return text
+
+
 def wrong_section(kind: str, fidelity: dict) -> list[str]:
     """Where the machine is known to be wrong: its fidelity figures, the worst first."""
     rows = [r for r in fidelity["rows"] if r["backend"] == kind]
@@ -97,7 +112,7 @@ def wrong_section(kind: str, fidelity: dict) -> list[str]:
         for r in bounds:
             unknowns = "; ".join(r.get("unknowns", []))
             out.append(f"- {md_escape(r['figure'])}: {r['check']}, gap {r['gap']:.2f}, "
-                       f"{'holds' if r['holds'] else 'does NOT hold'}. Unknown: {md_escape(unknowns)}.")
+                       f"{'holds' if r['holds'] else 'does NOT hold'}{_band(r)}. Unknown: {md_escape(unknowns)}.")
         out.append("")
     return out
 

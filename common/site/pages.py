@@ -16,7 +16,7 @@ from common.grading.authoring.labsource import repo_path
 from common.grading.authoring.release import lab_title
 from common.grading.courses.course import Course
 from common.grading.editions.publish import colab_prefix, rewrite
-from common.site.machines import TITLES, fidelity_alt_text, fidelity_figure, machine_page
+from common.site.machines import TITLES, fidelity_alt_text, fidelity_figure, machine_page, md_escape, policy_doc
 
 FIDELITY = Path("benchmarks/results")
 # Text that only an instructor's notebook holds: nbgrader strips both from a release.
@@ -137,21 +137,37 @@ def write_licence(src: Path, root: Path) -> list[str]:
     return ["licence"]
 
 
-def write_index(src: Path, root: Path, courses: list[Course], slug: str) -> list[str]:
+def machine_summary(fidelity: dict) -> list[str]:
+    """Per machine: its policy's summary line and what the fidelity results check of it."""
+    lines = ["| machine | what its compiler models | fidelity figures |", "| --- | --- | --- |"]
+    for kind in TITLES:
+        stats = fidelity.get("per_architecture", {}).get(kind)
+        bounds = sum(r["backend"] == kind and r["group"] != "sourced" for r in fidelity["rows"])
+        checked = [f"{stats['n']} sourced: median sim / published {stats['median']:.2f}, worst {stats['worst']:.2f}"
+                   ] if stats else []
+        checked += [f"{bounds} bound(s)"] if bounds else []
+        summary = md_escape(policy_doc(kind).split("\n", 1)[0])
+        lines.append(f"| [{TITLES[kind]}](machines/{kind}.md) | {summary} | {'; '.join(checked) or 'none'} |")
+    return [*lines, ""]
+
+
+def write_index(src: Path, root: Path, courses: list[Course], slug: str, fidelity: dict) -> list[str]:
     """The front page: the README's opening paragraph, then the navigation (every page sits in a toctree)."""
     readme = (root / "README.md").read_text(encoding="utf-8").split("\n\n")
     title = readme[0].lstrip("# ").strip()
     intro = readme[1].strip()
 
-    def toctree(caption: str, docs: list[str]) -> list[str]:
-        return ["```{toctree}", f":caption: {caption}", ":maxdepth: 1", "", *docs, "```", ""]
+    def toctree(caption: str, docs: list[str], hidden: bool = False) -> list[str]:
+        return ["```{toctree}", f":caption: {caption}", ":maxdepth: 1", *([":hidden:"] if hidden else []), "",
+                *docs, "```", ""]
 
     lines = [f"# {title}", "", intro, "",
              f"The labs run on Google Colab or any Jupyter; the course's public repository is "
              f"[github.com/{slug}](https://github.com/{slug}).", ""]
     lines += toctree("Courses", [f"{c.name}/README" for c in courses])
     lines += toctree("Labs", ["labs"])
-    lines += toctree("Simulated machines", [f"machines/{k}" for k in TITLES])
+    lines += toctree("Simulated machines", [f"machines/{k}" for k in TITLES], hidden=True)
+    lines += ["Simulated machines", "", *machine_summary(fidelity)]
     lines += toctree("Fidelity", ["fidelity"])
     lines += toctree("About", ["licence"])
     (src / "index.md").write_text("\n".join(lines), encoding="utf-8")
