@@ -147,3 +147,21 @@ def test_a_figure_below_its_band_states_the_cost_it_implies():
     text = "\n".join(machines.wrong_section("lpu", {"rows": [row]}))
     assert "simulated band 125 (568 chips) to 400 (64 chips) tok/s, published 100 outside it" in text
     assert "implies at least 0.20 ms a token that the simulator does not charge" in text
+
+
+def test_site_modules_import_only_what_its_init_names():
+    import ast
+    import re
+
+    package = ROOT / "common" / "site"
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
+    allowed = set(re.findall(r"``(\w+)``", re.search(r"^May import: (.*)$", doc, re.MULTILINE).group(1)))
+    allowed |= {"errors", "site"}  # the one-line errors every area raises, and itself
+    for module in package.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "common" and len(parts) > 1:
+                    assert parts[1] in allowed, f"common/site/{module.name} imports {name}: not in 'May import'"
