@@ -38,7 +38,8 @@ def _package(parent: Path) -> Path:
     """A stand-in for this checkout: pyproject, a tiny ``common`` with a grader-only reference, and grading."""
     (parent / "common" / "grading").mkdir(parents=True)
     shutil.copy2(repo_root() / "pyproject.toml", parent / "pyproject.toml")
-    shutil.copy2(repo_root() / "LICENSE", parent / "LICENSE")
+    for name in ("LICENSE", "LICENSE-CONTENT", "CITATION.cff"):
+        shutil.copy2(repo_root() / name, parent / name)
     (parent / "common" / "__init__.py").write_text('"""stand-in package"""\n')
     (parent / "common" / "checks.py").write_text("def check_tensor(*args, **kwargs):\n    return None\n")
     (parent / "common" / "grading" / "__init__.py").write_text("INSTRUCTOR_ONLY = True\n")
@@ -99,6 +100,8 @@ def test_publish_writes_the_student_edition(edition):
     assert (out / "LICENSE").read_text() == (repo_root() / "LICENSE").read_text()
     assert "Apache License" in (out / "LICENSE").read_text()
     assert "LICENSE" in json.loads((out / MANIFEST).read_text())["files"]
+    assert "CC BY 4.0" in (out / "LICENSE-CONTENT").read_text()  # the course text and figures' licence
+    assert f"repository-code: \"https://github.com/{REPO}\"" in (out / "CITATION.cff").read_text()
     assert '.[lab]' in readme and "dataflow-labs[lab] @ git+" in readme  # one install that opens the labs
     assert project["project"]["scripts"]["dfa"] == "common.cli:main"
     assert (out / "common" / "checks.py").is_file() and not (out / "common" / "grading").exists()

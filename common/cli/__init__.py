@@ -7,7 +7,7 @@ Building the parser must stay cheap (``dfa --help`` and argument errors answer i
 command modules import only the standard library and ``common.errors`` at the top, and import torch, pandas,
 matplotlib or nbgrader inside their command functions. ``tests/test_cli.py`` checks that none of them gets loaded.
 
-May import: ``chips``, ``compile``, ``dataflow``, ``debug``, ``graph``, ``grading``, ``landscape``, ``measure``, ``memory``, ``models``, ``roofline``, ``sim``.
+May import: ``chips``, ``compile``, ``dataflow``, ``debug``, ``graph``, ``grading``, ``landscape``, ``measure``, ``memory``, ``models``, ``roofline``, ``sim``, ``site``.
 """
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ import time
 from common.errors import DFAError
 
 # Order is the order of ``dfa --help``. A module that fails to import (e.g. an optional dependency missing)
-# hides only its own commands and says so in --help. ``common.cli.simulate`` sits outside ``common.sim`` because
-# importing anything in that package imports torch (it registers the torch.compile backends).
-COMMAND_MODULES = ("common.cli.tour", "common.cli.lab", "common.cli.simulate", "common.grading.cli")
+# hides only its own commands and says so in --help.
+COMMAND_MODULES = ("common.cli.tour", "common.cli.lab", "common.cli.simulate", "common.grading.cli", "common.site.cli")
 
 
 class _Parser(argparse.ArgumentParser):

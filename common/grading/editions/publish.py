@@ -9,7 +9,8 @@ grader-only references); course staff keep it private. The student edition holds
 - the package learners install (``published_package``: ``pyproject.toml`` and ``common/`` without
   ``common/grading`` and without the grader-only references nothing published uses);
 - a learner README (``published_readme``) and each course's README (its syllabus);
-- the licence, ``LICENSE`` (Apache-2.0), as the instructor edition has it;
+- the licence, ``LICENSE`` (Apache-2.0), as the instructor edition has it, and where it has them the course
+  text and figures' licence (``LICENSE-CONTENT``, CC BY 4.0) and ``CITATION.cff``;
 - a manifest, ``.dfa-publish.json``, naming the files this command wrote.
 
 Badges and setup cells point at the published repository, from one setting: ``[tool.dfa] published_repo =
@@ -188,6 +189,11 @@ def publish(
         if not licence.is_file():
             raise DFAError(f"{licence} is missing: the student edition is published with its licence")
         _write(stage, published_package.LICENSE_FILE, licence.read_text(encoding="utf-8"), result.written)
+        for name in published_package.COURSE_FILES:
+            if (package_parent / name).is_file():  # the citation names the published repository
+                text = (package_parent / name).read_text(encoding="utf-8")
+                text = text.replace(f"https://github.com/{colab.github_slug()}", f"https://github.com/{slug}")
+                _write(stage, name, text, result.written)
         for rel in previous:
             if rel not in result.written:
                 (out / rel).unlink(missing_ok=True)

@@ -30,6 +30,8 @@ LEARNER_DESCRIPTION = (
 )
 LEARNER_EXTRAS = ("lab",)  # `pip install ".[lab]"`: JupyterLab and ipywidgets to open the labs locally
 LICENSE_FILE = "LICENSE"
+# Published beside it where the instructor edition has them: the course text and figures' licence, the citation.
+COURSE_FILES = ("LICENSE-CONTENT", "CITATION.cff")
 PROJECT_KEYS = (
     "name",
     "version",
