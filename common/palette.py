@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from common.errors import DFAError
-from common.sim_args import BACKEND_NAMES
 
 
 class MachineStyle(NamedTuple):
@@ -26,7 +25,6 @@ MACHINE_STYLE: dict[str, MachineStyle] = {
     "lpu": MachineStyle("#D55E00", "D", ".."),     # vermillion
     "spyre": MachineStyle("#CC79A7", "v", "++"),   # reddish purple
 }
-assert set(MACHINE_STYLE) == set(BACKEND_NAMES), "one style per backend"
 
 
 def style(backend: str) -> MachineStyle:

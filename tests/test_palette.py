@@ -2,7 +2,7 @@ import pytest
 
 from common.errors import DFAError
 from common.palette import MACHINE_STYLE, style
-from common.sim_args import BACKEND_NAMES
+from common.sim.args import BACKEND_NAMES
 
 
 def test_every_backend_has_its_own_colour_marker_and_hatch():
