@@ -43,6 +43,11 @@ JSPT_SW = ("JetStream PyTorch server + JetStream benchmark_serving.py on ShareGP
            "2048; simulated on jetstream-2024-07 (the only JetStream stack; the rows predate it by 3-4 months)")
 GROQ_TPU = ("TechPowerUp news on the Groq LPU (2024-02), citing the LLMPerf leaderboard, "
             "https://techpowerup.com/news-tags/Processor?page=3")
+TRT09 = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Performance of TensorRT-LLM' ('All data was generated "
+         "using version 0.9.0'; 'Peak Throughput' and 'Low Latency' tables, H100 GPUs (FP8)), "
+         "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md")
+TRT09_SW = ("TensorRT-LLM v0.9.0 gptSessionBenchmark (static batching); no v0.9 stack in common/catalog/stacks.py, "
+            "simulated on trtllm-v0.6, the latest TensorRT-LLM stack there")
 CEREBRAS_AUG = ("Cerebras blog, 'Introducing Cerebras Inference: AI at Instant Speed' (2024-08-27), "
                 "https://cerebras.ai/blog/introducing-cerebras-inference-ai-at-instant-speed")
 CEREBRAS_OCT = ("Cerebras blog, 'Cerebras Inference now 3x faster: Llama3.1-70B breaks 2,100 tokens/s' "
@@ -137,6 +142,23 @@ def _cerebras(name, model, published, stack, source):
                   lambda: decode_tps(model, "wse", "wse-3", stack=stack))
 
 
+def _trt_moe():
+    """Mixtral-8x7B (mixture of experts) rows of the TensorRT-LLM v0.9 tables, H100 FP8, TP2."""
+    cond = "mixtral-8x7b, fp8, 2 x H100 SXM (TP2)"
+    return [
+        Figure("TensorRT-LLM v0.9, mixtral-8x7b (MoE) fp8, batch 64, 2048 in / 128 out, H100 SXM TP2", 588,
+               "tok/s/GPU", TRT09, f"{cond}, batch 64, input 2048, output 128, output tok/s per GPU", TRT09_SW,
+               "gpu", "trtllm-v0.6",
+               lambda: serving_tps("mixtral-8x7b", "gpu", "h100-sxm", stack="trtllm-v0.6", batch=64, prompt=2048,
+                                   output=128, chips=2, dtype="fp8", per_chip=True)),
+        Figure("TensorRT-LLM v0.9 first token 89.5 ms, mixtral-8x7b (MoE) fp8, batch 1, 2048 in, H100 SXM TP2",
+               round(2048 / 0.0895), "prompt tok/s", TRT09, f"{cond}, batch 1, input 2048; compared as 2048/89.5 ms",
+               TRT09_SW, "gpu", "trtllm-v0.6",
+               lambda: prefill_tps("mixtral-8x7b", "gpu", "h100-sxm", stack="trtllm-v0.6", prompt=2048, chips=2,
+                                   dtype="fp8")),
+    ]
+
+
 FIGURES = [
     Figure("vLLM, Llama-3.1-8B bf16, batch 1 decode, A100-40GB", 75, "tok/s", f"{REF} (vLLM)",
            "llama-3.1-8b, bf16, batch 1, context 1024, 1 x A100-40GB", "vLLM (2023-08 generation)", "gpu",
@@ -177,4 +199,5 @@ FIGURES = [
     _cerebras("Cerebras inference, Llama-3.1-70B, per user", "llama-3.1-70b", 450, "cerebras-2024-08", CEREBRAS_AUG),
     _cerebras("Cerebras inference (Oct 2024 release), Llama-3.1-70B, per user", "llama-3.1-70b", 2100,
               "cerebras-2024-10", CEREBRAS_OCT),
+    *_trt_moe(),
 ]

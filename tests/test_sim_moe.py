@@ -274,3 +274,18 @@ def test_cli_help_lists_the_models_and_simulates_all_backends(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["backend"] for r in rows] == list(BACKEND_NAMES) and all(r["time_s"] > 0 for r in rows)
     assert any("expert parallel" in n for r in rows for n in r["notes"])
+
+
+def test_slowest_expert_sets_the_batched_gemm_rows():
+    """The batched expert GEMM's M is the most loaded expert's rows: m/D + sqrt(2 (m/D) ln D), m = N k, capped at N."""
+    from common.models.moe import ExpectedLoad, max_load_rows
+
+    assert max_load_rows(64, 2, 8) == math.ceil(16 + math.sqrt(2 * 16 * math.log(8)))  # 25 of a mean 16
+    assert max_load_rows(4, 2, 5) == 4  # capped: a token picks distinct experts
+    assert ExpectedLoad.of(8, 2, 1).rows == 1  # one token: each of its k experts gets exactly it
+    loads = [ExpectedLoad.of(8, 2, n) for n in (16, 64, 512, 4096)]
+    assert all(a.imbalance > b.imbalance > 1.0 for a, b in zip(loads, loads[1:], strict=False))  # evens out
+    w = llm_step("mixtral-8x7b", "decode", 64, 256, "bf16")
+    bmm = [o for o in decompose(w.segments[1].gm, make_policy("gpu")) if o.mnk and o.mnk[0] == 8]
+    assert bmm and all(o.mnk[1] == 25 for o in bmm)  # (experts, rows, K, N): rows of the slowest expert
+    assert w.meta["moe"]["mean_rows_per_expert"] == 16 and w.meta["moe"]["imbalance"] == pytest.approx(25 / 16)

@@ -19,6 +19,13 @@ Two ways to run the same block, chosen by ``MoE.set_plan``:
 Expected load: if each of N tokens picks k distinct experts of E uniformly and independently, an expert is
 missed by one token with probability 1 - k/E, so the expected number of distinct experts touched is
 ``D(N) = E (1 - (1 - k/E)^N)`` (D(1) = k; D -> E as N grows) and each gets ``N k / D`` rows on average.
+
+Imbalance: the captured expert GEMM is a batched GEMM, one M for all D experts, so its M is the MOST loaded
+expert's rows - the slowest expert sets the time and the others pad to it (the capacity a static-shape MoE kernel
+sizes its buffers to). Estimate (no published per-step load statistic is used): with m = N k copies thrown
+uniformly on D experts, the expected maximum load is m/D + sqrt(2 (m/D) ln D) (the balls-into-bins maximum,
+Raab & Steger, "Balls into Bins - A Simple and Tight Analysis", RANDOM 1998, for m >= D ln D), capped at N (a
+token picks distinct experts). Trained routers are less even than uniform, so this is the least imbalance.
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ from torch.nn import functional as F
 
 from common.errors import DFAError
 from common.models.ffn import SwiGLU
+
+
+def max_load_rows(tokens: int, top_k: int, experts: int) -> int:
+    """ceil(min(N, m/D + sqrt(2 (m/D) ln D))), m = N k: the expected rows of the most loaded of D experts."""
+    mean = tokens * top_k / experts
+    return max(1, min(tokens, math.ceil(mean + math.sqrt(2.0 * mean * math.log(experts)) - 1e-9)))
 
 
 def expected_experts(n_experts: int, top_k: int, tokens: int) -> float:
@@ -50,19 +63,23 @@ class ExpectedLoad:
     """What the simulated grouped GEMM computes: ``experts`` experts, ``rows`` token rows each.
 
     ``expected`` is the exact expectation D(N); ``experts`` = D rounded half up (a GEMM has whole experts),
-    clipped to [k, E]; ``rows`` = ceil(N k / experts), so experts x rows >= the N k routed token copies.
+    clipped to [k, E]; ``mean_rows`` = ceil(N k / experts); ``rows`` = the most loaded expert's rows
+    (``max_load_rows``), which every expert of the batched GEMM pads to; ``imbalance`` = rows / (N k / experts).
     """
 
     tokens: int
     experts: int
     rows: int
     expected: float
+    mean_rows: int = 0
+    imbalance: float = 1.0
 
     @classmethod
     def of(cls, n_experts: int, top_k: int, tokens: int) -> ExpectedLoad:
         d = expected_experts(n_experts, top_k, tokens)
         used = min(n_experts, max(top_k, math.floor(d + 0.5)))
-        return cls(tokens, used, math.ceil(tokens * top_k / used), d)
+        rows = max(math.ceil(tokens * top_k / used), max_load_rows(tokens, top_k, used))
+        return cls(tokens, used, rows, d, math.ceil(tokens * top_k / used), rows * used / (tokens * top_k))
 
 
 class Experts(nn.Module):

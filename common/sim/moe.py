@@ -4,7 +4,8 @@
   step's N token rows (N = batch in decode, batch x seq in prefill): D(N) = E (1 - (1 - k/E)^N) experts touched
   (rounded to whole experts), ceil(N k / D) rows each (``common.models.moe``). The captured graph then holds
   the router GEMM (N, C) x (C, E), top-k, a gather of the routed rows, three batched GEMMs over the D touched
-  experts and a weighted index_add back: the active work, not all E experts.
+  experts and a weighted index_add back: the active work, not all E experts. The batched GEMMs' M is the most
+  loaded expert's rows (``common.models.moe.max_load_rows``): the slowest expert sets the time.
 * Resident vs streamed: the layer's expert parameters are whole (E, C, F) tensors, so every backend's memory
   footprint (``Workload.weight_bytes`` = n_params x dtype; the SRAM machines' ``spatial.resident_sizes``)
   holds all E experts, while a step reads only the D touched ones (the GEMMs read ``w[:D]``). At batch 1
@@ -49,11 +50,15 @@ def plan_layer(layer, config, rows: int, dtype: str) -> dict:
         "expected_experts": load.expected,
         "experts_touched": load.experts,
         "rows_per_expert": load.rows,
+        "mean_rows_per_expert": load.mean_rows,
+        "imbalance": load.imbalance,
         "resident_expert_bytes": config.n_layers * config.n_experts * expert,
         "streamed_expert_bytes": config.n_layers * load.experts * expert,
         "active_params": config.n_active_params,
         "total_params": config.n_params,
-        "formula": "experts touched D = E (1 - (1 - k/E)^N), rows per expert = ceil(N k / D)",
+        "formula": "experts touched D = E (1 - (1 - k/E)^N); rows per expert = the most loaded expert's, "
+        "ceil(min(N, m/D + sqrt(2 (m/D) ln D))), m = N k (uniform balls-into-bins maximum: an estimate, the "
+        "least imbalance a trained router shows)",
     }
 
 
