@@ -46,16 +46,29 @@ GROQ_TPU = ("TechPowerUp news on the Groq LPU (2024-02), citing the LLMPerf lead
 TRT09 = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Performance of TensorRT-LLM' ('All data was generated "
          "using version 0.9.0'; 'Peak Throughput' and 'Low Latency' tables, H100 GPUs (FP8)), "
          "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md")
-TRT09_SW = ("TensorRT-LLM v0.9.0 gptSessionBenchmark (static batching); no v0.9 stack in common/catalog/stacks.py, "
+TRT09_SW = ("TensorRT-LLM v0.9.0 gptSessionBenchmark (static batching); no v0.9 stack in common/chips/catalog/stacks.py, "
             "simulated on trtllm-v0.6, the latest TensorRT-LLM stack there")
 CEREBRAS_AUG = ("Cerebras blog, 'Introducing Cerebras Inference: AI at Instant Speed' (2024-08-27), "
                 "https://cerebras.ai/blog/introducing-cerebras-inference-ai-at-instant-speed")
 CEREBRAS_OCT = ("Cerebras blog, 'Cerebras Inference now 3x faster: Llama3.1-70B breaks 2,100 tokens/s' "
                 "(2024-10-24), cerebras.ai blog (the exact URL not verified here)")
+GPT_FAST = ("pytorch-labs/gpt-fast README.md, benchmark tables (2023-12; A100-80GB power-limited to 330 W, batch 1, "
+            "prompt of 5 tokens), https://github.com/pytorch-labs/gpt-fast")
+PT_BLOG = ("'Accelerating Generative AI with PyTorch II: GPT, Fast' (PyTorch blog, 2023-11-30), 'Starting Point "
+           "(25.5 tok/s)': a simple eager implementation, Llama-2-7B, A100-80GB power-limited to 330 W, batch 1, "
+           "'heavily CPU overhead bound', https://pytorch.org/blog/accelerating-generative-ai-2/")
+SGL_VLLM = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (2024-09), 'Online benchmark results', "
+            "Llama 3.1 8B Instruct, 1 x A100 80G, ShareGPT, 1200 prompts at 4 requests/s, "
+            "https://github.com/sgl-project/sglang/tree/main/benchmark/benchmark_vllm_060")
+# ShareGPT as vLLM's blog samples it (2024-09-05): 202 input and 179 output tokens on average. Concurrency from
+# Little's law: users in flight = request rate x median end-to-end latency (4/s x 1.56 s = 6.3 for SGLang, 4/s x
+# 1.69 s = 6.8 for vLLM); the decode context is the mean, 202 + 179 / 2 = 292.
+SHAREGPT_IN, SHAREGPT_CTX = 202, 292
 
 
 @dataclass
 class Figure:
+
     name: str
     published: float
     unit: str
@@ -83,11 +96,18 @@ def serving_tps(model, backend, chip, *, stack, batch, prompt, output, chips=Non
     return (tps / dec.chips if per_chip else tps), dec
 
 
-def prefill_tps(model, backend, chip, *, stack, prompt, chips=None, dtype=None):
-    """Prompt tokens / first-token latency of one request (batch 1)."""
-    r = simulate_served(model, backend, stack=stack, phase="prefill", batch=1, seq=prompt, chip=chip, chips=chips,
+def prefill_tps(model, backend, chip, *, stack, prompt, chips=None, dtype=None, batch=1):
+    """Prompt tokens / time to first token (``report.ttft_s``: the prefill plus any scheduling wait)."""
+    r = simulate_served(model, backend, stack=stack, phase="prefill", batch=batch, seq=prompt, chip=chip,
+                        chips=chips, dtype=dtype)
+    return prompt / r.ttft_s, r
+
+
+def tpot_tps(model, backend, chip, *, stack, batch, seq, chips=None, dtype=None):
+    """1 / time per output token (``report.tpot_s``): tokens/s per user, so sim / pub > 1 is too fast."""
+    r = simulate_served(model, backend, stack=stack, phase="decode", batch=batch, seq=seq, chip=chip, chips=chips,
                         dtype=dtype)
-    return prompt / r.time_s, r
+    return 1.0 / r.tpot_s, r
 
 
 def attention_tflops(chip, shape=(16, 16, 8192, 128)):
@@ -159,6 +179,32 @@ def _trt_moe():
     ]
 
 
+def _gpt_fast(model, published, chips=1, dtype="bf16"):
+    cond = (f"{model} (Llama-2-{'7B' if '7b' in model else '70B'}), {dtype}, batch 1, context 5 + generated "
+            f"(simulated at 128), {chips} x A100-80GB (power-limited to 330 W in the source; simulated at spec)")
+    return Figure(f"gpt-fast, {model} {dtype}, batch 1 decode, {chips} x A100-80GB", published, "tok/s", GPT_FAST,
+                  cond, "gpt-fast (torch.compile reduce-overhead, CUDA graphs)", "gpu", "gpt-fast",
+                  lambda: decode_tps(model, "gpu", "a100-80gb", stack="gpt-fast", seq=128, chips=chips,
+                                     dtype=dtype))
+
+
+def _online(engine, stack, batch, tpot_ms, ttft_ms):
+    """A TPOT row and a TTFT row of one online run (module comment above: ShareGPT lengths, Little's law)."""
+    cond = (f"llama-3.1-8b bf16, 1 x A100 80G, 4 req/s ShareGPT: {batch} users in flight (Little's law), context "
+            f"{SHAREGPT_CTX}")
+    sw = f"{engine} (benchmark_vllm_060); simulated on {stack}"
+    return [Figure(f"{engine}, Llama-3.1-8B, median TPOT {tpot_ms} ms, 4 req/s, A100 80G", round(1e3 / tpot_ms, 1),
+                   "tok/s per user (1/TPOT)", SGL_VLLM, cond + f"; compared as 1 / {tpot_ms} ms", sw, "gpu", stack,
+                   lambda: tpot_tps("llama-3.1-8b", "gpu", "a100-80gb", stack=stack, batch=batch,
+                                    seq=SHAREGPT_CTX)),
+            Figure(f"{engine}, Llama-3.1-8B, median TTFT {ttft_ms} ms, 4 req/s, A100 80G",
+                   round(SHAREGPT_IN / (ttft_ms / 1e3)), "prompt tok/s", SGL_VLLM,
+                   f"llama-3.1-8b bf16, 1 x A100 80G, one {SHAREGPT_IN}-token prompt (ShareGPT mean); compared as "
+                   f"{SHAREGPT_IN} / {ttft_ms} ms (queueing behind other prefills not simulated)", sw, "gpu",
+                   stack, lambda: prefill_tps("llama-3.1-8b", "gpu", "a100-80gb", stack=stack,
+                                              prompt=SHAREGPT_IN))]
+
+
 FIGURES = [
     Figure("vLLM, Llama-3.1-8B bf16, batch 1 decode, A100-40GB", 75, "tok/s", f"{REF} (vLLM)",
            "llama-3.1-8b, bf16, batch 1, context 1024, 1 x A100-40GB", "vLLM (2023-08 generation)", "gpu",
@@ -200,4 +246,13 @@ FIGURES = [
     _cerebras("Cerebras inference (Oct 2024 release), Llama-3.1-70B, per user", "llama-3.1-70b", 2100,
               "cerebras-2024-10", CEREBRAS_OCT),
     *_trt_moe(),
+    _gpt_fast("llama-2-7b", 104.9),
+    _gpt_fast("llama-2-7b", 328.43, chips=8),
+    _gpt_fast("llama-2-70b", 62.50, chips=8),
+    Figure("Eager PyTorch decode loop, Llama-2-7B bf16, batch 1, A100-80GB", 25.5, "tok/s", PT_BLOG,
+           "llama-2-7b, bf16, batch 1, context 128 assumed, 1 x A100-80GB (330 W limit in the source)",
+           "eager PyTorch (the blog's starting point, not transformers itself: the same eager launch path)", "gpu",
+           "hf-generate", lambda: decode_tps("llama-2-7b", "gpu", "a100-80gb", stack="hf-generate", seq=128)),
+    *_online("vLLM v0.6.0", "vllm-v0.6", 7, 14.14, 100.48),
+    *_online("SGLang v0.3.0", "sglang-v0.3", 6, 13.17, 31.98),
 ]

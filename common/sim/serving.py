@@ -25,7 +25,13 @@
   speed on the fewest chips that hold the model (the result) down to the speed on the largest published
   deployment.
 
-``report.stack`` names the stack and ``report.assumptions`` lists all of the above as data.
+``report.stack`` names the stack and ``report.assumptions`` lists all of the above as data. A stack's simulator
+options (``Stack.options``: CUDA graphs, eager one-kernel-per-op; ``Stack.launch_s``) are passed to the backend.
+
+Latency is a result as well as throughput: a decode report has ``tpot_s`` = step time / tokens per user per
+step (a speculative round: round time / (1 + a k)); a prefill report has ``ttft_s`` = the prefill step plus, for
+a stack that schedules several decode steps per round (``Stack.ttft_wait_steps``), that many decode steps at
+the prompt's context. ``report.warnings`` names a deployment beyond the records (``common.sim.realism``).
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import dataclasses
 from common.chips.catalog.stacks import STACKS, Stack
 from common.errors import DFAError, unknown
 from common.sim.program import Event
+from common.sim.realism import add_warnings
 from common.sim.report import Report
 from common.sim.run import simulate_llm
 
@@ -70,8 +77,11 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
         report = simulate_llm(model, backend, phase=phase, batch=batch, seq=seq, **kw)
         report.stack, report.bound, report.band, report.what_if, report.assumptions = None, None, None, {}, {}
         report.notes.append("stack: none (hardware only; no serving-stack costs)")
+        _latency(report, None, backend, kw)
+        add_warnings(report)
         return report
     st = get_stack(stack, backend)
+    kw = {**dict(st.options), **({"launch_s": st.launch_s.value} if st.launch_s else {}), **kw}
     spec = st.speculative if phase == "decode" else None
     published = spec is not None and _canonical(model) in spec.models
     use = spec is not None and (published if speculative is None else speculative)
@@ -107,8 +117,29 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
         "stack": st.name, "not_published": list(st.not_published), "second_order": list(st.second_order),
         "speculative": None if spec is None else {
             "applied": use, "published_for": list(spec.models), "draft_model": spec.draft_model,
-            "draft_tokens": spec.draft_tokens, "acceptance": spec.acceptance, "source": spec.source}}
+            "draft_tokens": spec.draft_tokens, "acceptance": spec.acceptance, "source": spec.source},
+        "options": dict(st.options), "launch_s": st.launch_s.value if st.launch_s else None}
+    _latency(report, st, backend, kw)
+    add_warnings(report)
     return report
+
+
+def _latency(report: Report, st: Stack | None, backend: str, kw: dict) -> None:
+    """``tpot_s`` (decode) or ``ttft_s`` (prefill), as the module docstring says."""
+    report.tpot_s = report.ttft_s = None
+    if report.phase == "decode":
+        per_user = report.tokens / max(report.batch, 1)
+        report.tpot_s = report.time_s / per_user if per_user else None
+        return
+    report.ttft_s = report.time_s
+    if st is not None and st.ttft_wait_steps is not None:
+        step = simulate_llm(report.workload, backend, phase="decode", batch=report.batch, seq=report.seq,
+                            **{k: v for k, v in kw.items()})
+        wait = st.ttft_wait_steps.value * step.time_s
+        report.ttft_s += wait
+        report.notes.append(f"time to first token {report.ttft_s * 1e3:.3f} ms = prefill {report.time_s * 1e3:.3f} "
+                            f"ms + {st.ttft_wait_steps.value:g} decode steps of {step.time_s * 1e3:.3f} ms waited: "
+                            f"{st.ttft_wait_steps.derivation}")
 
 
 def _canonical(model: str) -> str:

@@ -24,6 +24,13 @@ figures in benchmarks/fidelity.py. A term nobody publishes is absent and the rep
 * ``second_order``   unpublished costs judged small against the step, each with the reason (noted only);
 * ``deployment``     (chips, source) of the largest published deployment, where no model's own chip count is
                      published: a model then gets a band from the fewest chips that hold it to that many;
+* ``options``        simulator options the stack implies, as (name, value) pairs: ``graphs`` (decode replayed
+                     from a CUDA graph: one launch per step), ``fuse`` (False: eager PyTorch, one kernel per op
+                     beside the fused attention kernel);
+* ``launch_s``       host time per launched kernel where the stack's launch path costs more than the chip's
+                     ``kernel_launch_s`` (eager Python);
+* ``ttft_wait_steps`` decode steps a new request waits on average before its prefill runs (a scheduler that
+                     runs several decode steps per scheduling round); charged to time to first token;
 * ``Speculative.models``  the targets the vendor says it speculates for; any other model gets the hardware
                      figure, with the speculative one as an explicit what-if (``common.sim.serving``).
 """
@@ -58,6 +65,9 @@ class Stack:
     bound: str | None = None  # "upper" where not_published makes the simulated speed an upper bound
     bound_reason: str = ""
     deployment: tuple[int, str] | None = None  # (chips, source) of the largest published deployment
+    options: tuple[tuple[str, object], ...] = ()  # simulator options the stack implies (graphs, fuse)
+    launch_s: Estimate | None = None  # host time per kernel launch, where the stack's path is not the chip's
+    ttft_wait_steps: Estimate | None = None  # mean decode steps a new request waits before its prefill
 
 
 VLLM_818 = ("vllm-project/vllm PR #818 (2023-08-21, 'decouple tokenizer from the main scheduling thread'): "
@@ -97,6 +107,37 @@ LLAMA_SPEC = ("devquasar.com 'Speculative Decoding tradeoffs GPU with large mode
               "Llama-3-70B target, Llama-3-8B draft (Q4_K_M), 8 draft tokens, accepted rate 58.68 % - the only "
               "published 70B/8B Llama acceptance found; Cerebras's own draft and acceptance are not published")
 
+# ---- GPU stacks of 2023-2024 that learners compare: eager PyTorch, gpt-fast, vLLM >= 0.6, SGLang ----
+# Eager PyTorch (transformers' generate(), or any Python decode loop): one kernel per aten op (SDPA's attention is
+# one kernel), each launched from Python, no CUDA graph.
+EAGER_OP = ("pytorch/pytorch issue #41383 ('Large overhead (7 microseconds) for PyTorch operation', 2020): a "
+            "maintainer (ngimel) measures x*x at ~2 us a call, about half of it Python argument parsing (the C++ "
+            "call ~1 us); on top of the chip's kernel_launch_s (cudaLaunchKernel plus dispatcher)")
+HF_NOT_PUBLISHED = ("Python time per nn.Module call and per generate() step (logits processors, stopping "
+                    "criteria, the cache update) on top of each op's dispatch; nobody publishes it for a GPU",)
+HF_BOUND = ("the host time charged per launched op is the dispatcher's and Python's argument parsing only; the "
+            "nn.Module and generate() Python around each op is unpublished and can only add time, so the "
+            "simulated speed is an upper bound")
+GPT_FAST = ("pytorch-labs/gpt-fast README and 'Accelerating Generative AI with PyTorch II: GPT, Fast' (PyTorch "
+            "blog, 2023-11-30): decode_one_token compiled with torch.compile(mode='reduce-overhead', "
+            "fullgraph=True), a static KV cache, sampling inside the compiled step: one CUDA-graph replay per "
+            "token")
+GPT_FAST_SECOND = ("the Python loop around the compiled step (one call and one index update per token): one "
+                   "Python call per token against a multi-millisecond step",)
+VLLM_060 = ("vLLM blog 'vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction' (2024-09-05): "
+            "profiled on v0.5.3, Llama-3-8B, 1 x H100: HTTP API server 33 %, scheduling and input preparation 29 %, "
+            "GPU execution 38 % of the time; v0.6.0 moves the API server to its own process (PR #6883), schedules "
+            "once per --num-scheduler-steps n steps (PR #7000; n = 10 in the blog's benchmarks) and processes "
+            "outputs asynchronously (PR #7049)")
+VLLM_GRAPHS = ("vLLM engine arguments, --enforce-eager: off by default, so decode batches run from captured CUDA "
+               "graphs (eager only where a batch size has no graph)")
+SGLANG_030 = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (SGLang v0.3.0, 2024-09): launched "
+              "with --enable-torch-compile (torch.compile + CUDA graphs for decode)")
+SGLANG_NOT_PUBLISHED = ("the per-step CPU scheduling time of v0.3 (batch scheduling, memory allocation, radix "
+                        "cache): the v0.4 post (lmsys.org, 2024-12-04) says an unoptimised engine 'can spend as "
+                        "much as half of its time on CPU overhead' and that v0.4 overlaps it, but gives no figure "
+                        "for v0.3",)
+
 STACKS = (
     Stack("vllm-2023-08", "gpu", "2023-08", "vLLM with sampling and detokenising on the scheduling thread",
           step_host_fraction=Estimate(0.1086, "fraction of the device step", f"{VLLM_818}: 8.47 + 1.27 + 1.12 "
@@ -126,4 +167,28 @@ STACKS = (
           speculative=Speculative("llama-3.1-8b", 8, 0.5868, f"{CEREBRAS_OCT}; draft tokens and acceptance from "
                                   f"{LLAMA_SPEC}; the draft model is assumed to be Llama-3.1-8B",
                                   models=("llama-3.1-70b",))),  # the post's speculative result is its 70B one
+    Stack("hf-generate", "gpu", "2024", "Hugging Face transformers generate() in eager PyTorch (the labs' own "
+          "stack): one kernel per op, launched from Python, no CUDA graph, SDPA attention",
+          options=(("graphs", False), ("fuse", False)),
+          launch_s=Estimate(4e-6 + 1e-6, "s per launched op", f"{EAGER_OP}: 4 us (catalog kernel_launch_s) + 1 us "
+                            "of Python argument parsing"),
+          not_published=HF_NOT_PUBLISHED, bound="upper", bound_reason=HF_BOUND),
+    Stack("gpt-fast", "gpu", "2023-11", "gpt-fast: torch.compile(mode='reduce-overhead'), Inductor-fused kernels "
+          "replayed from a CUDA graph, static KV cache", options=(("graphs", True),),
+          second_order=GPT_FAST_SECOND + (f"source of the stack's structure: {GPT_FAST}",)),
+    Stack("vllm-v0.6", "gpu", "2024-09", "vLLM v0.6.0 with --num-scheduler-steps 10: API server in its own process, "
+          "multi-step scheduling, asynchronous output processing, CUDA-graph decode",
+          options=(("graphs", True),),
+          step_host_fraction=Estimate(0.29 / 0.38 / 10, "fraction of the device step",
+                                      f"{VLLM_060}: scheduling = 29 / 38 = 0.763 x the GPU time of a step, paid once "
+                                      "per 10 steps (the API server and output processing now overlap the GPU); "
+                                      f"{VLLM_GRAPHS}"),
+          ttft_wait_steps=Estimate((10 - 1) / 2, "decode steps", f"{VLLM_060}: a request arriving during a "
+                                   "10-step round waits for the round to end before its prefill is scheduled: "
+                                   "(10 - 1) / 2 = 4.5 steps on average for arrivals spread evenly over a round")),
+    Stack("sglang-v0.3", "gpu", "2024-09", "SGLang v0.3.0 with --enable-torch-compile (CUDA-graph decode), before "
+          "v0.4's overlapped scheduler", options=(("graphs", True),),
+          not_published=SGLANG_NOT_PUBLISHED, bound="upper",
+          bound_reason="no per-step CPU scheduling time is charged (none published for v0.3), so the simulated "
+          f"speed is an upper bound; {SGLANG_030}"),
 )

@@ -55,8 +55,8 @@ class GPUPolicy(Policy):
     def can_fuse(self, kernel: Kernel, op) -> bool:
         if op.pattern and op.pattern == kernel.ops[0].pattern and self.options.get("fuse_attention", True):
             return True
-        if kernel.kind in ("matmul", "attention"):
-            return False
+        if kernel.kind in ("matmul", "attention") or not self.options.get("fuse", True):
+            return False  # fuse=False: eager PyTorch, one kernel per op (attention's fused kernel aside)
         return op.kind in ("pointwise", "reduction", "copy", "gather")
 
     def tile(self, kernel: Kernel) -> None:
@@ -108,7 +108,7 @@ class GPUPolicy(Policy):
         return out
 
     def schedule(self, kernels, start: float = 0.0):
-        launch = self.chip.estimate("kernel_launch_s")
+        launch = self.options.get("launch_s") or self.chip.estimate("kernel_launch_s")  # a stack's own path
         gap = self.chip.estimate("kernel_gap_s")
         graphs = self.options.get("graphs", False)
         events, host, stream = [], start, start
