@@ -209,7 +209,12 @@ def test_the_labs_landscape_and_layer_checks_name_the_problems():
 
 
 # ---- the licence ---
-def test_the_repository_has_the_apache_licence_the_readme_names():
+def test_the_repository_has_the_licences_the_readme_names():
+    """Code under Apache-2.0 (LICENSE), course text and figures under CC BY 4.0 (LICENSE-CONTENT), a CITATION.cff."""
     text = (REPO / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
-    assert "Licence: Apache-2.0" in (REPO / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
+    assert "Apache License 2.0" in readme and "[LICENSE](LICENSE)" in readme
+    assert "Creative Commons Attribution 4.0" in readme and "[LICENSE-CONTENT](LICENSE-CONTENT)" in readme
+    assert "CC BY 4.0" in (REPO / "LICENSE-CONTENT").read_text() or "Attribution 4.0" in (REPO / "LICENSE-CONTENT").read_text()
+    assert "cff-version:" in (REPO / "CITATION.cff").read_text()

@@ -1,0 +1,13 @@
+"""What-if explorers: a learner moves a control (model, machines and their chips, phase, batch, sequence length,
+dtype, serving stack) and five simulated machines answer at once. ``whatif`` holds the choices, checks them and
+turns them into one row per machine (time per step, tokens/s, the bottleneck and its shares, bytes per memory
+level, how many chips hold the model); ``figure`` draws those rows into one figure that is redrawn in place;
+``widget`` puts ipywidgets controls around both, and where no widget can render (nbconvert, papermill, grading,
+CI, a plain shell) prints the table and saves the figure instead. Every number is SIMULATED and says so.
+
+May import: ``chips``, ``models``, ``sim``.
+"""
+from common.explore.whatif import Choices, machine_rows
+from common.explore.widget import Explorer, explore, widgets_can_render
+
+__all__ = ["Choices", "Explorer", "explore", "machine_rows", "widgets_can_render"]
