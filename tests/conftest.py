@@ -1,8 +1,7 @@
 """Fixtures every grading test may ask for by name (tests/fixtures/grading_support.py defines them)."""
 
-from fixtures.grading_support import course, coursera_grader, gradescope_zip, released  # noqa: F401
-
 import pytest  # noqa: E402
+from fixtures.grading_support import course, coursera_grader, gradescope_zip, released  # noqa: F401
 
 # What a test file needs beyond Python, as markers (tests/README.md): `-m "not sandbox"` on a machine where no
 # sandbox can run, `-m "not kernel"` where no Jupyter kernel can start, `-m "not browser"` without Chromium.

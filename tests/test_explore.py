@@ -6,7 +6,6 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from common.errors import DFAError  # noqa: E402
 from common.explore import Choices, explore, machine_rows, widgets_can_render  # noqa: E402
 from common.sim import simulate_llm  # noqa: E402
 

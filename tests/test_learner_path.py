@@ -216,5 +216,6 @@ def test_the_repository_has_the_licences_the_readme_names():
     readme = (REPO / "README.md").read_text()
     assert "Apache License 2.0" in readme and "[LICENSE](LICENSE)" in readme
     assert "Creative Commons Attribution 4.0" in readme and "[LICENSE-CONTENT](LICENSE-CONTENT)" in readme
-    assert "CC BY 4.0" in (REPO / "LICENSE-CONTENT").read_text() or "Attribution 4.0" in (REPO / "LICENSE-CONTENT").read_text()
+    content = (REPO / "LICENSE-CONTENT").read_text()
+    assert "CC BY 4.0" in content or "Attribution 4.0" in content
     assert "cff-version:" in (REPO / "CITATION.cff").read_text()

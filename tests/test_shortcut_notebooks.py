@@ -115,7 +115,8 @@ def blank_segments(source, release) -> dict[int, list]:
 def blank_run(release) -> list:
     """The untouched release, top to bottom in a cleared namespace (the same kernel, so imports are cached):
     only its stubs and autograded test cells may raise, and anything under 'Going further'. Every other cell
-    must run, printing its 'not written yet' line where it needs a stub's work (a stub left blank must not hang the run)."""
+    must run, printing its 'not written yet' line where it needs a stub's work (a stub left blank must not hang the
+    run)."""
     cells = [new_code_cell("%reset -f", metadata={TAG: {"role": "parameters"}})]
     optional = False
     for cell in release.cells:
@@ -262,7 +263,7 @@ LABS = sorted(p.parent for p in REPO.glob("course*_*/source/*/*.py") if p.stem =
 def test_every_lab_lists_a_shortcut_for_every_stub_or_says_why_not(lab_dir):
     """Runs without a kernel (not slow): a lab without shortcuts.py, or a graded stub nobody tried to cheat, fails."""
     lazy = lab_dir / "shortcuts.py"
-    assert lazy.is_file(), f"{lab_dir.name} has no shortcuts.py (every lab lists the shortcuts a lazy learner would try)"
+    assert lazy.is_file(), f"{lab_dir.name} has no shortcuts.py (every lab lists the shortcuts a lazy learner tries)"
     spec = importlib.util.spec_from_file_location(f"lazy_{lab_dir.name}", lazy)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

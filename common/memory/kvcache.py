@@ -28,10 +28,14 @@ import pandas as pd
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
 from common.errors import DFAError
 from common.models import ModelConfig, resolve_config
+from common.palette import MACHINE_STYLE
 
 SYSTEM_CHIPS = {"GPU": "h100-sxm", "TPU": "tpu-v5e", "WSE": "wse-3", "LPU": "groq-lpu", "Spyre": "spyre"}
 PIPELINED = ("wse", "lpu")  # placed layer by layer over any number of chips; the others split tensors 2^n ways
-COLORS = {"GPU": "#76b900", "TPU": "#4285f4", "WSE": "#e8710a", "LPU": "#f55036", "Spyre": "#6a3d9a"}
+_BACKEND_OF = {"GPU": "gpu", "TPU": "tpu", "WSE": "wse", "LPU": "lpu", "Spyre": "spyre"}
+# The project's one colour-blind-safe palette, with a marker per machine so no line relies on colour alone.
+COLORS = {system: MACHINE_STYLE[b].colour for system, b in _BACKEND_OF.items()}
+MARKERS = {system: MACHINE_STYLE[b].marker for system, b in _BACKEND_OF.items()}
 
 
 def kv_cache_bytes(config: ModelConfig | str, seq: int, batch: int = 1, dtype_bytes: int = 2) -> int:
@@ -109,7 +113,7 @@ def plot_kv_limits(config: ModelConfig | str, limits: pd.DataFrame, contexts, *,
     for _, r in limits.iterrows():
         batch = np.floor(r["max_tokens"] / ctx)
         ok = batch >= 1
-        ax.loglog(ctx[ok], batch[ok], "o-", color=COLORS.get(r["system"]), ms=4,
+        ax.loglog(ctx[ok], batch[ok], MARKERS.get(r["system"], "o") + "-", color=COLORS.get(r["system"]), ms=5,
                   label=f"{r['system']}: {r['chips']}x {r['chip']} {r['kv_level']} ({r['dtype']})")
     ax.set(xlabel="context length [tokens]", ylabel="largest batch beside the weights",
            title=title or f"{cfg.name}: KV cache beside the weights (catalog capacities, formula)")

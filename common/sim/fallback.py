@@ -126,7 +126,8 @@ def round_trip(policy, kernel: Kernel, start: float) -> list[Event]:
     """A fallback kernel as the host runs it: the host waits for the device (``host_sync_s``), the op's inputs
     cross the host link, the op runs eagerly on the CPU (``host_cpu_flops`` / ``host_cpu_bytes_per_s``), its
     outputs cross back. Every figure is a catalog estimate (common/chips/catalog/host.py). A transfer pays the host
-    link's latency before its bytes (``common.chips.catalog.links.host_link_latency``); one with no bytes is not made."""
+    link's latency before its bytes (``common.chips.catalog.links.host_link_latency``); one with no bytes is not
+    made."""
     from common.chips.catalog.links import host_link_latency
     op = kernel.ops[0]
     chip = policy.chip

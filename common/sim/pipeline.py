@@ -40,7 +40,8 @@ COPY_OPS = {"aten.clone", "aten.copy_", "aten._to_copy", "aten.cat", "aten.stack
             "aten.index_put", "aten.index_put_", "aten.constant_pad_nd", "aten.repeat", "aten.copy",
             "aten.contiguous"}
 GATHER_OPS = {"aten.embedding", "aten.index_select", "aten.index", "aten.gather"}
-# The pipeline's op kinds (program.OP_KINDS) from common.graph.op_kinds' kinds; creation is a write-only pointwise kernel.
+# The pipeline's op kinds (program.OP_KINDS) from common.graph.op_kinds' kinds; creation is a write-only pointwise
+# kernel.
 PIPELINE_KIND = {"matmul": "matmul", "reduction": "reduction", "movement": "copy", "collective": "copy",
                  "view": "view", "pointwise": "pointwise", "creation": "pointwise"}
 
