@@ -2,7 +2,7 @@
 the instructor needs.
 
 Left out: ``common/grading/`` (release, sandbox, autograde, the graders: instructor tooling; the checks the
-visible tests call live in ``common/checks.py`` and stay), caches, and each reference of a graded stub
+visible tests call live in ``common/checks.py`` and stay), ``common/site/`` (the course website's builder), caches, and each reference of a graded stub
 (``grader_only.GRADER_ONLY``) that nothing the learner runs needs. A reference is removed only when no release
 notebook and no other published module mentions its name (a whole word); otherwise it stays, and
 ``dfa publish`` says which notebook or module holds it, so that ``dfa check --published`` is expected to fail
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from common.grading.editions import grader_only
 
-INSTRUCTOR_ONLY = ("common/grading",)  # relative to the package's parent folder
+INSTRUCTOR_ONLY = ("common/grading", "common/site")  # relative to the package's parent folder
 SKIP = ("__pycache__", "*.pyc", "*.egg-info")
 LEARNER_DESCRIPTION = (
     "Dataflow Architectures for AI - the labs' package: simulated GPU/TPU/WSE/LPU/Spyre backends, "
@@ -176,7 +176,7 @@ def learner_pyproject(instructor_pyproject: Path, published_repo: str) -> str:
         lines += _table("project.scripts", tables["scripts"])
     for group, entries in tables.get("entry-points", {}).items():
         lines += _table(f"project.entry-points.{group}", entries)
-    lines += _table("tool.setuptools.packages.find", {"include": ["common*"], "exclude": ["common.grading*"]})
+    lines += _table("tool.setuptools.packages.find", {"include": ["common*"], "exclude": ["common.grading*", "common.site*"]})
     # data files the package reads at run time (the bundled model configs of common.models.llm)
     package_data = {k: v for k, v in data.get("tool", {}).get("setuptools", {}).get("package-data", {}).items()
                     if not k.startswith("common.grading")}
