@@ -71,3 +71,17 @@ def test_the_widget_builds_and_a_control_updates_the_table(tmp_path):
     assert e.choices.seq == 4096 and e.table()["time_s"].tolist() != before
     e.controls["dtype"].value = "fp32"
     assert e.choices.dtype == "fp32"
+
+
+def test_the_labs_model_and_a_config_folder_are_models_too(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import common.models
+
+    bundled = Path(common.models.__file__).parent / "configs" / "qwen2.5-0.5b-instruct.json"
+    shutil.copy(bundled, tmp_path / "config.json")
+    by_name = machine_rows(Choices("qwen2.5-0.5b-instruct", ("tpu",)))
+    by_folder = machine_rows(Choices(str(tmp_path), ("tpu",)))
+    assert by_name["problem"].iloc[0] == "" and by_folder["tokens_per_s"].iloc[0] == pytest.approx(
+        by_name["tokens_per_s"].iloc[0])

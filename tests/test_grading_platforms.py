@@ -129,6 +129,7 @@ def test_coursera_failures_still_give_feedback(coursera_grader, tmp_path):
     assert feedback["fractionalScore"] == 0.0 and "'nope'" in feedback["feedback"]
 
 
+@needs_sandbox
 def test_coursera_time_limit_still_gives_feedback(coursera_grader, tmp_path, monkeypatch):
     root = tmp_path / "shared"
     put(right_answers(Course(FIXTURE_COURSE)), root / "submission")
