@@ -29,9 +29,9 @@ def docstring(init: Path) -> str:
 
 
 def may_import(package: str) -> set[str]:
-    line = re.search(r"^May import: (.*)$", docstring(COMMON / package / "__init__.py"), re.MULTILINE)
+    line = re.search(r"^May import: (.*?)(?:\n\n|\Z)", docstring(COMMON / package / "__init__.py"), re.M | re.S)
     assert line, f"common/{package}/__init__.py says nowhere which packages it may import ('May import: ...')"
-    return set(re.findall(r"``(\w+)``", line.group(1)))
+    return set(re.findall(r"``(\w+)``", line.group(1)))  # the line may wrap: up to the next blank line
 
 
 def module_name(path: Path) -> str:

@@ -7,8 +7,8 @@ Building the parser must stay cheap (``dfa --help`` and argument errors answer i
 command modules import only the standard library and ``common.errors`` at the top, and import torch, pandas,
 matplotlib or nbgrader inside their command functions. ``tests/test_cli.py`` checks that none of them gets loaded.
 
-May import: ``chips``, ``compile``, ``dataflow``, ``debug``, ``graph``, ``grading``, ``landscape``, ``measure``,
-``memory``, ``models``, ``roofline``, ``sim``, ``site``.
+May import: every other package: ``chips`` ``compile`` ``dataflow`` ``debug`` ``graph`` ``grading`` ``landscape``
+``measure`` ``memory`` ``models`` ``roofline`` ``sim`` ``site``.
 """
 from __future__ import annotations
 
