@@ -135,7 +135,7 @@ def test_no_source_file_is_too_long_to_read():
 
 
 def test_no_tracker_numbers_in_the_code():
-    """A comment says why, not which ticket: 'issue 30 part 5' means nothing to a reader of the code."""
+    """A comment says why, not which ticket: a tracker number means nothing to a reader of the code."""
     pattern = re.compile(r"\b(issue|ticket)s? #?\d+", re.IGNORECASE)  # an upstream PR cited as a source is fine
     upstream = re.compile(r"\b(torch-spyre|nbgrader|pytorch|transformers|[\w.-]+/[\w.-]+) (issue|PR)", re.I)  # cited
     code = sorted(COMMON.rglob("*.py")) + sorted(COMMON.parent.glob("tests/**/*.py")) + sorted(

@@ -110,7 +110,7 @@ LLAMA_SPEC = ("devquasar.com 'Speculative Decoding tradeoffs GPU with large mode
 # ---- GPU stacks of 2023-2024 that learners compare: eager PyTorch, gpt-fast, vLLM >= 0.6, SGLang ----
 # Eager PyTorch (transformers' generate(), or any Python decode loop): one kernel per aten op (SDPA's attention is
 # one kernel), each launched from Python, no CUDA graph.
-EAGER_OP = ("pytorch/pytorch issue #41383 ('Large overhead (7 microseconds) for PyTorch operation', 2020): a "
+EAGER_OP = ("github.com/pytorch/pytorch/issues/41383 ('Large overhead (7 microseconds) for PyTorch operation', 2020): a "
             "maintainer (ngimel) measures x*x at ~2 us a call, about half of it Python argument parsing (the C++ "
             "call ~1 us); on top of the chip's kernel_launch_s (cudaLaunchKernel plus dispatcher)")
 HF_NOT_PUBLISHED = ("Python time per nn.Module call and per generate() step (logits processors, stopping "
