@@ -96,6 +96,17 @@ def test_stick_bug_loses_the_tail_past_the_last_whole_stick_and_padding_fixes_it
     n0 = len(bug.runs)
     fixed = stick_fix_output(bug)
     assert bugs.device_problems(bug, fixed, n0) == [] and _rel(fixed, ref) < 5e-3
+    # Routing around the fault (every clone turned into a multiply) gives right values and fixes nothing.
+    gm = bugs.trace(bug.model)
+    for node in [n for n in gm.graph.nodes if n.op == "call_method" and n.target == "clone"]:
+        with gm.graph.inserting_before(node):
+            node.replace_all_uses_with(gm.graph.call_function(torch.mul, (node.args[0], 1)))
+        gm.graph.erase_node(node)
+    gm.recompile()
+    n1 = len(bug.runs)
+    avoided = bug.run(gm)
+    assert _rel(avoided, ref) < 5e-3
+    assert any("route around the copy" in p for p in bugs.device_problems(bug, avoided, n1))
 
 
 @pytest.mark.parametrize("seed", SEEDS + (4,))

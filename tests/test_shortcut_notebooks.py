@@ -40,7 +40,8 @@ from common.grading.verdicts.judge import Judgement, parts, probe_cell_source, p
 from common.grading.verdicts.probe import variant_seed
 
 REPO = Path(__file__).resolve().parents[1]
-KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visible", "echo-expected")
+# avoid-fault: right output on a planted fault's input by routing around the faulty path instead of fixing it.
+KINDS = ("read-off-object", "call-reference", "cpu-reference", "hard-code-visible", "echo-expected", "avoid-fault")
 LAZY_LABS = sorted(REPO.glob("course*_*/source/*/shortcuts.py"))
 TAG = "dfa-lazy"  # metadata key marking the cells the harness inserted
 SALT = "lazy-suite-salt"  # the variants the harness judges (the grader derives them from the offering's salt)

@@ -117,3 +117,21 @@ def test_pad_workaround_survives_the_fault_and_a_copy_free_graph_runs_fault_free
     assert torch.equal(KT.run_with_fault(padded, x), x)
     assert not torch.equal(KT.run_with_fault(lambda t: t.clone(), x), x)
     assert torch.equal(KT.run_with_fault(lambda t: t * 1, x), x)  # no copy kernel for the fault to hit
+
+
+def test_every_copy_faulty_tells_a_fixed_copy_from_an_avoided_one():
+    x = KT.clone_input((3, 65))
+
+    def padded(t):
+        pad = -t.shape[-1] % PER_STICK
+        return torch.nn.functional.pad(t, (0, pad)).clone()[..., :t.shape[-1]]
+
+    def two_copies(t):  # a decoy aligned copy next to the real, unaligned one: the fault must hit both
+        return t.clone() + torch.ones(PER_STICK).clone()[:1]
+
+    fixed = KT.run_with_every_copy_faulty(padded, x)
+    assert torch.equal(fixed.out, x) and KT.faulty_copy_elements(fixed) == 3 * 2 * PER_STICK  # padded to 2 sticks
+    assert KT.run_with_every_copy_faulty(lambda t: t * 1, x) is None  # routed around: nothing to plant on
+    both = KT.run_with_every_copy_faulty(two_copies, x)
+    assert len(KT.planted(both)) == 2 and KT.faulty_copy_elements(both) == 3 * 65 + PER_STICK
+    assert not torch.equal(both.out, x + 1)  # the unaligned copy still loses its tail

@@ -25,11 +25,14 @@ The simulated device keeps a trace: every completed ``bug.run`` appends a ``Devi
 its inputs, its output) to ``bug.runs``. ``device_problems`` reads that trace to tell a fix that ran on the
 device from a CPU answer handed back: the output must be made of device outputs, those runs must have done
 the model's FLOPs (the device's counters), and the graphs they ran must compute the model on fresh inputs.
+For ``wrong`` the runs must also still copy through the faulty copy kernels (``faulty_copy_elements``): a rewrite
+that turns the copy into another op routes around the fault instead of fixing the range.
 ``device_trace`` writes the same evidence as plain data (a hidden test's probe sends it; the grader judges it).
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -62,6 +65,12 @@ def plant_everywhere(compiled, kind: str) -> int:
     cands = F.candidates(F.Fault(kind), compiled.ops)
     compiled.plant([F.Fault(kind, seed=_seed_hitting(i, len(cands))) for i in range(len(cands))])
     return len(cands)
+
+
+def faulty_copy_elements(compiled) -> int:
+    """Elements written by the copies a ``stick_copy`` fault is planted on: sum of prod(output shape)."""
+    hit = {node for fault, node in compiled.planted if fault.kind == "stick_copy"}
+    return sum(math.prod(o.shape) for o in compiled.ops if o.name in hit)
 
 
 # ---- the models ----------------------------------------------------------------------------------------------
@@ -296,6 +305,12 @@ def device_problems(bug: PlantedBug, out, since: int = 0, *, rtol: float = 5e-3,
     if done < 0.9 * need:
         return [f"the device's counters show {done:.3g} FLOPs for the runs your output came from; the model "
                 f"needs {need:.3g}: compute the model on the device, do not hand back a stored answer"]
+    if bug.key == "wrong":
+        copies, copied = faulty_copy_elements(bug.compile(bug.model, bug.args)), \
+            sum(faulty_copy_elements(r.compiled) for r in used)
+        if copied < copies:
+            return [f"your runs copy {copied} elements through the faulty copy kernels, the model copies {copies}: "
+                    "fix the range each copy covers (e.g. whole sticks), do not route around the copy"]
     gen = torch.Generator().manual_seed(fresh_seed)
     for r in {id(r.compiled): r for r in used}.values():
         fresh = tuple(torch.randn(a.shape, generator=gen).to(a.dtype) if isinstance(a, torch.Tensor) else a
@@ -309,8 +324,9 @@ def device_problems(bug: PlantedBug, out, since: int = 0, *, rtol: float = 5e-3,
 
 def device_trace(bug: PlantedBug, since: int = 0, fresh_seed: int = 0) -> list[dict]:
     """The device's trace ``bug.runs[since:]`` as plain data: per run its output, the FLOPs on the device's
-    counters, its inputs' shapes and dtypes, and its graph's output on fresh inputs of those shapes (run ``j``
-    draws them from ``torch.Generator().manual_seed(fresh_seed + j)``, one ``randn`` per tensor input)."""
+    counters, the elements its faulty copies wrote, its inputs' shapes and dtypes, and its graph's output on
+    fresh inputs of those shapes (run ``j`` draws them from ``torch.Generator().manual_seed(fresh_seed + j)``,
+    one ``randn`` per tensor input)."""
     rows = []
     for j, r in enumerate(bug.runs[since:]):
         if not isinstance(r.out, torch.Tensor):
@@ -319,6 +335,7 @@ def device_trace(bug: PlantedBug, since: int = 0, fresh_seed: int = 0) -> list[d
         fresh = tuple(torch.randn(a.shape, generator=gen).to(a.dtype) if isinstance(a, torch.Tensor) else a
                       for a in r.args)
         rows.append({"out": r.out, "flops": float(r.compiled.report.flops), "j": j,
+                     "faulty_copy_elements": faulty_copy_elements(r.compiled),
                      "inputs": [[list(a.shape), str(a.dtype).removeprefix("torch.")] for a in r.args
                                 if isinstance(a, torch.Tensor)],
                      "fresh_out": r.compiled(*fresh)})

@@ -26,6 +26,7 @@ Core assignment: the plan records how many cores each dimension is split over (`
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -100,6 +101,24 @@ def run_with_fault(fn, x: torch.Tensor, seed: int = 0) -> torch.Tensor:
         if "nowhere to go" not in str(err):
             raise
         return run_compiled(fn, x).out
+
+
+def run_with_every_copy_faulty(fn, x: torch.Tensor) -> Run | None:
+    """``fn(x)`` compiled with the ``stick_copy`` fault on *every* copy kernel; None if the graph has no copy
+    (a workaround that avoids copying altogether: it routes around the fault instead of fixing the range)."""
+    try:
+        return run_compiled(fn, x, faults=[F.Fault("stick_copy", params={"every": True})])
+    except DFAError as err:
+        if "nowhere to go" not in str(err):
+            raise
+        return None
+
+
+def faulty_copy_elements(obj) -> int:
+    """Elements written by the copies the fault was planted on: sum over them of prod(output shape)."""
+    report = _report(obj)
+    faults = planted(report)
+    return sum(math.prod(plan["shape"]) for _k, op, plan in _ops(report) if faults.get(op.name) == "stick_copy")
 
 
 # ---- what the compiler decided ------------------------------------------------------------------------------

@@ -109,11 +109,12 @@ class CompiledGraph:
     def _place_faults(self) -> None:
         self.planted: list[tuple[F.Fault, str]] = []  # (fault, fx node it was planted on)
         for fault in self.faults:
-            hit = fault.pick(F.candidates(fault, self.ops))
-            if hit is None:
+            found = F.candidates(fault, self.ops)
+            hits = found if fault.params.get("every") else [fault.pick(found)] if found else []
+            if not hits:
                 raise DFAError(f"fault {fault.kind!r} has nowhere to go in this graph (no candidate op"
                                + (f" matching {fault.target!r}" if fault.target else "") + ")")
-            self.planted.append((fault, hit.name))
+            self.planted.extend((fault, hit.name) for hit in hits)
 
     # ---- running ---------------------------------------------------------------------------------------
     def __call__(self, *args):

@@ -2,8 +2,10 @@
 
 A ``Fault`` is given to a compiled model through ``torch.compile(..., options={"faults": [Fault(...)]})`` (or
 ``simulate(..., faults=[...])``). ``seed`` picks which candidate node is hit, so an instructor can vary the
-bug per learner. Kinds, with the symptom a learner sees (which layer of the stack each belongs to is
-the learner's call in Course 5, so it is not written here):
+bug per learner; ``params={"every": True}`` plants it on every candidate instead (a grader's way to check that
+a workaround fixes the faulty path rather than routing around one copy of it). Kinds, with the symptom a
+learner sees (which layer of the stack each belongs to is the learner's call in Course 5, so it is not written
+here):
 
 * ``stick_copy``: a copy kernel's range is computed in whole sticks but at least one, i.e.
   ``max(1, n // stick) * stick`` elements of an n-element innermost dimension - so a 65-element fp16 clone

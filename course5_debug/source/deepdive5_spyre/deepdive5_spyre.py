@@ -387,13 +387,16 @@ plt.show()
 #
 # **A workaround** changes the program so that the faulty rule can no longer drop anything, until the compiler is
 # fixed: e.g. pad the innermost dimension to a whole number of sticks (then `n // e` sticks *is* every stick),
-# copy, and slice back — or split off the tail, or express the copy as an op that is not a copy kernel.
+# copy, and slice back — or split off the tail. It keeps the copy and makes the faulty range right. Expressing the
+# copy as an op that is not a copy kernel (`x * 1`) routes around the fault without fixing anything: the next copy
+# in the model meets it again, so it does not count here.
 #
 # **Spec.** `safe_clone(x)` → a new tensor (not `x` itself, not a view of it) equal to what a *correct* compile of
 # `x.clone()` returns, built from torch ops, for `x` of any shape and dtype (the elements per stick depend on
 # `x.element_size()`; the stick size is `STICK_BYTES`). It is checked by compiling it with `dfa_spyre` **with the
-# stick_copy fault planted** (`KT.run_with_fault(safe_clone, x, seed)`; a graph with no copy kernel runs fault-free)
-# for several lengths, dtypes and seeds.
+# stick_copy fault planted** (`KT.run_with_fault(safe_clone, x, seed)`) for several lengths, dtypes and seeds, and
+# once with the fault on *every* copy kernel (`KT.run_with_every_copy_faulty`): your graph must still copy — its
+# faulty copies must carry all of `x`'s elements (`KT.faulty_copy_elements`) — and still come back right.
 
 # %%
 logs = pd.concat({label: KT.transfer_log(RUNS[(N_FAIL, faulty)]) for label, faulty in (("correct", False),
@@ -428,6 +431,11 @@ for n in SIZES:
                  hint="pad the last dimension to a multiple of the elements per stick, clone, slice back")
     check_equal(f"safe_clone returns a new tensor ({n} fp16)",
                 got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr(), True)
+    every = KT.run_with_every_copy_faulty(safe_clone, x)
+    check_equal(f"safe_clone still copies all {x.numel()} elements through a copy kernel ({n} fp16)",
+                every is not None and KT.faulty_copy_elements(every) >= x.numel(), True,
+                hint="fix the range the faulty copy covers (pad to whole sticks); do not route around the copy")
+    check_tensor(f"safe_clone with every copy faulty, {n} fp16", every.out if every else x * 0, want, atol=0, rtol=0)
 ### BEGIN HIDDEN TESTS
 import random as _random
 
@@ -441,15 +449,21 @@ _rng = _random.Random(probe.seed)
 _cases = [((130,), "float16"), ((3, 100), "float16"), ((65,), "float32"), ((257,), "int8"), ((65,), "float16"),
           ((200,), "float16")]
 _cases += [((_rng.randint(1, 4), _rng.randint(1, 400)), _rng.choice(("float16", "float32", "int8"))) for _ in range(3)]
-probe.send("tools", [f.__code__.co_filename for f in (_KT.run_with_fault, _KT.run_compiled)])  # not rebound
+probe.send("tools", [f.__code__.co_filename for f in (_KT.run_with_fault, _KT.run_compiled,
+                                                       _KT.run_with_every_copy_faulty, _KT.faulty_copy_elements,
+                                                       _KT.planted)])  # not rebound
 for _i, (_shape, _dt) in enumerate(_cases):
     _dtype = getattr(_torch, _dt)
     _x = (_KT.clone_input(_shape, _dtype, seed=probe.seed + _i) if _dtype.is_floating_point
           else _torch.randint(1, 100, _shape, generator=_torch.Generator().manual_seed(probe.seed + _i), dtype=_dtype))
     _got = _KT.run_with_fault(safe_clone, _x, seed=probe.seed % 7 + _i)
+    _every = _KT.run_with_every_copy_faulty(safe_clone, _x)  # None: no copy kernel for the fault to hit
     probe.send(f"case{_i}", {"out": _got if isinstance(_got, _torch.Tensor) else None,
                              "new": isinstance(_got, _torch.Tensor)
-                             and _got.untyped_storage().data_ptr() != _x.untyped_storage().data_ptr()})
+                             and _got.untyped_storage().data_ptr() != _x.untyped_storage().data_ptr(),
+                             "every_out": _every.out if _every is not None and isinstance(_every.out, _torch.Tensor)
+                             else None,
+                             "faulty_copy_elements": None if _every is None else int(_KT.faulty_copy_elements(_every))})
 ### JUDGEMENT
 import random
 
@@ -475,6 +489,12 @@ for i, (shape, dt) in enumerate(cases):
     grader.assert_type(got["out"], torch.Tensor, name=f"safe_clone {shape} {dt} returns a tensor")
     grader.assert_tensor(got["out"], want, atol=0, rtol=0, name=f"safe_clone {shape} {dt} under the fault")
     grader.assert_equal(got["new"], True, name=f"safe_clone {shape} {dt} returns a new tensor")
+    # Fixed, not avoided: with the fault on every copy kernel the graph still copies all of x, and is still right.
+    grader.assert_equal(got["faulty_copy_elements"] is not None and got["faulty_copy_elements"] >= x.numel(), True,
+                        name=f"safe_clone {shape} {dt} copies all {x.numel()} elements through the faulty copy "
+                             "(a workaround that avoids copying routes around the fault)")
+    grader.assert_type(got["every_out"], torch.Tensor, name=f"safe_clone {shape} {dt}, every copy faulty")
+    grader.assert_tensor(got["every_out"], want, atol=0, rtol=0, name=f"safe_clone {shape} {dt}, every copy faulty")
 ### END HIDDEN TESTS
 
 # %%
@@ -486,7 +506,7 @@ try:
 except (NameError, NotImplementedError):
     print("safe_clone is not written yet")
 except DFAError as err:  # a workaround without any copy kernel: the fault has nowhere to go
-    print(f"no copy kernel in your workaround ({err}); it runs fault-free")
+    print(f"no copy kernel in your workaround ({err}): it routes around the fault instead of fixing it")
 
 # %% [markdown]
 # ## Analysis

@@ -42,6 +42,17 @@ def first_uncovered(ranges, n):
 def safe_clone(x):
     return x.clone()  # what the CPU does; compiled for Spyre it meets the fault
 '''),
+    # safe_clone that routes around the fault instead of fixing the faulty copy's range: right values, no copy
+    # kernel for the fault to hit (or only a decoy copy that carries a sliver of the tensor).
+    dict(cell="safe_clone", kind="avoid-fault", fails=["safe_clone_tests"], code='''
+def safe_clone(x):
+    return x * 1  # a multiply is not a copy kernel: the planted fault has nowhere to go
+'''),
+    dict(cell="safe_clone", kind="avoid-fault", fails=["safe_clone_tests"], code='''
+def safe_clone(x):
+    decoy = x[..., :1].clone()  # a one-element copy for the fault to land on
+    return x * 1 + decoy * 0
+'''),
     # --- attacks on the probe channel: objects that lie about equality, a rebound simulator entry point -----------------
     dict(cell="sticks_needed", kind="echo-expected", fails=["sticks_needed_tests"], code='''
 class _LazyInt(int):

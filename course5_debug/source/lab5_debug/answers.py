@@ -134,9 +134,14 @@ def trace_problems(bug, out, trace, *, rtol: float, fresh_seed: int) -> list[str
     used = [r for r in runs if bugs._contained(bugs._values(r["out"]), mine)]
     if not used or not bugs._contained(mine, torch.cat([bugs._values(r["out"]) for r in used])):
         return ["the output is not made of the simulated Spyre's outputs"]
-    need = bugs.make_bug(bug.key, bug.seed).report().flops  # a fresh bug: the counters of the model itself
-    if sum(float(r["flops"]) for r in used) < 0.9 * need:
+    fresh_bug = bugs.make_bug(bug.key, bug.seed)  # a fresh bug: the counters of the model itself
+    if sum(float(r["flops"]) for r in used) < 0.9 * fresh_bug.report().flops:
         return ["the device runs the output came from did not do the model's FLOPs"]
+    if bug.key == "wrong":  # fixed, not avoided: the runs still copy all the model copies, through the faulty kernels
+        copies = bugs.faulty_copy_elements(fresh_bug.compile(fresh_bug.model, fresh_bug.args))
+        if sum(int(r.get("faulty_copy_elements") or 0) for r in used) < copies:
+            return [f"the device runs copy fewer than the model's {copies} elements through the faulty copy kernels "
+                    "(a rewrite that drops the copy routes around the fault)"]
     for r in used:
         gen = torch.Generator().manual_seed(fresh_seed + int(r["j"]))
         fresh = tuple(torch.randn(shape, generator=gen).to(getattr(torch, dtype)) for shape, dtype in r["inputs"])

@@ -239,6 +239,8 @@ print(r.gm.code)
 # `fix_stick(bug)`: it must return the output of **the simulated Spyre** (`bug.run(...)`) on a rewritten model
 # that computes the same function and is correct — for example an FX pass over `bugs.trace(bug.model)` that
 # pads each copy's input to whole sticks (`STICK_ELEMS` elements, from the catalog) and cuts the result back.
+# Fix the copy, do not route around it: the grader checks that your runs still copy every element the model
+# copies through the (faulty) copy kernels, so turning the clone into another op scores 0.
 # It must work for any variant of this bug, so read shapes from the graph
 # (`torch.fx.passes.shape_prop.ShapeProp`), do not hard-code yours.
 

@@ -90,6 +90,20 @@ def fix_stick(bug):
 def fix_stick(bug):
     return bug.run(_Held(bug.model, bug.reference()))
 '''),
+    # Routing around the fault: every clone becomes a multiply, which no stick_copy fault can hit. Right values
+    # from the device, the model's FLOPs, and nothing fixed.
+    dict(cell="fix_stick", kind="avoid-fault", fails=["fix_stick_tests"], code='''
+def fix_stick(bug):
+    gm = bugs.trace(bug.model)
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and node.target == "clone":
+            with gm.graph.inserting_before(node):
+                times_one = gm.graph.call_function(torch.mul, (node.args[0], 1))
+            node.replace_all_uses_with(times_one)
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return bug.run(gm)
+'''),
     # Bug 2
     dict(cell="hang_locate", kind="echo-expected", fails=["hang_locate_tests"], code=_ECHO + '''
 HANG_ERROR = _echo(lambda v: _ce("exception type", v, "?"), "x")
