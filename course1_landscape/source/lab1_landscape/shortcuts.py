@@ -25,6 +25,27 @@ def measure(fn, *args, warmup=3, min_run_time=0.2, device=None, sync=None):
 """,
         fails=["measure_tests"],
     ),
+    # The project's harness with the sync smuggled in through its clock: the timed median comes out right on the
+    # pretend device; the cold call is not something bench.measure times.
+    dict(
+        cell="measure",
+        kind="call-reference",
+        code="""
+import timeit as _timeit
+
+
+def measure(fn, *args, warmup=3, min_run_time=0.2, device=None, sync=None):
+    def clock():
+        if sync is not None:
+            sync()
+        return _timeit.default_timer()
+
+    r = bench.measure(fn, *args, warmup=warmup, min_run_time=min_run_time, device=device, timer=clock)
+    return {"median_s": float(r.median_s), "iqr_s": float(r.iqr_s), "n_runs": int(r.n_runs),
+            "cold_s": float(r.median_s)}
+""",
+        fails=["measure_tests"],
+    ),
     dict(
         cell="measure",
         kind="hard-code-visible",
