@@ -103,3 +103,14 @@ def test_unknown_model_is_one_line_exit_2(tmp_path, capsys):
     assert main(["tour", "--quick", "--model", "gpt-5", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dfa: error: unknown model 'gpt-5'; valid:") and "\n" not in err
+
+
+def test_simulate_prints_latency_and_the_deployment_warning(capsys):
+    assert main(["simulate", "llama-3.1-70b", "--backend", "lpu", "--chips", "1200", "--phase", "decode"]) == 0
+    out = capsys.readouterr().out
+    assert "tpot_s" in out.splitlines()[1] and "ttft_s" not in out  # decode: time per output token
+    warning = [line for line in out.splitlines() if "WARNING" in line]
+    assert len(warning) == 1 and "1200" in warning[0] and "568" in warning[0]  # the record it exceeds
+    assert main(["simulate", "llama-3.1-8b", "--backend", "gpu", "--phase", "prefill", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["ttft_s"] >= row["time_s"] > 0 and row["tpot_s"] is None and row["warnings"] == []

@@ -127,6 +127,8 @@ def _print(reports, as_json: bool, extra) -> None:
         row = r.summary_row()
         if hasattr(r, "stack"):
             row["stack"] = r.stack
+        if hasattr(r, "ttft_s"):  # a served simulation: latency beside throughput, and what exceeds the records
+            row.update(ttft_s=r.ttft_s, tpot_s=r.tpot_s, warnings=list(getattr(r, "warnings", [])))
         if "tiling" in extra:
             row["tiling"] = _tiling(r)
         rows.append(row)
@@ -135,13 +137,17 @@ def _print(reports, as_json: bool, extra) -> None:
         return
     import pandas as pd
 
-    table = pd.DataFrame([{k: row[k] for k in ("backend", "chip", "chips", "dtype", "time_s", "tokens_per_s",
-                                                "bottleneck")} for row in rows])
+    cols = ("backend", "chip", "chips", "dtype", "time_s", "tokens_per_s", "bottleneck")
+    cols += tuple(k for k in ("ttft_s", "tpot_s") if any(row.get(k) is not None for row in rows))
+    table = pd.DataFrame([{k: row.get(k) for k in cols} for row in rows])
     print("SIMULATED (common.sim cost models, not measurements)")
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-"))
     for row in rows:
         if "stack" in row:
             print(f"  {row['backend']}: stack {row['stack'] or 'none (hardware only)'}")
+    for row in rows:
+        for w in row.get("warnings", []):
+            print(f"  {row['backend']}: {w if w.startswith('WARNING') else 'WARNING: ' + w}")
     for row in rows:
         for t in row.get("tiling", []):
             print(f"  {row['backend']}: " + ", ".join(f"{k}={v}" for k, v in t.items()))
