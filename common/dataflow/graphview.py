@@ -25,11 +25,12 @@ import torch
 
 from common.chips import get_chip
 from common.errors import DFAError, unknown
+from common.palette import EDGE_STYLE, SEQUENCE, tint
 from common.sim.program import Program
 from common.sim.report import Report
 
 LANES = {"LPDDR5": 1.0, "cores": 0.0, "host": -1.0}  # y of each lane in ``draw_program``
-EDGE_COLORS = {"LX": "#9d9d9d", "dma": "#4e79a7", "spill": "#b07aa1", "restickify": "#e15759", "pcie": "#59a14f"}
+EDGE_COLORS = {k: s.colour for k, s in EDGE_STYLE.items()}  # common.palette's; each kind has its own dash too
 
 
 def stick_bytes(program: Program) -> int:
@@ -269,10 +270,11 @@ def draw_program(program: Program, ax=None, *, title: str | None = None):  # noq
         xs = [x[o.name] for o in k.ops]
         y = LANES["host" if k.kind == "fallback" else "cores"]
         ax.add_patch(FancyBboxPatch((min(xs) - 0.42, y - 0.3), max(xs) - min(xs) + 0.84, 0.6,
-                                    boxstyle="round,pad=0.02", fc="#fff4e0" if k.kind != "fallback" else "#e8f4e4",
-                                    ec="#c9a66b", lw=1))
+                                    boxstyle="round,pad=0.02", fc=tint(SEQUENCE[1] if k.kind != "fallback"
+                                                                       else SEQUENCE[2], 0.12),
+                                    ec="#777777", lw=1, ls="-" if k.kind != "fallback" else "--"))
         ax.text((min(xs) + max(xs)) / 2, y + 0.34, f"{k.name} ({k.kind}, {len(k.ops)} ops)", ha="center",
-                fontsize=7, color="#8a6d3b")
+                fontsize=7, color="#444444")
 
     def arrow(x0, y0, x1, y1, color, style="-", rad=0.0):
         ax.annotate("", (x1, y1), (x0, y0), arrowprops=dict(arrowstyle="-|>", color=color, lw=1.1, ls=style,
@@ -282,27 +284,29 @@ def draw_program(program: Program, ax=None, *, title: str | None = None):  # noq
         for p in op.in_bytes:
             if came_from.get(op.name, {}).get(p) == "LX" and p in x:
                 red = "restickify" in p or op.op == "spyre.restickify"
-                arrow(x[p], lane[p], x[op.name], lane[op.name], EDGE_COLORS["restickify" if red else "LX"],
+                kind = "restickify" if red else "LX"
+                arrow(x[p], lane[p], x[op.name], lane[op.name], EDGE_COLORS[kind], EDGE_STYLE[kind].dash,
                       rad=-0.35 if x[op.name] - x[p] > 1 else 0.0)
     for e in edges.itertuples():
         if e.kind == "pcie":
             src, dst = (x[e.op], mem.get(e.tensor, x[e.op])) if e.direction == "host->LPDDR5" else \
                 (mem.get(e.tensor, x[e.op]), x[e.op])
             ys = (LANES["host"], LANES["LPDDR5"]) if e.direction == "host->LPDDR5" else (LANES["LPDDR5"], LANES["host"])
-            arrow(src, ys[0], dst, ys[1], EDGE_COLORS["pcie"], "--")
+            arrow(src, ys[0], dst, ys[1], EDGE_COLORS["pcie"], EDGE_STYLE["pcie"].dash)
         elif not e.tensor.endswith(".internal"):
-            color = EDGE_COLORS["spill" if e.kind == "spill" else "dma"]
-            if e.direction == "LPDDR5->LX":
-                arrow(mem[e.tensor], LANES["LPDDR5"], x[e.op], LANES["cores"], color)
+            color, dash = EDGE_STYLE["spill" if e.kind == "spill" else "dma"]
+            if e.direction == "LPDDR5->LX":  # a load; a store points the other way (the arrow says which)
+                arrow(mem[e.tensor], LANES["LPDDR5"], x[e.op], LANES["cores"], color, dash)
             else:
-                arrow(x[e.op], LANES["cores"], mem[e.tensor], LANES["LPDDR5"], color, "--")
+                arrow(x[e.op], LANES["cores"], mem[e.tensor], LANES["LPDDR5"], color, dash)
     for k, op in ops:
-        color = "#f4c7c3" if op.op == "spyre.restickify" else ("#cfe3cc" if k.kind == "fallback" else "#ffffff")
-        ax.plot(x[op.name], lane[op.name], "o", ms=15, mfc=color, mec="#555555")
+        restick, host = op.op == "spyre.restickify", k.kind == "fallback"  # shape as well as fill says which
+        color = tint(EDGE_COLORS["restickify"], 0.35) if restick else tint(SEQUENCE[2], 0.3) if host else "#ffffff"
+        ax.plot(x[op.name], lane[op.name], "D" if restick else "s" if host else "o", ms=15, mfc=color, mec="#555555")
         ax.text(x[op.name], lane[op.name] - 0.2, f"{op.name}\n{'x'.join(map(str, op.shape))}", ha="center",
                 va="top", fontsize=6.5)
     for t, xm in mem.items():
-        ax.plot(xm, LANES["LPDDR5"], "s", ms=9, mfc="#dbe6f1", mec="#4e79a7")
+        ax.plot(xm, LANES["LPDDR5"], "s", ms=9, mfc=tint(EDGE_COLORS["dma"], 0.2), mec=EDGE_COLORS["dma"])
         ax.text(xm, LANES["LPDDR5"] + 0.08, names.get(t, t), ha="left", va="bottom", fontsize=6.5, rotation=40)
     ax.set_yticks(list(LANES.values()), ["LPDDR5", f"{program.chip} cores\n(LX scratchpads)", "host CPU"])
     ax.set_xticks([])
@@ -310,10 +314,9 @@ def draw_program(program: Program, ax=None, *, title: str | None = None):  # noq
     ax.set_xlim(-1, len(ops))
     for s in ("top", "right", "bottom"):
         ax.spines[s].set_visible(False)
-    handles = [plt.Line2D([], [], color=c, lw=2, label=n) for n, c in
-               (("in LX (fused)", EDGE_COLORS["LX"]), ("DMA LPDDR5<->LX", EDGE_COLORS["dma"]),
-                ("spill", EDGE_COLORS["spill"]), ("restickify", EDGE_COLORS["restickify"]),
-                ("PCIe (fallback)", EDGE_COLORS["pcie"]))]
+    handles = [plt.Line2D([], [], color=EDGE_STYLE[k].colour, ls=EDGE_STYLE[k].dash, lw=2, label=n) for n, k in
+               (("in LX (fused)", "LX"), ("DMA LPDDR5<->LX", "dma"), ("spill", "spill"),
+                ("restickify", "restickify"), ("PCIe (fallback)", "pcie"))]
     ax.legend(handles=handles, loc="lower right", fontsize=7, ncol=5)
     ax.set_title(title or f"SIMULATED {program.summary()}", fontsize=9)
     return ax

@@ -34,6 +34,7 @@ import pandas as pd
 import torch.fx as fx
 
 from common.errors import DFAError, unknown
+from common.palette import bound_style
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def compare(g: TaskGraph, pes_list, sigmas, seeds=(0,), *, static: Callable, ove
     return pd.DataFrame(rows)
 
 
-BOUND_COLORS = {"compute": "#f28e2b", "memory": "#4e79a7", "": "#9c755f"}
+BOUND_COLORS = {k: bound_style(k).colour for k in ("compute", "memory", "")}  # common.palette's
 
 
 def gantt(schedule: Schedule, g: TaskGraph, ax=None, *, title: str | None = None, unit: str = "us",
@@ -279,16 +280,18 @@ def gantt(schedule: Schedule, g: TaskGraph, ax=None, *, title: str | None = None
     span = schedule.makespan
     for s in schedule.slots.values():
         t = g.tasks[s.task]
+        fill = bound_style(t.bound)  # colour and hatch: never colour alone
         ax.broken_barh([(s.start * scale, (s.end - s.start) * scale)], (s.pe - 0.4, 0.8),
-                       facecolors=BOUND_COLORS.get(t.bound, "#9c755f"), edgecolor="white", linewidth=0.5)
+                       facecolors=fill.colour, hatch=fill.hatch, edgecolor="white", linewidth=0.5)
         if span and (s.end - s.start) >= label_min * span:
             ax.text((s.start + s.end) / 2 * scale, s.pe, s.task, ha="center", va="center", fontsize=6,
-                    color="white", clip_on=True)
+                    color="black", clip_on=True)
     ax.set_yticks(range(schedule.pes), [f"PE {p}" for p in range(schedule.pes)], fontsize=7)
     ax.set_ylim(schedule.pes - 0.5, -0.5)
     ax.set_xlabel(f"simulated time ({'µs' if unit == 'us' else unit})")
     kinds = sorted({t.bound for t in g.tasks.values()})
-    handles = [plt.Rectangle((0, 0), 1, 1, fc=BOUND_COLORS.get(k, "#9c755f")) for k in kinds]
+    handles = [plt.Rectangle((0, 0), 1, 1, fc=bound_style(k).colour, hatch=bound_style(k).hatch, ec="white")
+               for k in kinds]
     ax.legend(handles, [f"{k}-bound" if k else "task" for k in kinds], loc="upper left", bbox_to_anchor=(1.002, 1.0),
               fontsize=7, frameon=False)
     ax.set_title(title or f"SIMULATED {schedule.kind} schedule on {schedule.pes} PEs ({g.pe}): makespan "

@@ -35,6 +35,7 @@ import torch
 
 from common.chips import get_chip
 from common.errors import DFAError
+from common.palette import EMPHASIS, SEQUENCE
 from common.sim import faults as F
 from common.sim.compile import CompiledGraph
 
@@ -275,7 +276,8 @@ def coverage_map(cases: dict, ax=None):
                 misses.append((i, s.copied[1], s.elements[1]))
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 0.45 * len(frames) + 1.6), layout="constrained")
-    cmap = ListedColormap(["#59a14f", "#e15759", "#d9d9d9", "white"])
+    # blue / vermillion (common.palette: apart under red-green colour blindness), and every miss is named in text
+    cmap = ListedColormap([SEQUENCE[0], EMPHASIS, "#d9d9d9", "white"])
     ax.imshow(grid.numpy(), aspect="auto", cmap=cmap, vmin=-0.5, vmax=3.5, interpolation="nearest")
     for x in range(e, width, e):
         ax.axvline(x - 0.5, color="black", lw=1.2)
@@ -283,7 +285,7 @@ def coverage_map(cases: dict, ax=None):
         ax.axhline(y - 0.5, color="white", lw=1.5)
     for i, a, b in misses:
         ax.annotate(f"elements [{a}, {b}) never written", (a, i), xytext=(a + e / 4, i), va="center", fontsize=8,
-                    color="#e15759", arrowprops={"arrowstyle": "->", "color": "#e15759"})
+                    color=EMPHASIS, arrowprops={"arrowstyle": "->", "color": EMPHASIS})
     ax.set_yticks(range(len(frames)), list(frames))
     ax.set_xlabel(f"element slot along the innermost dimension (a black line every stick = {e} elements)")
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#999999") for c in cmap.colors]

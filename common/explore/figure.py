@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from common.explore.whatif import SHARES
-from common.palette import style
+from common.palette import EMPHASIS, style
 
 SHARE_HATCH = {"compute": "", "memory": "//", "communication": "xx", "scheduling": ".."}
 SHARE_SHADE = {"compute": "#444444", "memory": "#888888", "communication": "#bbbbbb", "scheduling": "#e6e6e6"}
@@ -45,7 +45,7 @@ def draw(fig, axes, table: pd.DataFrame) -> None:
             reason = str(row["problem"])[:38] + ("…" if len(str(row["problem"])) > 38 else "")
             for ax in axes:
                 ax.annotate(reason, (i, 0.02), xycoords=("data", "axes fraction"), rotation=90, fontsize=7,
-                            ha="center", va="bottom", color="#b00000")
+                            ha="center", va="bottom", color=EMPHASIS)
     labels = [f"{m}\n{c}" + (f" x{int(n)}" if isinstance(n, (int, float)) and n == n and n > 1 else "")
               if isinstance(c, str) else m for m, c, n in zip(names, table["chip"], table["chips"], strict=True)]
     for ax in axes:

@@ -14,9 +14,11 @@ import torch.fx as fx
 from matplotlib.patches import FancyBboxPatch
 
 from common.graph.costs import NodeCost, op_name
+from common.palette import BOUND_STYLE
 
-COLORS = {"compute": "#f28e2b", "memory": "#4e79a7", "input": "#ffffff", "output": "#d3d3d3",
-          "view": "#e0e0e0", "unknown": "#bab0ac"}
+COLORS = {"compute": BOUND_STYLE["compute"].colour, "memory": BOUND_STYLE["memory"].colour, "input": "#ffffff",
+          "output": "#d3d3d3", "view": "#e0e0e0", "unknown": "#bbbbbb"}  # work kinds: common.palette's
+HATCH = {"compute": BOUND_STYLE["compute"].hatch, "memory": BOUND_STYLE["memory"].hatch}
 
 
 def _visible(n: fx.Node, show_params: bool) -> bool:
@@ -73,13 +75,14 @@ def draw_graph(gm: fx.GraphModule, *, ridge: float | None = None, ax=None, show_
         x, y = pos[n]
         label = _label(n, gm, max_label)
         ax.add_patch(FancyBboxPatch((x - 0.45, y - 0.18), 0.9, 0.36, boxstyle="round,pad=0.02",
-                                    fc=COLORS[kind], ec="#333333", lw=0.6))
-        ax.text(x, y, label, ha="center", va="center", fontsize=7,
-                color="white" if kind in ("compute", "memory") else "black")
+                                    fc=COLORS[kind], hatch=HATCH.get(kind, ""), ec="#333333", lw=0.6))
+        ax.text(x, y, label, ha="center", va="center", fontsize=7, color="black",
+                bbox={"fc": "white", "ec": "none", "alpha": 0.7, "pad": 0.5} if kind in HATCH else None)
     ax.set_xlim(-width / 2 - 0.2, width / 2 + 0.2)
     ax.set_ylim(-len(rows) + 0.4, 0.6)
     ax.axis("off")
-    handles = [plt.Rectangle((0, 0), 1, 1, fc=COLORS[k], ec="#333333") for k in ("compute", "memory", "input")]
+    handles = [plt.Rectangle((0, 0), 1, 1, fc=COLORS[k], hatch=HATCH.get(k, ""), ec="#333333")
+               for k in ("compute", "memory", "input")]
     names = [f"compute-bound (>= {ridge:.3g} FLOP/B)" if ridge else "compute-bound",
              "memory-bound", "input / output"]
     ax.legend(handles, names, loc="upper right", fontsize=7, frameon=False)

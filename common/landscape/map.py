@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from common.errors import DFAError, unknown
+from common.palette import SEQUENCE, tint
 
 __all__ = ["COURSES", "DEFAULT_FILE", "ENV_VAR", "SOURCES", "SYSTEMS", "SYSTEM_OF_BACKEND", "LandscapeMap",
            "data_dir", "dominant_operator", "format_value", "system_name", "tensor_core_terms"]
@@ -61,8 +62,8 @@ def data_dir() -> Path:
     return Path(base) / APP_DIR
 
 # How a cell is tagged in the figure: a short mark after the value and a background colour.
-SOURCE_STYLE = {"measured": ("[M]", "#d9f0d3"), "simulated": ("[S]", "#d6e6f5"), "catalog": ("[C]", "#eeeeee"),
-                "learner": ("[L]", "#fff3c4")}
+SOURCE_STYLE = {"measured": ("[M]", tint(SEQUENCE[2], 0.18)), "simulated": ("[S]", tint(SEQUENCE[0], 0.15)),
+                "catalog": ("[C]", "#eeeeee"), "learner": ("[L]", tint(SEQUENCE[1], 0.2))}  # the mark says it too
 _ALIASES = {s.lower(): s for s in SYSTEMS} | {"cerebras": "WSE", "groq": "LPU", "ibm": "Spyre"}
 
 
@@ -295,7 +296,7 @@ class LandscapeMap:
                 course_now = course
                 name = textwrap.wrap(COURSES[course], width)  # one column wide: long names take two lines
                 band = [f"Course {course}", "\n".join(name), "", "", "", ""]
-                lines.append(("band", band, ["#44546a"] * (1 + len(SYSTEMS)), len(name)))
+                lines.append(("band", band, ["#444444"] * (1 + len(SYSTEMS)), len(name)))
             texts, colours = ["\n".join(textwrap.wrap(attribute, 22)) or attribute], ["#ffffff"]
             for system in SYSTEMS:
                 row = cells.get((attribute, system))
@@ -321,7 +322,7 @@ class LandscapeMap:
             ax.set_title(title or "Accelerator landscape map", fontsize=12)
             return ax
         table = ax.table(cellText=[t for _, t, _, _ in lines], cellColours=[c for _, _, c, _ in lines],
-                         colLabels=["attribute", *SYSTEMS], colColours=["#d0d7e2"] * (1 + len(SYSTEMS)),
+                         colLabels=["attribute", *SYSTEMS], colColours=["#dddddd"] * (1 + len(SYSTEMS)),
                          colWidths=[0.16] + [0.168] * len(SYSTEMS), cellLoc="left", loc="upper center")
         table.auto_set_font_size(False)
         table.set_fontsize(7.5)
@@ -335,7 +336,7 @@ class LandscapeMap:
             cell.set_height(unit * (h + 0.35))
             cell.set_edgecolor("#bbbbbb")
             if kind == "band":
-                cell.set_edgecolor("#44546a")
+                cell.set_edgecolor("#444444")
                 cell.get_text().set_color("white")
                 cell.get_text().set_fontweight("bold")
         handles = [Patch(facecolor=colour, edgecolor="#999999", label=f"{mark} {name}")

@@ -43,9 +43,10 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from common.errors import DFAError
 from common.measure.bench import machine_info
 from common.models import KVCache, build_model, get_config
+from common.palette import CONTENT_STYLE
 
 CATEGORIES = ("weights", "KV cache", "activations")
-COLORS = {"weights": "#4e79a7", "KV cache": "#e15759", "activations": "#f28e2b", "other": "#bab0ac"}
+COLORS = {k: s.colour for k, s in CONTENT_STYLE.items()}  # common.palette's, each with a hatch too
 # Order of torch.profiler._memory_profiler._CATEGORY_TO_INDEX (the export's columns 1..8; column 0 is unused).
 TORCH_CATEGORIES = ("parameters", "optimizer state", "inputs", "temporaries", "activations", "gradients",
                     "autograd detail", "unknown")
@@ -249,7 +250,8 @@ def plot_memory_timeline(profile: MemoryProfile, frame: pd.DataFrame, ax=None, *
         _, ax = plt.subplots(figsize=(13, 5), layout="constrained")
     cols = [c for c in (*CATEGORIES, "other") if c in frame.columns]
     ax.stackplot(frame.index, *(frame[c] / 1e6 for c in cols), labels=cols, step="post",
-                 colors=[COLORS[c] for c in cols], alpha=0.9, lw=0)
+                 colors=[COLORS[c] for c in cols], hatch=[CONTENT_STYLE[c].hatch for c in cols], alpha=0.9,
+                 lw=0, edgecolor="white")
     top = float((frame[cols].sum(axis=1) / 1e6).max()) * 1.15
     for i, r in profile.regions.iterrows():
         ax.axvspan(r["start_ms"], r["end_ms"], color="#000000", alpha=0.06 if i % 2 == 0 else 0.0, lw=0)

@@ -14,6 +14,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from matplotlib.transforms import Bbox
 
 from common.errors import DFAError
+from common.palette import EMPHASIS, MARKERS, SEQUENCE
 from common.roofline.model import (
     _SOURCE_WORDS,
     POINT_KINDS,
@@ -24,16 +25,14 @@ from common.roofline.model import (
     points_over_roof,
 )
 
-_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
-
-
-_SET_COLORS = ("#111111", "#6a3d9a", "#8c510a", "#01665e", "#b2182b")  # point sets: dark, unlike the roofs
+_COLORS = SEQUENCE  # rooflines (and the levels of one): common.palette's, each with its own ridge marker
+_SET_COLORS = ("#111111", SEQUENCE[4], SEQUENCE[3], SEQUENCE[2], SEQUENCE[0])  # point sets: each with a marker too
 
 
 _BOX = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8}
 
 
-_POINT_STYLE = {"measured": ("o", "#111111", True), "simulated": ("s", "#6a3d9a", True),
+_POINT_STYLE = {"measured": ("o", "#111111", True), "simulated": ("s", SEQUENCE[4], True),
                 "analytical": ("D", "#333333", False)}  # marker, colour, filled
 
 
@@ -74,7 +73,8 @@ def plot_roofline(rooflines: Roofline | Sequence[Roofline], points=None, *, ax=N
     annotate = single if annotate_ceilings is None else annotate_ceilings
     level_colors, names, marks = {}, [], []  # names are placed last, after layout, clear of marks and each other
     for i, rl in enumerate(rls):
-        level_colors.update(_draw_roofline(ax, rl, x, _COLORS[i % len(_COLORS)], single, annotate, names, marks))
+        level_colors.update(_draw_roofline(ax, rl, x, _COLORS[i % len(_COLORS)], single, annotate, names, marks,
+                                           ridge_marker="o" if single else MARKERS[i % len(MARKERS)]))
     for j, pts in enumerate(sets):
         _draw_points(ax, pts, level_colors if single else {}, j if len(sets) > 1 else None, label_points, names,
                      marks)
@@ -112,7 +112,8 @@ def _limits(rls: list[Roofline], sets: list[pd.DataFrame]):
     return (x0, x1), (y0, 10.0 ** math.ceil(math.log10(top * 2.5)))
 
 
-def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool, names: list, marks: list) -> dict:
+def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool, names: list, marks: list,
+                   ridge_marker: str = "o") -> dict:
     """Roof of the main level (thick), faster levels (dashed), extra compute and overhead ceilings, ridges."""
     main, colors = rl.main_level, {}
     others = [lv for lv in rl.levels if lv != main]
@@ -126,9 +127,11 @@ def _draw_roofline(ax, rl: Roofline, x, color: str, single: bool, annotate: bool
         else:
             label = f"{rl.label if is_main else rl.name + ' · ' + name} · ridge {rl.ridge_point(lv):.3g}"
         ax.plot(x, rl.attainable(x, lv), color=c, lw=2.4 if is_main else 1.4, ls="-" if is_main else "--",
-                label=label, zorder=3 if is_main else 2, solid_capstyle="round")
-        r = rl.ridge_point(lv)
-        ax.plot([r], [rl.peak_flops], "o", color=c, ms=6 if is_main else 4.5, mec="white", mew=0.8, zorder=5)
+                label=label, zorder=3 if is_main else 2, solid_capstyle="round", marker=ridge_marker,
+                markevery=[int(np.searchsorted(x, rl.ridge_point(lv)).clip(0, len(x) - 1))], ms=7 if is_main else 5,
+                mec="white", mew=0.8)  # the marker sits under the exact ridge below; the legend shows it
+        r = rl.ridge_point(lv)  # the ridge's marker tells the rooflines apart without colour (legend: marker + line)
+        ax.plot([r], [rl.peak_flops], ridge_marker, color=c, ms=7 if is_main else 5, mec="white", mew=0.8, zorder=5)
         marks.append((r, rl.peak_flops))
         names.append((r, rl.peak_flops, f"{'ridge ' if single else ''}{r:.3g} FLOP/B", c, 7.5, True))
         if annotate:
@@ -179,8 +182,8 @@ def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | Non
         marker, color, filled = _POINT_STYLE[k]
         if hierarchical and lv in level_colors:
             color = level_colors[lv]
-        elif set_index is not None:
-            color = _SET_COLORS[set_index % len(_SET_COLORS)]
+        elif set_index is not None:  # several sets: colour and marker per set (the legend names the source)
+            color, marker = _SET_COLORS[set_index % len(_SET_COLORS)], MARKERS[set_index % len(MARKERS)]
         what = {"analytical": f"analytical, on the {pts.attrs.get('roof') or 'roof'}", "measured": "measured",
                 "simulated": "simulated"}[k]
         label = f"{name + ': ' if name else ''}ops{f' @ {lv}' if hierarchical else ''} ({what}, n={len(grp)})"
@@ -191,7 +194,7 @@ def _draw_points(ax, pts: pd.DataFrame, level_colors: dict, set_index: int | Non
     over = pts[pts["over_roof"]] if "over_roof" in pts else pts.iloc[:0]
     if len(over):
         ax.scatter(over["intensity"], over["flops_per_s"], marker="o", s=150, zorder=9, facecolors="none",
-                   edgecolors="#d62728", linewidths=1.4,
+                   edgecolors=EMPHASIS, linewidths=1.4,
                    label=f"{name + ': ' if name else ''}{len(over)} above the roof (counted work too low, "
                          "or served from a faster level)")
     marks.extend(zip(pts["intensity"], pts["flops_per_s"], strict=True))

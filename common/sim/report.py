@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
+from common.palette import BOUND_STYLE, bound_style
 from common.sim.program import BOUNDS, Event, Program
 
 if TYPE_CHECKING:  # pandas is loaded by frame() only
     import pandas as pd
 
-COLORS = {"compute": "#f28e2b", "memory": "#4e79a7", "scheduling": "#bab0ac", "communication": "#59a14f"}
+COLORS = {b: s.colour for b, s in BOUND_STYLE.items()}  # the palette's (common.palette), kept for the labs
 
 
 @dataclass(repr=False)  # __repr__ below: a summary, not thousands of events
@@ -173,15 +174,18 @@ class Report:
         scale, unit = _time_unit(self.time_s)
         min_width = 0.002 * self.time_s * scale  # keep sub-pixel events visible (drawing only)
         for i, lane in enumerate(lanes):
-            bars = [(e.start * scale, max(e.duration * scale, min_width)) for e in events
-                    if (e.chip, e.engine) == lane]
-            colors = [COLORS[e.bound] for e in events if (e.chip, e.engine) == lane]
-            ax.broken_barh(bars, (i - 0.4, 0.8), facecolors=colors, edgecolor="white", linewidth=0.3)
+            for b in BOUNDS:  # one collection per bound: its colour and its hatch (never colour alone)
+                bars = [(e.start * scale, max(e.duration * scale, min_width)) for e in events
+                        if (e.chip, e.engine) == lane and e.bound == b]
+                if bars:
+                    ax.broken_barh(bars, (i - 0.4, 0.8), facecolors=bound_style(b).colour, hatch=bound_style(b).hatch,
+                                   edgecolor="white", linewidth=0.3)
         ax.set_yticks(range(len(lanes)))
         ax.set_yticklabels([f"chip {c} {eng}" if self.chips > 1 else eng for c, eng in lanes], fontsize=8)
         ax.set_xlabel(f"simulated time ({unit})")
         ax.invert_yaxis()
-        handles = [plt.Rectangle((0, 0), 1, 1, fc=COLORS[b]) for b in BOUNDS]
+        handles = [plt.Rectangle((0, 0), 1, 1, fc=bound_style(b).colour, hatch=bound_style(b).hatch, ec="white")
+                   for b in BOUNDS]
         ax.legend(handles, [f"{b}-bound" if b in ("compute", "memory") else b for b in BOUNDS],
                   loc="lower right", fontsize=7, ncol=4)
         ax.set_title(title or f"SIMULATED {self.backend} on {self.chips}x {self.chip} ({self.dtype}): "

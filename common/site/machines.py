@@ -8,6 +8,7 @@ import re
 import sys
 
 from common.chips import Chip, chips_of_kind
+from common.palette import SEQUENCE
 
 TITLES = {"gpu": "GPU", "tpu": "Google TPU", "wse": "Cerebras WSE", "lpu": "Groq LPU", "spyre": "IBM Spyre"}
 # The fidelity goal's tighter mark (benchmarks/fidelity.py counts figures "within 1.4x" besides the 2x goal).
@@ -163,7 +164,7 @@ def fidelity_figure(fidelity: dict, path) -> None:
         for r in (r for r in fidelity["rows"] if r["backend"] == kind):
             bound = r["group"] != "sourced"
             ax.scatter(r["ratio"], y, marker="^" if bound else "o", s=28, alpha=0.75,
-                       color="tab:orange" if bound else "tab:blue", zorder=2)
+                       color=SEQUENCE[1] if bound else SEQUENCE[0], zorder=2)
     ax.set_xscale("log")
     ax.minorticks_off()
     ax.set_yticks(range(len(kinds)), [TITLES[k] for k in kinds])

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from common.grading.courses.course import Course
 from common.grading.gradebook import inputs, stale
+from common.palette import SEQUENCE
 
 COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
            "late_submission_penalty", "score", "max_score", "seconds_late", "status")
@@ -93,7 +94,7 @@ def histogram(lab: str, scores: list[float], max_score: float, path: Path) -> Pa
         scores,
         bins=bins,
         range=(0, top + (1 if top <= 40 else 0)),
-        color="#4C72B0",
+        color=SEQUENCE[0],
         edgecolor="white",
         align="left" if top <= 40 else "mid",
     )
