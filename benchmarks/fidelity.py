@@ -174,6 +174,11 @@ def main() -> int:
     text = "\n".join(lines)
     with open(os.path.join(out, "fidelity.md"), "w") as fh:
         fh.write(text + "\n")
+    spyre = os.path.join(out, "spyre_cost_model.json")
+    if os.path.exists(spyre):  # the Spyre section (benchmarks/spyre_vs_cost_model.py) survives a rerun
+        from benchmarks.spyre_vs_cost_model import write_section
+        with open(spyre) as fh:
+            write_section(json.load(fh), os.path.join(out, "fidelity.md"))
     print(text)
     return 0
 
