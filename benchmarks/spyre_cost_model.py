@@ -6,8 +6,9 @@ blob/main/docs/source/compiler/cost_model.md; sections "How a kernel is priced",
 commit 92c8b3fd2d5d7b33382e57f4f95f9fe893df09da, which that page names as "the derivation of every term". Written
 from the formulas as documented; no code is taken from there. Every fitted number below is one of ``CostParams``'
 fields (named in its comment). The hardware numbers it shares with the simulator (the 150 GB/s one-directional
-LPDDR5 rate, the read/write turnaround, the 1140 and 160 MAC/ns/core matmul rates) are read from the catalog
-(``common/chips/catalog/ibm.py``), where they are cited once.
+LPDDR5 rate, the read/write turnaround, the 1140 and 160 MAC/ns/core matmul rates, the slow rate's batch and core
+gates) are read from the catalog (``common/chips/catalog/ibm.py``), where they are cited once. The rest are the
+model's own fitted effective rates and shapes, which no simulator uses; they stay here, with the model.
 
 The model prices one fused kernel (device time, torch.profiler "Self SPYRE"; no launch or host setup):
 
@@ -78,8 +79,6 @@ class Fitted:
     mm_ws_cap: float = 2097152.0  # mm_spill_ws_cap_bytes
     mm_ws_exp: float = 0.15  # mm_spill_ws_exp
     loop_reread_scale: float = 0.85  # loop_reread_scale: a loop-invariant operand re-read per extra tile
-    bmm_min_batch: int = 4  # bmm_default_min_batch (also a catalog fact: the simulator's gate)
-    bmm_min_cores: int = 8  # bmm_default_min_cores
 
 
 FIT = Fitted()
@@ -96,6 +95,8 @@ class Hardware:
         per_core_macs = c.estimate("dense_fp16_flops") / 2 / self.cores  # MAC/s per core at the datasheet rate
         self.mac_peak = per_core_macs * c.estimate("matmul_efficiency_fp16")  # 1140 MAC/ns/core sustained
         self.mac_bmm_default = per_core_macs * c.estimate("bmm_default_layout_efficiency")  # 160 MAC/ns/core
+        self.bmm_min_batch = c.fact("bmm_default_min_batch")  # the slow rate from batch 4 ...
+        self.bmm_min_cores = c.fact("bmm_default_min_cores")  # ... on 8 cores or more
 
 
 HW = Hardware()
@@ -193,7 +194,7 @@ def matmul_s(m: int, k: int, n: int, *, batch: int = 1, m_split: int = 32, n_spl
         mem /= eff * min(1.0, (fit.mm_ws_cap / ws) ** fit.mm_ws_exp)
         loop_reread = (tiles - 1) * b
         mem += fit.loop_reread_scale * loop_reread / hw.bw
-    slow = both_batched and batch >= fit.bmm_min_batch and cores >= fit.bmm_min_cores
+    slow = both_batched and batch >= hw.bmm_min_batch and cores >= hw.bmm_min_cores
     peak = hw.mac_bmm_default if slow else hw.mac_peak
     compute = batch * m * k * n / cores / (peak * pt_eff)
     long_fan, short_fan = (m_split, n_split) if m >= n else (n_split, m_split)
