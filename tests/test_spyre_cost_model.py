@@ -75,3 +75,12 @@ def test_checked_in_results_are_what_the_code_gives(result):
     assert stored["rows"] == result["rows"] and stored["classes"] == result["classes"]
     with open(os.path.join(cmp.RESULTS, "fidelity.md")) as fh:
         assert cmp.markdown(stored) in fh.read()
+
+
+def test_the_section_is_replaced_not_appended(tmp_path, result):
+    md = tmp_path / "fidelity.md"
+    md.write_text("## Sourced\n\nrows\n")
+    cmp.write_section(result, str(md))
+    cmp.write_section(result, str(md))
+    text = md.read_text()
+    assert text.startswith("## Sourced") and text.count(cmp.MARK) == 2 and text.count("## Spyre") == 1
