@@ -17,6 +17,8 @@ The simulators' terms come from calibration inputs kept apart from them - microb
 common/catalog (matmul ceilings, copy bandwidths, torch-spyre's kernel fits, stack profiles) - and nothing in
 common/sim or common/catalog is tuned to these numbers. Writes results/fidelity.md and results/fidelity.json,
 with the median and worst ratio per architecture (sourced group) and each bound. Run: python benchmarks/fidelity.py
+The Spyre section of fidelity.md (per op class, against torch-spyre's measured cost model) comes from
+benchmarks/spyre_vs_cost_model.py and its results/spyre_cost_model.json; a rerun here keeps it.
 """
 from __future__ import annotations
 
@@ -174,6 +176,11 @@ def main() -> int:
     text = "\n".join(lines)
     with open(os.path.join(out, "fidelity.md"), "w") as fh:
         fh.write(text + "\n")
+    spyre = os.path.join(out, "spyre_cost_model.json")
+    if os.path.exists(spyre):  # the Spyre section (benchmarks/spyre_vs_cost_model.py) survives a rerun
+        from benchmarks.spyre_vs_cost_model import write_section
+        with open(spyre) as fh:
+            write_section(json.load(fh), os.path.join(out, "fidelity.md"))
     print(text)
     return 0
 
