@@ -130,9 +130,9 @@ def context_curves(choices, seqs) -> pd.DataFrame:
             continue
         for _, r in table.iterrows():
             if r["used_fraction"] == r["used_fraction"]:  # NaN: no placement (seq past max_seq_len, a dtype)
-                rows.append({"seq": s, "machine": r["machine"], "chips": r["chips"],
-                             "used_fraction": r["used_fraction"], "fits": bool(r["fits"])})
-    return pd.DataFrame(rows, columns=["seq", "machine", "chips", "used_fraction", "fits"])
+                rows.append({"seq": s, "machine": r["machine"], "chip": r["chip"], "chips": r["chips"],
+                             "kv_level": r["kv_level"], "used_fraction": r["used_fraction"], "fits": bool(r["fits"])})
+    return pd.DataFrame(rows, columns=["seq", "machine", "chip", "chips", "kv_level", "used_fraction", "fits"])
 
 
 def draw_context(ax, curves: pd.DataFrame, title: str = "") -> None:
@@ -144,11 +144,11 @@ def draw_context(ax, curves: pd.DataFrame, title: str = "") -> None:
     ax.clear()
     for machine, df in curves.groupby("machine", sort=False):
         st = style(machine)
-        ax.loglog(df["seq"], df["used_fraction"], "-", color=st.colour, lw=1.2,
-                  label=f"{machine}: {int(df['chips'].iloc[0])} chips")
-        for fits, face in ((True, st.colour), (False, "white")):
-            part = df[df["fits"] == fits]
-            ax.loglog(part["seq"], part["used_fraction"], st.marker, color=st.colour, mfc=face, ms=6, ls="none")
+        first = df.iloc[0]
+        ax.loglog(df["seq"], df["used_fraction"], "-", marker=st.marker, color=st.colour, lw=1.2, ms=6,
+                  label=f"{machine}: {int(first['chips'])}x {first['chip']}, KV in {first['kv_level']}")
+        over = df[~df["fits"]]
+        ax.loglog(over["seq"], over["used_fraction"], st.marker, color=st.colour, mfc="white", ms=6, ls="none")
     ax.axhline(1.0, color="#444444", ls="--", lw=0.8)
     ax.set(xlabel="context length [tokens]", ylabel="(weights + KV) / memory of those chips",
            title=title or "SIMULATED placement: where the context runs out (hollow: does not fit)")
