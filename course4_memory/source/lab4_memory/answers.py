@@ -18,7 +18,8 @@ Hidden tests import from here (``from answers import dma_schedule as _ds``); not
 * ``longest_context(model, backend, chips, batch, dtype, step)`` — the largest multiple of ``step`` (at most the
   model's max_seq_len - 1, the decode step's new token included) whose decode step the simulator places on
   ``chips`` chips: ``llm_step`` at that context and the backend policy's own ``fit`` (bisection; fit grows with
-  the context). ``context_cases(seed)`` — the learner's variant of the question.
+  the context). ``context_cases(seed)`` — the learner's variant of the question (the longest_context probe
+  builds the same cases from its seed: the copy there must stay in step with this one).
 * ``PagedAllocator`` — blocks of ``block_size`` slots, lowest free id first, MemoryError when out;
   ``waste_summary(frame)`` — 1 - sum(used) / sum(allocated), for paged and contiguous. Both answer the lab's
   ungraded *Going further* part (no hidden test uses them); tests/test_kvcache.py replays traces with them.
