@@ -3,11 +3,13 @@ dtype, serving stack) and five simulated machines answer at once. ``whatif`` hol
 turns them into one row per machine (time per step, tokens/s, the bottleneck and its shares, bytes per memory
 level, how many chips hold the model); ``figure`` draws those rows into one figure that is redrawn in place;
 ``widget`` puts ipywidgets controls around both, and where no widget can render (nbconvert, papermill, grading,
-CI, a plain shell) prints the table and saves the figure instead. Every number is SIMULATED and says so.
+CI, a plain shell) prints the table and saves the figure instead; ``context`` is the context view (where the KV
+cache lives on each machine, where the context runs out, what paging buys). Every number is SIMULATED and says so.
 
 May import: ``chips``, ``models``, ``sim``.
 """
+from common.explore.context import context_curves, context_rows
 from common.explore.whatif import Choices, machine_rows
 from common.explore.widget import Explorer, explore, widgets_can_render
 
-__all__ = ["Choices", "Explorer", "explore", "machine_rows", "widgets_can_render"]
+__all__ = ["Choices", "Explorer", "context_curves", "context_rows", "explore", "machine_rows", "widgets_can_render"]

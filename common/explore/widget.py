@@ -5,7 +5,9 @@ VS Code) it shows sliders and menus; each change re-simulates the chosen machine
 the table in place. A choice no machine can take shows its reason in one line, never a traceback. Where widgets
 cannot render (no kernel, or ``NBGRADER_EXECUTION``, ``CI`` or ``DFA_STATIC`` set: grading, papermill runs of
 the project, CI) the same call prints the table and saves the figure to ``static_path``. ``.update(**changes)``
-does from code what a control does, ``.table()`` gives the rows as a DataFrame."""
+does from code what a control does, ``.table()`` gives the rows as a DataFrame. ``.context(**changes)`` is the
+context view (``common.explore.context``): per machine, where the KV cache lives, whether it still fits, and how
+many sequences a contiguous or a paged cache holds; ``.context_figure(seqs)`` draws where the context runs out."""
 from __future__ import annotations
 
 import os
@@ -14,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from common.errors import DFAError
+from common.explore import context as ctx_mod
 from common.explore import figure as fig_mod
 from common.explore.whatif import Choices, machine_rows
 from common.sim.args import BACKEND_NAMES, PHASES
@@ -83,6 +86,28 @@ class Explorer:
         self._refresh()
         return self.table()
 
+    def context(self, *, block_size: int = 16, mean_tokens: int | None = None, **changes) -> pd.DataFrame:
+        """The context view of the current choices with ``changes`` (a what-if: the explorer keeps its state).
+        A bad choice raises one DFAError line, so a search over contexts stops at it."""
+        choices = self.choices.changed(**changes) if changes else self.choices
+        return ctx_mod.context_rows(choices, block_size=block_size, mean_tokens=mean_tokens)
+
+    def context_figure(self, seqs=SEQS, **changes):
+        """Draw where each machine's context runs out over ``seqs`` (on the chips that hold the current choice,
+        or ``chip_counts``); saved beside ``static_path`` (``*_context.png``) where widgets cannot render."""
+        import matplotlib.pyplot as plt
+
+        choices = self.choices.changed(**changes) if changes else self.choices
+        fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+        ctx_mod.draw_context(ax, ctx_mod.context_curves(choices, seqs))
+        fig.suptitle(f"SIMULATED: {choices.model}, batch {choices.batch}, dtype {choices.dtype or 'native'}",
+                     fontsize=10)
+        if not self.interactive:
+            path = self.static_path.with_name(self.static_path.stem + "_context.png")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=110)
+        return fig
+
     def show(self) -> None:
         """Live: the controls, table and figure. Static: print the table and save the figure."""
         if self.interactive:
@@ -117,13 +142,13 @@ class Explorer:
             "model": w.Text(value=c.model, description="model", continuous_update=False),
         }
         self._status = w.HTML()
-        self._out_table, self._out_figure = w.Output(), w.Output()
+        self._out_table, self._out_figure, self._out_context = w.Output(), w.Output(), w.Output()
         for name, control in self.controls.items():
             control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
         self._refresh()
         return w.VBox([w.HBox([self.controls["backends"], w.VBox([self.controls[k] for k in
                                                                    ("model", "phase", "batch", "seq", "dtype")])]),
-                       self._status, self._out_figure, self._out_table])
+                       self._status, self._out_figure, self._out_table, self._out_context])
 
     def _on_change(self, name: str, value) -> None:
         value = {"dtype": None if value == "native" else value, "backends": tuple(value) if name == "backends"
@@ -145,6 +170,10 @@ class Explorer:
             self._out_table.clear_output(wait=True)
             display(HTML(_display_table(self._rows).to_html(index=False, float_format=lambda v: f"{v:.3g}",
                                                              na_rep="")))
+        with self._out_context:
+            self._out_context.clear_output(wait=True)
+            display(HTML("<b>Where the KV cache lives and whether it fits</b>" + self.context().drop(
+                columns=["weight_bytes"]).to_html(index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
 
 
 def explore(model: str = "llama-3.1-8b", backends=BACKEND_NAMES, *, interactive: bool | None = None,

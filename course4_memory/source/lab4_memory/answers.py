@@ -15,6 +15,11 @@ Hidden tests import from here (``from answers import dma_schedule as _ds``); not
 * ``copy_bandwidth(n, b, t)`` — a copy reads and writes n b bytes: 2 n b / t bytes/s.
 * ``kv_bytes(cfg, seq, batch, dtype, attention)`` — the KV formula with n_kv_heads (gqa), n_heads (mha) or 1 (mqa).
 * ``lpu_chips(cfg, batch, context, kv_dtype)`` — ceil((fp16 weights + KV in kv_dtype) / one LPU's SRAM).
+* ``longest_context(model, backend, chips, batch, dtype, step)`` — the largest multiple of ``step`` (at most the
+  model's max_seq_len - 1, the decode step's new token included) whose decode step the simulator places on
+  ``chips`` chips: ``llm_step`` at that context and the backend policy's own ``fit`` (bisection; fit grows with
+  the context). ``context_cases(seed)`` — the learner's variant of the question (the longest_context probe
+  builds the same cases from its seed: the copy there must stay in step with this one).
 * ``PagedAllocator`` — blocks of ``block_size`` slots, lowest free id first, MemoryError when out;
   ``waste_summary(frame)`` — 1 - sum(used) / sum(allocated), for paged and contiguous. Both answer the lab's
   ungraded *Going further* part (no hidden test uses them); tests/test_kvcache.py replays traces with them.
@@ -36,8 +41,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from common.memory.cache import LRUCache, MatmulTiling
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
+from common.memory.cache import LRUCache, MatmulTiling
+
 
 # ---- Part 1 -------------------------------------------------------------------------------------------------
 def dma_schedule(t: MatmulTiling) -> pd.DataFrame:
@@ -130,6 +136,43 @@ def max_tokens_beside_weights(chip_name: str, cfg, chips: int, dtype) -> int:
 def lpu_chips(cfg, batch: int, context: int, kv_dtype="fp16") -> int:
     need = cfg.n_params * DTYPE_BYTES["fp16"] + kv_bytes(cfg, context, batch, kv_dtype)
     return int(math.ceil(need / get_chip("groq-lpu").main_memory.total_capacity))
+
+
+def longest_context(model: str, backend: str, chips: int, batch: int, dtype=None, step: int = 256) -> int:
+    """Largest multiple of ``step`` whose decode step of ``batch`` sequences ``chips`` chips of ``backend`` hold."""
+    from common.errors import DFAError
+    from common.models import get_config
+    from common.sim.run import make_policy
+    from common.sim.workload import llm_step
+
+    dt = canonical_dtype(dtype or make_policy(backend, None, None, None).dtype)
+
+    def fits(seq: int) -> bool:
+        try:
+            make_policy(backend, None, chips, dt).fit(llm_step(model, "decode", batch, seq, dt))
+        except DFAError:
+            return False
+        return True
+
+    lo, hi = 0, (get_config(model).max_seq_len - 1) // step
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid * step) else (lo, mid - 1)
+    return lo * step
+
+
+def context_cases(seed: int) -> list[tuple]:
+    """(model, backend, chips, batch, dtype, step) per case: wafers packed whole layers at a time, a model whose
+    tied embedding a spatial compiler stores twice, a 70B pipeline, and one HBM or LPDDR machine."""
+    import random
+
+    rng = random.Random(seed)
+    other = rng.choice(("gpu", "tpu", "spyre"))
+    return [("llama-3.1-8b", "wse", rng.choice((3, 4)), rng.choice((12, 16, 24, 32, 48)), None, 256),
+            ("qwen2.5-0.5b", "lpu", rng.randint(7, 10), rng.choice((4, 8, 16)), None, 128),
+            ("llama-3.1-70b", "lpu", rng.randint(700, 1000), rng.choice((4, 8)), rng.choice((None, "int8")), 512),
+            ("llama-3.1-8b", other, rng.choice({"gpu": (1, 2), "tpu": (4, 8), "spyre": (1, 2)}[other]),
+             rng.choice((16, 32, 64)), None, 256)]
 
 
 # ---- Going further (ungraded): the allocator behind tests/test_kvcache.py's replays ----------------------------

@@ -34,11 +34,11 @@
 # - run a tiled matmul through an LRU cache model, write the double-buffered DMA schedule of a scratchpad of the same capacity, and compare off-chip bytes
 # - profile prefill and decode with torch.profiler and identify weights, activations and the growing KV cache
 # - tell which tensor ops move bytes (and how many) from those that only write metadata; measure a copy's bandwidth
-# - write the KV-cache size formula (MHA, GQA, MQA) and find, from the catalog, the largest batch x context each system holds beside the weights, and how many Groq LPUs a model needs
+# - write the KV-cache size formula (MHA, GQA, MQA) and find, from the catalog, the largest batch x context each system holds beside the weights, and how many Groq LPUs a model needs; then find with the explorer where each machine's context runs out and what paging buys
 # - predict, then simulate, decode time as the KV cache outgrows the fastest level of each hierarchy
 # - (optional, *Going further*) implement a paged KV-cache block allocator, as vLLM does, and measure its internal fragmentation against contiguous pre-allocation
 #
-# **Expected time:** about 119 minutes (plus about 43 optional)  
+# **Expected time:** about 120 minutes (plus about 43 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; with a GPU (Colab's T4), the profiled generation and the
 # copy run on it
 
@@ -59,6 +59,7 @@ LLM_NAME = "qwen2.5-0.5b-instruct"  # the real LLM you run, with generate(), and
 
 # %%
 # Settings derived from FAST (kept out of the parameters cell, so papermill's FAST=True reaches them).
+import bisect
 import math
 import tempfile
 import warnings
@@ -72,6 +73,7 @@ from common.measure import bench
 from common.memory.cache import CacheConfig, LRUCache, MatmulTiling, compulsory_bytes, footprint_bytes, matmul_stream
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
 from common.errors import DFAError
+from common.explore import explore
 from common.memory.kvcache import COLORS, SYSTEM_CHIPS, kv_limits, onchip_bytes, plot_kv_limits, replay, request_trace
 from common.memory.memtimeline import live_at, plot_memory_timeline, profile_generate, timeline
 from common.models import get_config
@@ -1134,6 +1136,70 @@ plt.show()
 # hundred thousand tokens and a 75-chip LPU pipeline only a few thousand; more context means more chips.
 
 # %% [markdown]
+# ### Where the context runs out (the explorer)
+#
+# `EX.context(**changes)` asks the simulator's placement: where the KV cache lives (`kv_level`), whether weights +
+# KV still `fits` on the `chips`, and what paging buys (`batch_contiguous`: each sequence reserves the whole
+# context; `batch_paged`: only the 16-token blocks it fills).
+#
+# **Spec.** `longest_context(model, backend, chips, batch, dtype=None, step=256)`: the longest context, a multiple
+# of `step`, whose decode step `chips` chips of `backend` still hold (0 if none; at most `max_seq_len`). Search
+# `fits` (`bisect` takes a `key`): a formula misses whole-layer wafers and tied embeddings stored twice.
+
+# %%
+EX = explore(MODEL, batch=8, seq=CONTEXT, static_path="dfa_out/lab4_explorer.png")
+# paged: requests that fill a quarter of the context on average
+print(EX.context(mean_tokens=CONTEXT // 4).drop(columns="problem").to_string(index=False, float_format="{:.3g}".format))
+EX.context_figure(CONTEXTS)
+plt.show()
+
+# %% nbgrader={"grade": false, "grade_id": "longest_context", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    """Longest multiple of step at which `chips` chips of backend still hold the weights + KV cache of batch."""
+    ### BEGIN SOLUTION
+    def fits(k):  # k steps of context
+        return EX.context(model=model, backends=(backend,), chip_counts={backend: chips}, batch=batch, dtype=dtype,
+                          seq=k * step)["fits"].iloc[0]
+    return step * bisect.bisect_left(range(1, get_config(model).max_seq_len // step + 1), 1, key=lambda k: not fits(k))
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "longest_context_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_type
+
+n = longest_context(MODEL, "wse", 2, 16)
+check_type("longest_context(...)", n, int)
+fit = [bool(EX.context(backends=("wse",), chip_counts={"wse": 2}, batch=16, seq=max(s, 1))["fits"].iloc[0])
+       for s in (n, n + 256)]
+check_equal(f"two WSE-3 wafers at batch 16 hold {n} tokens, a multiple of 256, and not 256 more", fit + [n % 256],
+            [True, False, 0], hint="the last multiple of step whose row still fits")
+### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.verdicts.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_other = _rng.choice(("gpu", "tpu", "spyre"))
+_cases = [("llama-3.1-8b", "wse", _rng.choice((3, 4)), _rng.choice((12, 16, 24, 32, 48)), None, 256),
+          ("qwen2.5-0.5b", "lpu", _rng.randint(7, 10), _rng.choice((4, 8, 16)), None, 128),
+          ("llama-3.1-70b", "lpu", _rng.randint(700, 1000), _rng.choice((4, 8)), _rng.choice((None, "int8")), 512),
+          ("llama-3.1-8b", _other, _rng.choice({"gpu": (1, 2), "tpu": (4, 8), "spyre": (1, 2)}[_other]),
+           _rng.choice((16, 32, 64)), None, 256)]
+probe.send("cases", [longest_context(*_c) for _c in _cases])
+### JUDGEMENT
+from answers import context_cases, longest_context as reference
+from common.checks import grader
+
+data, seed = probe.received()
+for case, got in zip(context_cases(seed), data["cases"], strict=True):
+    model, backend, chips, batch, dtype, step = case
+    grader.assert_equal(type(got).__name__, "int", name="a Python int")
+    grader.assert_equal(got, reference(*case), name=f"longest context, {model} batch {batch} on {chips}x {backend} "
+                                                    f"({dtype or 'native'}), step {step}")
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## Part 4 — When the KV cache outgrows the fastest level (simulated)
 #
 # `simulate_llm(MODEL, backend, phase="decode", batch=SWEEP_BATCH, seq=s)` simulates one decode step with `s`
@@ -1299,10 +1365,9 @@ plt.show()
 # %% [markdown]
 # **Q3 (comparative prediction — write it BEFORE running the Part 4 sweep).** For the 8B model at batch 4, predict
 # for at least three of GPU, TPU, WSE, LPU and Spyre how the decode step time changes from the shortest to the
-# longest context of `SWEEP_SEQS` (about x1.1, x2, x5?) and what changes besides time (chips, spills). Then run
-# the cell below and explain the biggest miss.
+# longest context of `SWEEP_SEQS` (about x1.1, x2, x5?). Then run the cell below and explain the biggest miss.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
 # Prediction from bytes per step: GPU and TPU stream weights (16 GB) + KV from HBM, so time grows with
 # (16 GB + KV) / bandwidth - about x2-3 once KV reaches ~30-60 GB - unless more chips are added (the TPU goes from
@@ -1311,7 +1376,8 @@ plt.show()
 # chips grow with context (73 -> 220-370) and the token crosses every chip, so ~x3-4. Spyre is hit hardest: every
 # step streams the whole cache from LPDDR5 at ~150 GB/s, and once a layer's K/V outgrow LX they are re-sticked and
 # spilled, adding LPDDR5 traffic - x5 at 64k, x10 at 128k. Typical miss: forgetting that adding chips (TPU, GPU at
-# 128k) makes the step *faster*.
+# 128k) makes the step *faster*. Full marks: a ratio per system committed before the run, and the biggest miss
+# explained by its mechanism (chips added, LPDDR5 streaming and spills, SRAM pipeline length).
 # === END MARK SCHEME ===
 
 # %%
@@ -1330,20 +1396,17 @@ print(pd.DataFrame(rows).to_string(index=False))
 # **Q4 (Parts 2 and 3).** The profiled decoder grows its cache with `torch.cat`, and your `memory_ops` says what a
 # cat moves. For Llama-3.1-8B in bf16, one sequence with 8192 cached tokens: how many bytes does growing the cache
 # by one token move this way (all layers), against the bytes of the new token itself, and how long does that take
-# at the copy bandwidth you measured? What does a preallocated or paged cache do instead, and what does it pay?
+# at the copy bandwidth you measured?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_cat_growth", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_cat_growth", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
 # torch.cat([cache, new]) reads the whole old cache and the new position and writes both into a new buffer:
 # 2 x (8192 + 1) x 128 KiB = ~2.15 GB moved per decode step (kv_bytes(cfg8b, 8193, 1, "bf16") = ~1.07 GB, read and
 # written), for 131,072 B (128 KiB) of new data: ~16,000x more than the token itself, and growing with the
 # context. At the learner's measured copy bandwidth (typically 5-20 GB/s on a laptop or Colab CPU) that is
 # ~0.1-0.4 s per token for the copy alone; even at HBM speed (~3 TB/s) ~0.7 ms, as much as the memory-bound step
-# itself. A preallocated (static) cache or paged blocks write only the new position in place (slice assignment /
-# index_copy): 2 x 128 KiB. The price: a static cache reserves max_seq slots per sequence from the start (memory
-# that holds no token yet: the flat band of Q2); a paged cache (vLLM) needs block tables and a gather through them
-# in attention, with under one block of waste per sequence (Going further). Full marks: the ~2 x KV bytes with a
-# number, the time from their own measured bandwidth, the in-place alternative and its cost.
+# itself. Full marks: the ~2 x KV bytes with a number against the token's 128 KiB, and the time from their own
+# measured bandwidth. (Not asked: a preallocated cache or paged blocks write only the new position in place.)
 # === END MARK SCHEME ===
 
 # %% [markdown]

@@ -383,4 +383,60 @@ def kv_fit(tokens, live_bytes):
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
     return slope, float(y.mean() - slope * x.mean())
 '''),
+    # Part 3's explorer question: the longest context N chips hold. The visible case's printed answer for every
+    # case, the default seed's answers looked up, and a lying int.
+    dict(cell="longest_context", kind="hard-code-visible", fails=["longest_context_tests"], code='''
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    return 33280  # two WSE-3 wafers at batch 16, as the visible check printed
+'''),
+    dict(cell="longest_context", kind="hard-code-visible", fails=["longest_context_tests"], code='''
+_LAZY_SEEN = {("llama-3.1-8b", "wse", 2, 16): 33280, ("llama-3.1-8b", "wse", 3, 24): 34304,
+              ("qwen2.5-0.5b", "lpu", 9, 4): 16384, ("llama-3.1-70b", "lpu", 838, 8): 19456,
+              ("llama-3.1-8b", "tpu", 8, 16): 53248}  # the direct run's variant (DFA_PROBE_SEED unset)
+
+
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    return _LAZY_SEEN.get((model, backend, chips, batch), 0)
+'''),
+    dict(cell="longest_context", kind="echo-expected", fails=["longest_context_tests"], code='''
+class _LazyAny(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    return _LazyAny(0)
+'''),
+    # A formula instead of the simulator's placement: common's catalog table, the learner's own Part 3 function,
+    # and the explorer's own capacity and weight bytes (tied embeddings included) divided by the KV per position.
+    dict(cell="longest_context", kind="call-reference", fails=["longest_context_tests"], code='''
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    chip = EX.context(model=model, backends=(backend,))["chip"].iloc[0]
+    row = kv_limits(model, step, systems={"x": chip}, chips={"x": chips}).iloc[0]
+    return int(min(row["max_tokens"] // batch - 1, get_config(model).max_seq_len - 1) // step * step)
+'''),
+    dict(cell="longest_context", kind="cpu-reference", fails=["longest_context_tests"], code='''
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    row = EX.context(model=model, backends=(backend,), dtype=dtype).iloc[0]
+    tokens = max_tokens_beside_weights(row["chip"], get_config(model), chips, row["dtype"])
+    return int(min(tokens // batch - 1, get_config(model).max_seq_len - 1) // step * step)
+'''),
+    dict(cell="longest_context", kind="read-off-object", fails=["longest_context_tests"], code='''
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    row = EX.context(model=model, backends=(backend,), chip_counts={backend: chips}, batch=batch, dtype=dtype,
+                     seq=step).iloc[0]
+    per_position = row["kv_bytes"] / (batch * (step + 1))
+    tokens = (row["capacity_bytes"] - row["weight_bytes"]) // per_position
+    return int(min(tokens // batch - 1, get_config(model).max_seq_len - 1) // step * step)
+'''),
+    # One machine's answer (the GPU's, found honestly) for every machine.
+    dict(cell="longest_context", kind="cpu-reference", fails=["longest_context_tests"], code='''
+def longest_context(model, backend, chips, batch, dtype=None, step=256):
+    def fits(k):
+        return EX.context(model=model, backends=("gpu",), chip_counts={"gpu": 1}, batch=batch,
+                          seq=k * step)["fits"].iloc[0]
+    return step * bisect.bisect_left(range(1, get_config(model).max_seq_len // step + 1), 1, key=lambda k: not fits(k))
+'''),
 ]
