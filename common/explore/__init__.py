@@ -3,9 +3,11 @@ dtype, serving stack) and five simulated machines answer at once. ``whatif`` hol
 turns them into one row per machine (time per step, tokens/s, the bottleneck and its shares, bytes per memory
 level, how many chips hold the model); ``figure`` draws those rows into one figure that is redrawn in place;
 ``widget`` puts ipywidgets controls around both, and where no widget can render (nbconvert, papermill, grading,
-CI, a plain shell) prints the table and saves the figure instead. Every number is SIMULATED and says so.
+CI, a plain shell) prints the table and saves the figure instead; ``roofline_view`` puts the same controls around
+one step's operating point under each machine's memory, compute and scheduling ceilings. Every number is
+SIMULATED and says so.
 
-May import: ``chips``, ``models``, ``sim``.
+May import: ``chips``, ``models``, ``roofline``, ``sim``.
 """
 from common.explore.whatif import Choices, machine_rows
 from common.explore.widget import Explorer, explore, widgets_can_render
