@@ -36,9 +36,10 @@ def test_a_point_is_the_simulated_step_per_chip_under_the_catalog_ceilings():
 
 
 def test_batching_moves_the_gpu_point_right_and_off_the_memory_roof_at_fp32():
-    view = roofline_explorer(MODEL, ("gpu",), seq=256, dtype="fp32", interactive=False, show=False)
-    sweep = view.sweep("batch", (1, 16, 256))
-    assert list(sweep["batch"]) == [1, 16, 256] and view.choices.batch == 1  # the view stays where it was
+    view = roofline_explorer(MODEL, ("tpu",), interactive=False, show=False)
+    sweep = view.sweep("batch", (1, 16, 256), backends=("gpu",), seq=256, dtype="fp32")
+    assert list(sweep["batch"]) == [1, 16, 256] and set(sweep["machine"]) == {"gpu"}
+    assert view.choices.batch == 1 and view.choices.backends == ("tpu",)  # the view stays where it was
     assert sweep["intensity"].is_monotonic_increasing
     binding = [min(CEILINGS, key=lambda c: row[f"{c}_roof"]) for _, row in sweep.iterrows()]
     assert binding[0] == "memory" and binding[-1] == "compute"

@@ -35,12 +35,15 @@ import pandas as pd
 from common.chips import get_chip
 from common.errors import DFAError
 from common.explore.whatif import Choices, _stack_for
+from common.explore.widget import BATCHES as BATCH_CHOICES
 from common.explore.widget import Explorer, widgets_can_render
 from common.palette import style
 from common.roofline import eng, roofline_for_chip
 from common.sim.args import BACKEND_NAMES
 
 CEILINGS = ("memory", "compute", "scheduling")
+__all__ = ["BATCH_CHOICES", "CEILINGS", "RooflineExplorer", "draw", "operating_point", "operating_points",
+           "roofline_explorer"]
 COLUMNS = ("machine", "chip", "chips", "dtype", "level", "flops", "bytes", "intensity", "flops_per_s",
            "bandwidth", "memory_roof", "compute_roof", "scheduling_roof", "ridge", "bottleneck", "problem")
 
@@ -160,10 +163,11 @@ class RooflineExplorer(Explorer):
         self._refresh()
         return self.table()
 
-    def sweep(self, name: str, values) -> pd.DataFrame:
+    def sweep(self, name: str, values, **fixed) -> pd.DataFrame:
         """The rows for each of ``values`` of the choice ``name`` (a column of that name says which), as moving
-        its control through them would; the view is left where it was. A bad value is a one-line DFAError."""
-        before, rows = self.choices, []
+        its control through them would after setting the other controls to ``fixed`` (choices, e.g. seq=512);
+        the view itself is left where it was. A bad value is a one-line DFAError."""
+        before, rows = self.choices.changed(**fixed), []
         for v in values:
             rows.append(operating_points(before.changed(**{name: v})).assign(**{name: v}))
         out = pd.concat(rows, ignore_index=True)
