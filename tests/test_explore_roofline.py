@@ -52,6 +52,8 @@ def test_a_machine_that_cannot_take_the_dtype_says_why_and_the_others_still_draw
     markers = [c.get_paths() and c for c in view.axes.collections]
     assert len(markers) == 1  # one point: the GPU's
     assert tuple(markers[0].get_facecolor()[0][:3]) == pytest.approx(matplotlib.colors.to_rgb(style("gpu").colour))
+    assert any(t.get_text().startswith("not drawn") and "wse: chip 'wse-3' has no fp8" in t.get_text()
+               for t in view.axes.texts)  # the figure says why a machine is missing
 
 
 def test_a_change_redraws_in_place_and_a_bad_one_keeps_the_view(tmp_path):

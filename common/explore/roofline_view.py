@@ -109,9 +109,15 @@ def draw(ax, table: pd.DataFrame) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
-    values = [*ok["flops_per_s"], *ok["compute_roof"]]
+    values = [*ok["flops_per_s"], *ok["compute_roof"], *(v for v in ok["scheduling_roof"] if math.isfinite(v))]
     if values:
         ax.set_ylim(min(values) / 10, max(values) * 3)
+    refused = table[table["problem"].fillna("") != ""]
+    if not refused.empty and not ok.empty:  # a machine left out says why, on the figure itself
+        ax.text(0.01, 0.99, "not drawn:\n" + "\n".join(f"{m}: {p.split(';')[0][:56]}" for m, p in
+                                                       zip(refused["machine"], refused["problem"], strict=True)),
+                transform=ax.transAxes, fontsize=6.5, color="#b00000", va="top",
+                bbox={"fc": "white", "ec": "none", "alpha": 0.85})
     ax.set_xlabel("arithmetic intensity at main memory (FLOP/byte)")
     ax.set_ylabel("FLOP/s per chip")
     ax.plot([], [], color="#555555", ls="--", lw=1.0, label="scheduling ceiling of this step: F / t_s")
@@ -122,7 +128,7 @@ def draw(ax, table: pd.DataFrame) -> None:
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
     """The rows as a learner reads them: units in the headers."""
-    out = pd.DataFrame({"machine": table["machine"], "chip": table["chip"], "chips": table["chips"],
+    out = pd.DataFrame({"machine": table["machine"], "chip": table["chip"], "chips": table["chips"].astype("Int64"),
                         "dtype": table["dtype"], "FLOP/B": table["intensity"],
                         "TFLOP/s attained": table["flops_per_s"] / 1e12,
                         **{f"{c} roof TFLOP/s": table[f"{c}_roof"] / 1e12 for c in CEILINGS},
