@@ -4,9 +4,11 @@ turns them into one row per machine (time per step, tokens/s, the bottleneck and
 level, how many chips hold the model); ``figure`` draws those rows into one figure that is redrawn in place;
 ``widget`` puts ipywidgets controls around both, and where no widget can render (nbconvert, papermill, grading,
 CI, a plain shell) prints the table and saves the figure instead; ``context`` is the context view (where the KV
-cache lives on each machine, where the context runs out, what paging buys). Every number is SIMULATED and says so.
+cache lives on each machine, where the context runs out, what paging buys); ``roofline_view`` puts the same
+controls around one step's operating point under each machine's memory, compute and scheduling ceilings. Every
+number is SIMULATED and says so.
 
-May import: ``chips``, ``models``, ``sim``.
+May import: ``chips``, ``models``, ``roofline``, ``sim``.
 """
 from common.explore.context import context_curves, context_rows
 from common.explore.whatif import Choices, machine_rows

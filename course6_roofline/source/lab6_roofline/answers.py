@@ -10,6 +10,8 @@
 * ``attainable`` / ``ridge_point``: min(P, I * beta) and P / beta, for any (also infinite) P and beta.
 * ``decode_sweep``: one simulated decode step per batch: step intensity at main memory, attained FLOP/s per chip,
   tokens/s and the bottleneck.
+* ``first_batch_off_memory``: the smallest batch whose decode step (per chip) has a lowest ceiling other than
+  memory, of memory I * beta, compute P and scheduling F / t_s (the roofline explorer's three ceilings).
 * ``level_intensities`` / ``binding_level``: I_l = flops / bytes at level l (inf where none) per compute event with
   FLOPs; the level with the lowest roof I_l * beta_l, or "compute" when none is below the peak.
 * ``attribute`` / ``optimum``: one engine's timeline inside a window split by bound (idle gaps and the tail are
@@ -133,3 +135,21 @@ def optimum(report) -> dict:
     """attained_s, sum_floors_s (critical engine, non-scheduling events) and their ratio."""
     floors = sum(e.floor for e in report.events if e.engine == report.critical_engine and e.bound != "scheduling")
     return {"attained_s": report.time_s, "sum_floors_s": floors, "efficiency": floors / report.time_s}
+
+
+def first_batch_off_memory(model, backend, seq, dtype, batches) -> int | None:
+    """The smallest batch of ``batches`` whose decode step's lowest ceiling per chip is not memory: of
+    memory I * beta (I = FLOPs / main-memory bytes), compute P (catalog peak at the step's dtype) and scheduling
+    F / t_s (t_s = the step's scheduling seconds); None when every batch is memory-bound."""
+    from common.sim import simulate_llm
+
+    for b in sorted(batches):
+        r = simulate_llm(model, backend, phase="decode", batch=b, seq=seq, dtype=dtype)
+        roof = roofline_for_chip(r.chip, r.dtype)
+        level = get_chip(r.chip).main_memory.name
+        flops, moved, t_s = r.flops / r.chips, r.bytes[level] / r.chips, r.attribution["scheduling"]
+        ceilings = {"memory": flops / moved * roof.bandwidth(level), "compute": roof.peak_flops,
+                    "scheduling": flops / t_s if t_s > 0 else math.inf}
+        if min(ceilings, key=ceilings.get) != "memory":
+            return b
+    return None

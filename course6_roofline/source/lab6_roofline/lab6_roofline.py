@@ -30,7 +30,7 @@
 # - attribute a simulated timeline to compute, memory, communication and scheduling; draw the scheduling ceiling
 # - predict the effect of batching, fusion, CUDA graphs, chip count and tile size, then check it
 #
-# **Expected time:** about 118 minutes  
+# **Expected time:** about 120 minutes  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; a GPU, if present, is measured in Part 1
 
 # %% [markdown] include="grading"
@@ -372,8 +372,7 @@ plt.show()
 # (FLOP/B with 2-byte weights), far left of the ridge, and attention reads the whole KV cache for 2 FLOPs per
 # element, whatever the batch.
 #
-# **The vendors.** We run one prefill and one decode step of the reference decoder (Llama-3.1-8B shape, and the
-# 70B configuration) through the *simulated* backends (`common.sim.simulate_llm`, fake tensors: nothing is
+# **The vendors.** We run one prefill and one decode step of the reference decoder (Llama-3.1-8B shape) through the *simulated* backends (`common.sim.simulate_llm`, fake tensors: nothing is
 # computed, only counted). Each timeline event is one kernel (GPU), fusion (TPU) or SuperDSC op (Spyre) with its
 # **counted** FLOPs and bytes per memory level and its simulated duration.
 #
@@ -464,13 +463,12 @@ for k, (backend, phase, level) in enumerate(cases):
 # %% [markdown]
 # ### The real model: measured here, and on the five simulated machines
 #
-# A real chat model, **Qwen2.5-0.5B-Instruct** (`common.models.load_llm`; seeded random weights with the real
-# shapes when the Hub is out of reach: `LLM.label` says which), runs here: on the GPU in fp16, else on the CPU in
-# fp32. `common.measure.op_profile.profile` times every aten op of one prefill step (`LLM_SEQ` prompt tokens) and one
-# decode step (one token after `LLM_SEQ` cached), synchronised per op on a GPU, and counts its FLOPs and bytes
-# with the rules of `common.graph.costs`. Ops are summed per group (matmuls, attention, norms, pointwise): one point per
-# group, summed FLOPs ÷ summed bytes across, ÷ summed time up. The first panel is MEASURED, under this machine's
-# roofs; the other five are the same model, batch and length, SIMULATED (`simulate_llm(LLM.config, ...)`).
+# A real chat model, **Qwen2.5-0.5B-Instruct** (`common.models.load_llm`; seeded random weights of the real shapes
+# when the Hub is out of reach: `LLM.label` says which), runs here (GPU fp16, else CPU fp32).
+# `common.measure.op_profile.profile` times every aten op of one prefill step (`LLM_SEQ` prompt tokens) and one
+# decode step (`LLM_SEQ` cached), synchronised per op, and counts its FLOPs and bytes
+# (`common.graph.costs`): one point per op group (matmul, attention, norm, pointwise). Panel 1 is MEASURED under
+# this machine's roofs; the other five SIMULATED (`simulate_llm(LLM.config, ...)`).
 
 # %%
 from common.measure import op_profile
@@ -537,7 +535,7 @@ print(pd.DataFrame(rows).to_string(index=False))
 # %% [markdown]
 # **Simulated ÷ measured**, on the simulated chip that stands for this machine (`HERE.chip`: your GPU's catalog
 # record, or the nearest part with a note). A CPU runtime has none: it is set against a simulated `COMPARE_CHIP`
-# (Colab's GPU) in fp32, a ratio between two machines. Analysis question 4 asks why the ratios differ.
+# (Colab's GPU) in fp32, a ratio between two machines. Analysis Q4 asks why the ratios differ.
 
 # %%
 from common.measure.devices import sim_vs_measured
@@ -558,25 +556,6 @@ print(f"{LLM.label}, batch 1, {LLM_SEQ} tokens, {MODEL_TAG}: MEASURED on {HERE.d
 print(HERE.note if ON_GPU else f"No GPU here: the CPU's times are set against a simulated {SIM_CHIP}, another "
       "machine; on a GPU runtime the simulated chip is that GPU.")
 print(SIM_VS_MEASURED.to_string(float_format=lambda v: f"{v:.3g}"))
-
-# %% [markdown]
-# ### The 70B configuration
-#
-# The same analysis for the 70B model: it does not fit one GPU, so the simulator splits it over the fewest chips
-# whose memory holds weights + KV cache (tensor parallel, with all-reduces). Ops are per chip, so they sit under
-# the per-chip roofline.
-
-# %%
-big = {ph: simulate_llm(BIG_MODEL, "gpu", phase=ph, batch=1, seq=SEQ) for ph in ("prefill", "decode")}
-rl = roofline_for_chip(big["decode"].chip, big["decode"].dtype)
-plot_roofline(rl, [points_of(big["prefill"], f"prefill T={SEQ}"), points_of(big["decode"], f"decode (KV {SEQ})")],
-              kind="simulated", label_points=5,
-              title=f"SIMULATED {BIG_MODEL} on {big['decode'].chips}x {big['decode'].chip} (tensor parallel), "
-                    f"batch 1, {big['decode'].dtype}: ops per chip")
-plt.show()
-for ph, r in big.items():
-    print(f"{ph}: {eng(r.time_s, 's')}, {r.tokens_per_s:.1f} tokens/s, bottleneck {r.bottleneck} (SIMULATED)")
-
 
 # %% [markdown]
 # ### Batching moves decode toward the ridge
@@ -669,6 +648,65 @@ if sweep is not None:
                              f"{min(BATCHES)}-{max(BATCHES)}")
     plt.show()
     print(sweep.to_string(index=False))
+
+
+# %% [markdown]
+# ### A roofline explorer
+#
+# Batch, seq and dtype move a decode step (per chip) under each roofline and a dashed **scheduling** ceiling
+# $F/t_s$. Each is $F$ over a floor ($B/\beta$, $F/P$, $t_s$); the lowest binds (`bottleneck` reads the timeline).
+
+# %%
+from common.explore.roofline_view import BATCH_CHOICES, roofline_explorer
+
+view = roofline_explorer(MODEL, batch=8, seq=SEQ)
+
+# %% [markdown]
+# **Spec.** `first_batch_off_memory(model, machine, seq, dtype, batches)`: from
+# `view.sweep("batch", batches, **choices)`, the first batch with a ceiling below `memory_roof`, else `None`.
+
+# %% nbgrader={"grade": false, "grade_id": "off_memory", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def first_batch_off_memory(model, machine, seq, dtype, batches):
+    """The smallest batch of ``batches`` at which ``machine``'s decode step is not under its memory ceiling."""
+    ### BEGIN SOLUTION
+    pts = view.sweep("batch", sorted(batches), model=model, backends=(machine,), seq=seq, dtype=dtype)
+    return next((int(p.batch) for p in pts.itertuples() if min(p.compute_roof, p.scheduling_roof) < p.memory_roof), None)
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "off_memory_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+answer = first_batch_off_memory(MODEL, "gpu", SEQ, "fp32", BATCH_CHOICES)
+check_equal(f"{MODEL}, GPU, fp32, seq {SEQ}: {answer} is a slider batch or None", answer in (*BATCH_CHOICES, None), True)
+### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.verdicts.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's questions: models, lengths, dtypes and batches of its own
+_batches = tuple(sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, _rng.choice((24, 48, 96))}))
+_asked = [("llama-3.1-8b", "gpu", _rng.choice((256, 2048)), "fp32"),
+          ("llama-2-7b", "gpu", _rng.choice((128, 256, 1024)), "fp32"),
+          ("qwen2.5-0.5b", "lpu", _rng.choice((128, 1024, 4096)), _rng.choice((None, "int8")))]
+for _k, _q in enumerate(_asked):
+    _got = first_batch_off_memory(*_q, _batches)
+    probe.send(f"question {_k}", None if _got is None else int(_got))
+### JUDGEMENT
+import random
+
+from answers import first_batch_off_memory as ref_first
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+batches = tuple(sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, rng.choice((24, 48, 96))}))
+asked = [("llama-3.1-8b", "gpu", rng.choice((256, 2048)), "fp32"),
+         ("llama-2-7b", "gpu", rng.choice((128, 256, 1024)), "fp32"),
+         ("qwen2.5-0.5b", "lpu", rng.choice((128, 1024, 4096)), rng.choice((None, "int8")))]
+for k, q in enumerate(asked):
+    grader.assert_equal(data[f"question {k}"], ref_first(*q, batches),
+                        name=f"{q[0]} on {q[1]}, seq {q[2]}, dtype {q[3] or 'native'}: first batch off memory")
+### END HIDDEN TESTS
 
 
 # %% [markdown]
@@ -1449,15 +1487,32 @@ if not FAST:
 # %% [markdown]
 # ## Wrap-up
 #
-# - **Intensity is counted, not timed**: FLOPs and bytes from the graph place an op on the x-axis; time only gives
-#   its height.
-# - **Decode sits left of every ridge** at batch 1; batching reuses weights and moves it right, but the KV cache
-#   does not batch.
-# - **Software-managed memories need one ceiling per level**: an op can be compute-bound for HBM and still be
-#   bound by its scratchpad.
-# - **Scheduling is the third ceiling**: launches, syncs and pipeline bubbles cap small ops at $F/t_0$,
-#   independent of intensity.
-# - **Predict, then measure**: a prediction from the roofline that misses points at what the model leaves out.
+# - **Intensity is counted, not timed**: counted FLOPs and bytes place an op; time gives its height.
+# - **Decode sits left of every ridge** at batch 1; batching moves it right, but the KV cache does not batch.
+# - **One ceiling per software-managed level**: compute-bound for HBM, yet bound by the scratchpad.
+# - **Scheduling is the third ceiling**: launches and bubbles cap small ops at $F/t_0$, whatever their intensity.
+# - **Predict, then measure**: a missed prediction points at what the model leaves out.
 #
 # Next: the **Dataflow Deep Dive** (`deepdive6_spyre`) builds the roofline of IBM Spyre's LPDDR5 / LX hierarchy
 # from its hardware counters and compares it with the TPU's HBM / VMEM.
+
+
+# %% [markdown]
+# ## Going further (optional)
+#
+# ### The 70B configuration
+#
+# Part 2's analysis for the 70B model: it does not fit one GPU, so the simulator splits it over the fewest chips
+# whose memory holds weights + KV cache (tensor parallel, with all-reduces). Ops are per chip, so they sit under
+# the per-chip roofline.
+
+# %%
+big = {ph: simulate_llm(BIG_MODEL, "gpu", phase=ph, batch=1, seq=SEQ) for ph in ("prefill", "decode")}
+rl = roofline_for_chip(big["decode"].chip, big["decode"].dtype)
+plot_roofline(rl, [points_of(big["prefill"], f"prefill T={SEQ}"), points_of(big["decode"], f"decode (KV {SEQ})")],
+              kind="simulated", label_points=5,
+              title=f"SIMULATED {BIG_MODEL} on {big['decode'].chips}x {big['decode'].chip} (tensor parallel), "
+                    f"batch 1, {big['decode'].dtype}: ops per chip")
+plt.show()
+for ph, r in big.items():
+    print(f"{ph}: {eng(r.time_s, 's')}, {r.tokens_per_s:.1f} tokens/s, bottleneck {r.bottleneck} (SIMULATED)")

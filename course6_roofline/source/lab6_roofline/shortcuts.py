@@ -115,6 +115,63 @@ def decode_sweep(model, backend, batches, seq, **options):
 """,
         fails=["decode_sweep_tests"],
     ),
+    # first_batch_off_memory: the printed answer, a constant, this CPU's roofline, the timeline's bottleneck,
+    # and the two-ceiling ridge test that forgets the scheduling ceiling
+    dict(
+        cell="off_memory",
+        kind="hard-code-visible",
+        code="""
+_PRINTED = answer  # what the visible check printed for the lab's own question
+
+
+def first_batch_off_memory(model, machine, seq, dtype, batches):
+    return _PRINTED
+""",
+        fails=["off_memory_tests"],
+    ),
+    dict(
+        cell="off_memory",
+        kind="echo-expected",
+        code="""
+def first_batch_off_memory(model, machine, seq, dtype, batches):  # a power of two from the middle of the slider
+    return 64
+""",
+        fails=["off_memory_tests"],
+    ),
+    dict(
+        cell="off_memory",
+        kind="cpu-reference",
+        code="""
+def first_batch_off_memory(model, machine, seq, dtype, batches):  # this machine's measured ridge, not the asked one
+    pts = view.sweep("batch", sorted(batches), model=model, backends=(machine,), seq=seq, dtype=dtype)
+    off = pts[pts["intensity"] >= measured.ridge_point()]
+    return int(off["batch"].min()) if len(off) else None
+""",
+        fails=["off_memory_tests"],
+    ),
+    dict(
+        cell="off_memory",
+        kind="call-reference",
+        code="""
+def first_batch_off_memory(model, machine, seq, dtype, batches):  # the simulator's own word: the timeline's
+    for b in sorted(batches):
+        if simulate_llm(model, machine, phase="decode", batch=b, seq=seq, dtype=dtype).bottleneck != "memory":
+            return b
+    return None
+""",
+        fails=["off_memory_tests"],
+    ),
+    dict(
+        cell="off_memory",
+        kind="read-off-object",
+        code="""
+def first_batch_off_memory(model, machine, seq, dtype, batches):  # the view's ridge column: two ceilings, not three
+    pts = view.sweep("batch", sorted(batches), model=model, backends=(machine,), seq=seq, dtype=dtype)
+    off = pts[pts["intensity"] >= pts["ridge"]]
+    return int(off["batch"].min()) if len(off) else None
+""",
+        fails=["off_memory_tests"],
+    ),
     # binding_level: the worked example's answer echoed
     dict(
         cell="level_functions",
