@@ -37,7 +37,7 @@ from common.errors import DFAError
 from common.explore.whatif import Choices, _stack_for
 from common.explore.widget import BATCHES as BATCH_CHOICES
 from common.explore.widget import Explorer, widgets_can_render
-from common.palette import style
+from common.palette import EMPHASIS, style
 from common.roofline import eng, roofline_for_chip
 from common.sim.args import BACKEND_NAMES
 
@@ -90,7 +90,7 @@ def draw(ax, table: pd.DataFrame) -> None:
     ok = table[table["problem"].fillna("") == ""]
     if ok.empty:
         ax.text(0.5, 0.5, "no machine can take this choice:\n" + "\n".join(table["problem"]), ha="center",
-                va="center", transform=ax.transAxes, fontsize=8, color="#b00000")
+                va="center", transform=ax.transAxes, fontsize=8, color=EMPHASIS)
     lo = min([0.5, *(ok["intensity"] / 4)])
     hi = max([1e4, *(ok["ridge"] * 8), *(ok["intensity"] * 4)])
     x = np.geomspace(lo, hi, 400)
@@ -116,7 +116,7 @@ def draw(ax, table: pd.DataFrame) -> None:
     if not refused.empty and not ok.empty:  # a machine left out says why, on the figure itself
         ax.text(0.01, 0.99, "not drawn:\n" + "\n".join(f"{m}: {p.split(';')[0][:56]}" for m, p in
                                                        zip(refused["machine"], refused["problem"], strict=True)),
-                transform=ax.transAxes, fontsize=6.5, color="#b00000", va="top",
+                transform=ax.transAxes, fontsize=6.5, color=EMPHASIS, va="top",
                 bbox={"fc": "white", "ec": "none", "alpha": 0.85})
     ax.set_xlabel("arithmetic intensity at main memory (FLOP/byte)")
     ax.set_ylabel("FLOP/s per chip")
