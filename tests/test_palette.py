@@ -57,3 +57,16 @@ def test_series_and_fills_tell_categories_apart_without_colour():
     assert len(set(MARKERS)) == len(MARKERS) == len(SEQUENCE) and series(len(SEQUENCE)) == series(0)
     for table, second in ((BOUND_STYLE, 1), (CONTENT_STYLE, 1), (EDGE_STYLE, 1)):
         assert len({s[second] for s in table.values()}) == len(table)  # hatch / dash differ, not only the hue
+
+
+def test_every_hue_in_a_lab_comes_from_the_palette():
+    root = Path(common.__file__).parents[1]
+    found = []
+    for lab in sorted(root.glob("course*_*/source/*/*.py")):
+        if lab.stem != lab.parent.name:  # answers.py, shortcuts.py draw nothing
+            continue
+        for n, line in enumerate(lab.read_text().splitlines(), 1):
+            hues = [h for h in HEX.findall(line) if not h[0:2].lower() == h[2:4].lower() == h[4:6].lower()]
+            if hues or NAMED.search(line):
+                found.append(f"{lab.relative_to(root)}:{n}: {line.strip()[:80]}")
+    assert found == []

@@ -51,6 +51,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from common.palette import EMPHASIS, SEQUENCE
 from common.measure import bench
 from common import roofline
 from common.chips import DTYPE_BYTES, get_chip
@@ -470,7 +471,7 @@ print(PICTURE.T.to_string())
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
 levels = [c for c in PICTURE.columns if c.startswith("bytes_")]
-colors = {"Spyre": "#e15759", "GPU": "#4e79a7"}
+colors = {"Spyre": EMPHASIS, "GPU": SEQUENCE[0]}
 x = np.arange(len(levels))
 for j, system in enumerate(PICTURE.index):
     ax1.bar(x + (j - 0.5) * 0.4, PICTURE.loc[system, levels].astype(float).fillna(0), 0.4, label=system,

@@ -51,6 +51,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from common.palette import EMPHASIS, SEQUENCE
 from common.measure import bench
 from common.chips import DTYPE_BYTES, get_chip
 from common.dataflow import graphview as gv
@@ -393,7 +394,7 @@ moved["label"] = [f"{NAMES.get(t, t)} -> {o}" if d == "LPDDR5->LX" else f"{o} ->
                   for t, o, d in zip(moved["tensor"], moved["op"], moved["direction"])]
 moved["what"] = ["weight" if t in NAMES else ("activation" if d == "LPDDR5->LX" else "result")
                  for t, d in zip(moved["tensor"], moved["direction"])]
-colors = {"weight": "#f28e2b", "activation": "#4e79a7", "result": "#59a14f"}
+colors = {"weight": SEQUENCE[1], "activation": SEQUENCE[0], "result": SEQUENCE[2]}
 fig, ax = plt.subplots(figsize=(9, 0.28 * len(moved) + 1.5), layout="constrained")
 ax.barh(range(len(moved)), moved["bytes"], color=[colors[w] for w in moved["what"]])
 ax.set_yticks(range(len(moved)), moved["label"], fontsize=7)
@@ -700,13 +701,13 @@ except NotImplementedError:
 IMBALANCE = float(BUSY.max() / BUSY.mean())
 ops = FUSION[FUSION["kernel_kind"] != "fallback"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 4.6), layout="constrained")
-ax1.bar(range(len(BUSY)), BUSY.numpy() * 1e9, color="#4e79a7")
-ax1.axhline(float(BUSY.mean()) * 1e9, color="#e15759", ls="--", lw=1, label=f"mean (imbalance {IMBALANCE:.2f})")
+ax1.bar(range(len(BUSY)), BUSY.numpy() * 1e9, color=SEQUENCE[0])
+ax1.axhline(float(BUSY.mean()) * 1e9, color=EMPHASIS, ls="--", lw=1, label=f"mean (imbalance {IMBALANCE:.2f})")
 ax1.set_xlabel("core")
 ax1.set_ylabel("busy time [ns]")
 ax1.legend(fontsize=8)
 ax1.set_title("busy time per core", fontsize=10)
-ax2.barh(range(len(ops)), ops["cores_used"], color=["#e15759" if c < SPYRE.compute_units else "#59a14f"
+ax2.barh(range(len(ops)), ops["cores_used"], color=[EMPHASIS if c < SPYRE.compute_units else SEQUENCE[2]
                                                      for c in ops["cores_used"]])
 ax2.axvline(SPYRE.compute_units, color="#333333", lw=1)
 ax2.set_yticks(range(len(ops)), [f"{o} ({s})" for o, s in zip(ops["op"], ops["split"])], fontsize=7)

@@ -66,6 +66,7 @@ import pandas as pd
 import torch.fx as fx
 from torch import nn
 
+from common.palette import SEQUENCE
 from common.chips import get_chip
 from common.graph.costs import annotate, node_table, op_name
 from common.dataflow.interpreter import BufferDeadlock, Evaluator, StreamGraph, rowmax_stream, run_stream, stream_from_fx
@@ -1011,7 +1012,7 @@ print(summary.to_string())
 fig, axes = plt.subplots(1, 2, figsize=(14, 4.8), layout="constrained")
 for sigma, style in zip((SIGMAS[0], SIGMAS[-1]), ("-", "--")):
     sub = results[results["sigma"] == sigma].groupby(["P", "scheduler"]).mean(numeric_only=True).reset_index()
-    for kind, color in (("static", "#4e79a7"), ("dynamic", "#f28e2b")):
+    for kind, color in (("static", SEQUENCE[0]), ("dynamic", SEQUENCE[1])):
         s = sub[sub["scheduler"] == kind]
         label = f"{kind}, sigma={sigma}" + (" (costs known)" if sigma == 0 else " (noisy costs)")
         axes[0].plot(s["P"], s["makespan_s"] * 1e6, style, marker="o", color=color, label=label)

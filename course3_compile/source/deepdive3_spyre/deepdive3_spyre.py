@@ -65,6 +65,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from common.palette import EMPHASIS, SEQUENCE
 from common.measure import bench
 from common.chips import DTYPE_BYTES, get_chip
 from common.models.block import TinyTransformerBlock
@@ -581,14 +582,14 @@ except NotImplementedError:  # not written yet: the compiler's own numbers
 work, span = STAGE["work"], STAGE["span"]
 x = np.arange(len(work))
 fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 6.4), sharex=True, layout="constrained")
-for off, c, colour in ((-0.2, 32, "#4e79a7"), (0.2, 12, "#f28e2b")):
+for off, c, colour in ((-0.2, 32, SEQUENCE[0]), (0.2, 12, SEQUENCE[1])):
     ax1.bar(x + off, work["sticks"] / np.array(used[c]), 0.4, color=colour, label=f"{c} cores available")
 ax1.set_yscale("log")
 ax1.set_ylabel("output sticks per core")
 ax1.legend(fontsize=8)
 ax1.set_title(f"SIMULATED Spyre work division of the block (B={BATCH}, T={SEQ}, d={D_MODEL}): equal sticks per core",
               fontsize=10)
-ax2.bar(x, span["span_bytes_per_core"] / span["device_bytes"], 0.6, color="#59a14f",
+ax2.bar(x, span["span_bytes_per_core"] / span["device_bytes"], 0.6, color=SEQUENCE[2],
         label="per-core span / tensor size")
 ax2.plot(x, 1 / work["cores_used"], "k_", markersize=12, label="1 / cores used (a contiguous slice per core)")
 ax2.set_yscale("log")
@@ -706,12 +707,12 @@ grader.assert_equal(_got, [_fits_ref(*f) for f in _fits], name="fits next to the
 lx_d, lx_t = STAGE["lx"], lowering.lx_table(TIGHT)
 x = np.arange(len(lx_d))
 fig, ax = plt.subplots(figsize=(12, 4.2), layout="constrained")
-ax.bar(x - 0.2, lx_d["lx_bytes_per_core"] / 1e3, 0.4, color="#4e79a7",
+ax.bar(x - 0.2, lx_d["lx_bytes_per_core"] / 1e3, 0.4, color=SEQUENCE[0],
        label=f"default budget {DEFAULT_LX / 1e3:.0f} kB")
-ax.bar(x + 0.2, lx_t["lx_bytes_per_core"] / 1e3, 0.4, color="#f28e2b", label=f"tight budget {TIGHT_LX / 1e3:.0f} kB")
-ax.axhline(TIGHT_LX / 1e3, color="#f28e2b", ls="--", lw=1)
+ax.bar(x + 0.2, lx_t["lx_bytes_per_core"] / 1e3, 0.4, color=SEQUENCE[1], label=f"tight budget {TIGHT_LX / 1e3:.0f} kB")
+ax.axhline(TIGHT_LX / 1e3, color=SEQUENCE[1], ls="--", lw=1)
 spilled = lx_t["spill_bytes"] > 0
-ax.plot(x[spilled] + 0.2, lx_t["lx_bytes_per_core"][spilled] / 1e3 * 1.15, "v", color="#e15759",
+ax.plot(x[spilled] + 0.2, lx_t["lx_bytes_per_core"][spilled] / 1e3 * 1.15, "v", color=EMPHASIS,
         label="spills to LPDDR5 (tight)")
 ax.set_xticks(x, lx_d["op"], rotation=70, fontsize=7)
 ax.set_ylabel("LX held per core while the op runs [kB]")
@@ -825,7 +826,7 @@ plt.show()
 tl = CMP.timeline
 fig, ax = plt.subplots(figsize=(12, 3.4), layout="constrained")
 slow = tl["duration_s_after"] / tl["duration_s_before"]
-ax.bar(np.arange(len(tl)), slow, color=["#f28e2b" if b == "compute" else "#4e79a7" for b in tl["bound_after"]])
+ax.bar(np.arange(len(tl)), slow, color=[SEQUENCE[1] if b == "compute" else SEQUENCE[0] for b in tl["bound_after"]])
 ax.axhline(1, color="k", lw=0.8)
 ax.set_yscale("log")
 ax.set_xticks(np.arange(len(tl)), tl["op"], rotation=70, fontsize=7)

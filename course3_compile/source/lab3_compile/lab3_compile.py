@@ -65,6 +65,7 @@ import pandas as pd
 from torch import nn
 import torch.nn.functional as F
 
+from common.palette import SEQUENCE
 from common.measure import bench
 from common.graph.capture import capture_aten, explain_dynamo
 from common.chips import get_chip
@@ -844,7 +845,7 @@ mb = savings.assign(main_bytes=[r[f"bytes_{get_chip(r['chip']).main_memory.name}
 for ax, col, log, title in ((axes[0], "time_s", True, "SIMULATED time (s, log): every op its own kernel vs fused"),
                             (axes[1], "main_bytes", False, "SIMULATED main-memory bytes (HBM / LPDDR5 / SRAM)")):
     mb.pivot(index="backend", columns="program", values=col)[["op by op", "fused"]].plot.bar(
-        ax=ax, logy=log, rot=0, color=["#bab0ac", "#4e79a7"], title=title)
+        ax=ax, logy=log, rot=0, color=["#bbbbbb", SEQUENCE[0]], title=title)
 plt.show()
 
 

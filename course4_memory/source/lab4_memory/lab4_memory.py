@@ -69,6 +69,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from common.palette import EMPHASIS, SEQUENCE, tint
 from common.measure import bench
 from common.memory.cache import CacheConfig, LRUCache, MatmulTiling, compulsory_bytes, footprint_bytes, matmul_stream
 from common.chips import DTYPE_BYTES, canonical_dtype, get_chip
@@ -390,7 +391,7 @@ for tile in TILES:
 cmp = pd.DataFrame(rows)
 fig, ax = plt.subplots(figsize=(10, 5.2), layout="constrained")
 if HAVE_PLAN:
-    ax.plot(cmp["tile"], cmp["scratchpad"] / 1e6, "s-", color="#6a3d9a", lw=2,
+    ax.plot(cmp["tile"], cmp["scratchpad"] / 1e6, "s-", color=SEQUENCE[4], lw=2,
             label="scratchpad: your explicit DMA schedule")
 for (name, _), style in zip(caches.items(), ("o:", "o-", "^--"), strict=True):
     if HAVE_CACHE:
@@ -759,7 +760,7 @@ if FIT is not None:
     toks, c, elem = np.arange(len(ENDS)) + GEN_PROMPT, LLM.config, next(LLM.model.parameters()).element_size()
     formula = 2 * c.n_layers * c.n_kv_heads * c.head_dim * elem * GEN_BATCH  # bytes per token, whole batch
     fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
-    ax.plot(toks, np.asarray(ENDS) / 1e3, "o", color="#e15759", label="MEASURED: live 'KV cache' at each step's end")
+    ax.plot(toks, np.asarray(ENDS) / 1e3, "o", color=EMPHASIS, label="MEASURED: live 'KV cache' at each step's end")
     ax.plot(toks, (FIT[0] * toks + FIT[1]) / 1e3, "-", lw=1, label=f"your fit: {FIT[0]:,.0f} B/token")
     ax.plot(toks, (formula * (toks - toks[0]) + ENDS[0]) / 1e3, "--", lw=1, label=f"config: 2 x {c.n_layers} x "
             f"{c.n_kv_heads} x {c.head_dim} x {elem} B x batch {GEN_BATCH} = {formula:,} B/token")
@@ -1786,17 +1787,17 @@ by_size = {bs: waste(replay(TRACE, PagedKVAllocator, bs, MAX_LEN)) for bs in siz
 if FRAG is not None:
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(15, 4.8), layout="constrained", width_ratios=[1.5, 1])
     ax.fill_between(FRAG["step"], FRAG["contiguous"], color="#bbbbbb", label=f"contiguous: {MAX_LEN} slots per request")
-    ax.fill_between(FRAG["step"], FRAG["paged"], color="#9ecae1", label=f"paged (your allocator): blocks of {BLOCK_SIZE} "
+    ax.fill_between(FRAG["step"], FRAG["paged"], color=tint(SEQUENCE[0], 0.4), label=f"paged (your allocator): blocks of {BLOCK_SIZE} "
                     "slots")
-    ax.plot(FRAG["step"], FRAG["used"], color="#08519c", lw=1.2, label="tokens actually stored")
+    ax.plot(FRAG["step"], FRAG["used"], color=SEQUENCE[0], lw=1.2, label="tokens actually stored")
     ax.set(xlabel="decode step", ylabel="KV slots (tokens)",
            title=f"SIMULATED continuous batching of {len(TRACE)} requests (seeded trace)")
     ax.legend(fontsize=8)
     ax.grid(True, color="#dddddd", lw=0.5)
     if by_size:
         vals = [100 * by_size[b]["paged"] for b in sizes]
-        bars = ax2.bar(np.arange(len(sizes)), [v if v > 0 else np.nan for v in vals], color="#9ecae1",
-                       edgecolor="#08519c")
+        bars = ax2.bar(np.arange(len(sizes)), [v if v > 0 else np.nan for v in vals], color=tint(SEQUENCE[0], 0.4),
+                       edgecolor=SEQUENCE[0])
         ax2.set_xticks(np.arange(len(sizes)), [str(b) for b in sizes])
         ax2.set_xlim(-0.6, len(sizes) - 0.4)
         ax2.bar_label(bars, labels=[f"{v:.2g} %" if v > 0 else "" for v in vals], fontsize=8)

@@ -62,6 +62,7 @@ import pandas as pd
 import torch.fx as fx
 import torch.nn.functional as F
 
+from common.palette import EMPHASIS, SEQUENCE
 from common.chips import get_chip
 from common.debug import bugs, taxonomy
 from common.debug.divergence import first_divergence
@@ -1007,7 +1008,7 @@ rows = {"slow (as given)": timing_region(bug.report())}
 if fixed_report is not None:
     rows["fixed"] = timing_region(fixed_report)
 cats = ("kernel", "communication", "transfer", "host", "overhead", "idle")
-colors = ("#f28e2b", "#59a14f", "#4e79a7", "#e15759", "#bab0ac", "#eeeeee")
+colors = (SEQUENCE[1], SEQUENCE[2], SEQUENCE[0], EMPHASIS, "#bbbbbb", "#eeeeee")
 fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
 for i, (label, region) in enumerate(rows.items()):
     left, split = 0.0, region.split()

@@ -52,6 +52,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from common.palette import SEQUENCE
 from common.chips import get_chip
 from common.errors import DFAError
 from common.roofline import Ceiling, add_overhead_ceiling, eng, plot_roofline, points_from_node_table, \
@@ -391,13 +392,13 @@ except NotImplementedError:
     print("tile_sweep is not written yet")
 if ts is not None:
     fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
-    ax.loglog(ts["I_LPDDR5"], ts["time_s"] * 1e3, "s-", color="#6a3d9a")
+    ax.loglog(ts["I_LPDDR5"], ts["time_s"] * 1e3, "s-", color=SEQUENCE[4])
     for _, row in ts.iterrows():
         ax.annotate(f"coarse_tiles={int(row['coarse_tiles'])}", (row["I_LPDDR5"], row["time_s"] * 1e3),
                     xytext=(5, 4), textcoords="offset points", fontsize=8)
-    ax.axvline(roofline_for_chip(SPYRE, "fp16").ridge_point(), color="#1f77b4", ls="--", lw=1)
+    ax.axvline(roofline_for_chip(SPYRE, "fp16").ridge_point(), color=SEQUENCE[0], ls="--", lw=1)
     ax.text(roofline_for_chip(SPYRE, "fp16").ridge_point(), ax.get_ylim()[1], " LPDDR5 ridge", va="top", fontsize=8,
-            color="#1f77b4")
+            color=SEQUENCE[0])
     ax.set(xlabel="step intensity vs LPDDR5 [FLOP/byte] (counters)", ylabel="step time [ms]",
            title=f"SIMULATED Spyre prefill of {MODEL} ({SEQ} tokens, fp16): tile size vs LPDDR5 intensity")
     from matplotlib.ticker import FuncFormatter

@@ -65,6 +65,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from common.palette import SEQUENCE, tint
 from common.measure import bench
 from common.chips import get_chip
 from common.errors import DFAError
@@ -1324,8 +1325,8 @@ except NotImplementedError:
 sim = [compiled[n][1].tokens_per_s / compiled[n][0].tokens_per_s for n in names]
 fig, (ax, ax2) = plt.subplots(1, 2, figsize=(16, 5.8), layout="constrained", width_ratios=[1, 1.3])
 x = np.arange(len(names))
-ax.bar(x - 0.2, pred, 0.4, label="predicted (roofline model)", color="#9ecae1", edgecolor="#08519c")
-ax.bar(x + 0.2, sim, 0.4, label="SIMULATED", color="#6a3d9a")
+ax.bar(x - 0.2, pred, 0.4, label="predicted (roofline model)", color=tint(SEQUENCE[0], 0.4), edgecolor=SEQUENCE[0])
+ax.bar(x + 0.2, sim, 0.4, label="SIMULATED", color=SEQUENCE[4])
 ax.axhline(1, color="#444444", lw=0.8)
 ax.set_yscale("log")
 ax.set_xticks(x, [f"{n}\n{compiled[n][0].backend.upper()}" for n in names])
