@@ -218,4 +218,6 @@ def test_the_repository_has_the_licences_the_readme_names():
     assert "Creative Commons Attribution 4.0" in readme and "[LICENSE-CONTENT](LICENSE-CONTENT)" in readme
     content = (REPO / "LICENSE-CONTENT").read_text()
     assert "CC BY 4.0" in content or "Attribution 4.0" in content
+    for section in ("Section 1 – Definitions.", "Section 3 – License Conditions.", "Section 8 – Interpretation."):
+        assert section in content  # the full legal code travels with the course, not only a link to it
     assert "cff-version:" in (REPO / "CITATION.cff").read_text()
