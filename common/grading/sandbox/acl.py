@@ -146,7 +146,9 @@ def _run(command: list[str]) -> str:
 
 
 def _has_entry(acl_text: str, group: str) -> bool:
-    return any(line.startswith(f"group:{group}:") for line in acl_text.splitlines())
+    """Whether every path getfacl printed (one, or a tree's) has an entry for ``group``."""
+    blocks = [b for b in acl_text.split("\n\n") if b.strip()]
+    return bool(blocks) and all(f"\ngroup:{group}:" in b for b in blocks)
 
 
 def _extended(acl_text: str) -> bool:
@@ -182,8 +184,8 @@ def setup(targets: list[Path] | None = None, *, folder: Path | None = None, dry_
     try:
         for change in changes:
             before = _run(["getfacl", "--absolute-names", "-p", *(["-R"] if change.recursive else []), change.path])
-            if _has_entry(before, GROUP) and not change.recursive:
-                continue
+            if _has_entry(before, GROUP):
+                continue  # a previous setup did it
             if _extended(before) and change.perm == "x":
                 raise DFAError(f"{change.path} has an ACL of its own (getfacl {change.path}): add "
                                f"`group:{GROUP}:--x` to it by hand, or keep Python outside it")  # fmt: skip
