@@ -39,13 +39,15 @@ def as_root():
 
 def _acls(paths: list[Path], recursive: bool = True) -> str:
     """Every ACL and mode of ``paths`` (and under them), as getfacl prints them."""
+    if not paths:
+        return ""
     return subprocess.run(["getfacl", *(["-R"] if recursive else []), "-p", "--absolute-names", *map(str, paths)],
                           capture_output=True, text=True, check=True).stdout  # fmt: skip
 
 
 def _acls_of(changes: list[acl.Change]) -> str:
-    return _acls([Path(c.path) for c in changes if not c.recursive], recursive=False) + _acls(
-        [Path(c.path) for c in changes if c.recursive]) if changes else ""  # fmt: skip
+    flat, trees = [Path(c.path) for c in changes if not c.recursive], [Path(c.path) for c in changes if c.recursive]
+    return _acls(flat, recursive=False) + _acls(trees)
 
 
 def _group_exists() -> bool:
