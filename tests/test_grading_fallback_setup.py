@@ -87,17 +87,22 @@ def test_setup_lets_the_sandbox_uid_read_the_environment_and_nothing_beside_it_a
         os.chmod(env / "site.py", 0o600)  # closed inside too: read recursively, for the group only
         before, had_group = _acls([top]), _group_exists()
         state = tmp_path / "state"
-        lines = acl.setup([env], folder=state)
+        try:  # undo in any case: no failed assertion leaves the machine changed
+            lines = acl.setup([env], folder=state)
+            wanted = [env / "site.py", home / ".cache", home / ".cache" / "token", home / "notes.txt",
+                      home / "tools" / "other", home / "tools"]  # fmt: skip
+            opened = _opened_by_a_sandbox_uid(wanted)
+            group_bits = os.stat(env / "site.py").st_mode & 0o077
+            again = acl.setup([env], folder=state)
+            state_mode = state.stat().st_mode & 0o777
+        finally:
+            undone = acl.undo(folder=state)
         assert f"setfacl -m g:{acl.GROUP}:x {home}   # enter, towards {env}" in lines
         assert any(line.startswith(f"setfacl -n -m g:{acl.GROUP}:- {home / '.cache'}") for line in lines)
         assert lines[-1] == f"  rm {state / acl.RECORD_NAME} {state / acl.BACKUP_NAME}"
-        assert (state.stat().st_mode & 0o777) == 0o700
-        wanted = [env / "site.py", home / ".cache", home / ".cache" / "token", home / "notes.txt",
-                  home / "tools" / "other", home / "tools"]  # fmt: skip
-        assert _opened_by_a_sandbox_uid(wanted) == [env / "site.py"]
-        assert (os.stat(env / "site.py").st_mode & 0o077) == 0o040  # its mode shows the mask; "other" stays ---
-        assert acl.setup([env], folder=state)[0].startswith("nothing to change")  # a second run adds nothing
-        undone = acl.undo(folder=state)
+        assert opened == [env / "site.py"]
+        assert group_bits == 0o040  # its mode shows the mask; "other" stays ---
+        assert again[0].startswith("nothing to change") and state_mode == 0o700  # a second run adds nothing
         assert undone[0].startswith(f"setfacl --restore={state / acl.BACKUP_NAME}")
         assert _acls([top]) == before
         assert _group_exists() == had_group
