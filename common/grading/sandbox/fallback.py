@@ -137,7 +137,7 @@ def probe(uid: int, paths: list[Path], cut_network: bool, *, imports: bool = Tru
         detail = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
         raise OSError(
             f"{detail}: the Python environment ({sys.base_prefix}, {sys.prefix}) must be readable by other users, "
-            "or by the group that `dfa sandbox setup` makes (docs/instructors.md)"
+            "or by the fallback's group: run `dfa sandbox setup` as root (docs/instructors.md)"
         )
     return json.loads(result.stdout)
 

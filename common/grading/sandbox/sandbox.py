@@ -276,10 +276,11 @@ class Sandbox:
         closed = acl.closed_ancestors(envs)
         if not closed:
             return f"the fallback sandbox cannot run student code as uid {uid}: {exc}"
-        done = " (again: it is not enough yet)" if fallback.sandbox_groups() else ""
+        # where the group exists already, setup ran for another environment, or the cause is another: say both
+        again = f" again ({exc})" if fallback.sandbox_groups() else ""
         return (f"the fallback sandbox ({self._chosen[1]}) cannot run student code as uid {uid}: other users "
                 f"cannot enter {closed[0]}, which holds the Python environment ({envs[0]}): run `dfa sandbox setup` "
-                f"as root{done} (a group of the sandbox's and traverse-only ACLs, docs/instructors.md), install "
+                f"as root{again} (a group of the sandbox's and traverse-only ACLs, docs/instructors.md), install "
                 "bubblewrap, or keep Python outside a private home")  # fmt: skip
 
     # ---- the command ---
