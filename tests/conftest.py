@@ -7,9 +7,9 @@ from fixtures.grading_support import course, coursera_grader, gradescope_zip, re
 # sandbox can run, `-m "not kernel"` where no Jupyter kernel can start, `-m "not browser"` without Chromium.
 NEEDS = {
     "sandbox": {"test_documented_commands.py", "test_grading_autograde.py", "test_grading_colab.py",
-                "test_grading_dask.py", "test_grading_grade_one.py", "test_grading_inputs.py",
-                "test_grading_notebooks.py", "test_grading_platforms.py", "test_grading_sandbox.py",
-                "test_grading_secrets.py", "test_grading_workflow.py"},
+                "test_grading_dask.py", "test_grading_fallback_setup.py", "test_grading_grade_one.py",
+                "test_grading_inputs.py", "test_grading_notebooks.py", "test_grading_platforms.py",
+                "test_grading_sandbox.py", "test_grading_secrets.py", "test_grading_workflow.py"},
     "kernel": {"test_compile_tools.py", "test_grading_colab.py", "test_grading_notebooks.py", "test_labopen.py",
                "test_learner_path.py", "test_shortcut_notebooks.py", "test_publish.py", "test_documented_commands.py",
                "test_grading_autograde.py", "test_grading_workflow.py"},

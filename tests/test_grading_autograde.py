@@ -31,6 +31,7 @@ from fixtures.grading_support import (
     cell_index,
     colab_stripped,
     copy_course,
+    needs_bubblewrap,
     needs_sandbox,
     release_nb,
     right_answers,
@@ -458,6 +459,7 @@ def hostile_submissions(course) -> dict[str, object]:
     }
 
 
+@needs_bubblewrap  # it lists the sandbox's / as bubblewrap mounts it
 def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
     honest = {
         "alice": source_nb(course),

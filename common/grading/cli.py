@@ -1,5 +1,5 @@
-"""The instructor sub-commands of ``dfa``: release, check, publish, collect, autograde, grade-one, feedback,
-grades, export.
+"""The instructor sub-commands of ``dfa``: release, check, publish, collect, autograde, sandbox, grade-one,
+feedback, grades, export.
 
 Each one is a thin layer over its module: parse, call, print one line per result, return the exit code
 (0 fine, 1 something to fix, 2 bad input — raised as DFAError and printed by common/cli/__init__.py).
@@ -222,6 +222,15 @@ def _export(args) -> int:
     return 0
 
 
+def _sandbox(args) -> int:
+    from common.grading.sandbox import acl
+
+    lines = acl.setup(dry_run=args.dry_run) if args.action == "setup" else acl.undo()
+    for line in lines:
+        print(line)
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "release", help="render source/<lab>/<lab>.py, then generate the student notebooks (nbgrader) + Colab"
@@ -290,6 +299,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="run student code without isolation (trusted notebooks only, e.g. without bubblewrap)",
     )
     p.set_defaults(func=_names_a_full_disk(_autograde))
+
+    p = sub.add_parser("sandbox", help="without bubblewrap: open a Python in a private home to the fallback sandbox")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    setup = actions.add_parser("setup", help="a group for the sandbox's uids, traverse-only ACLs for it (root)")
+    setup.add_argument("--dry-run", action="store_true", help="print the ACL entries it would add, change nothing")
+    actions.add_parser("undo", help="put back every ACL that setup changed; delete its group")
+    p.set_defaults(func=_sandbox)
 
     p = sub.add_parser("feedback", help="HTML feedback per submission, without hidden tests")
     p.add_argument("course")

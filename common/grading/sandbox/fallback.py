@@ -40,6 +40,7 @@ UIDS = range(65000, 65534)
 LOCK_DIRS = (Path("/run/dfa-sandbox-uids"), Path(tempfile.gettempdir()) / "dfa-sandbox-uids")
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", tempfile.gettempdir())
 NESTED_DEPTH = 8  # how deep Slot.remove_files looks for world-writable folders inside those
+SANDBOX_GROUP = "dfa-sandbox"  # acl.GROUP: only its ACL entries name it
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -80,12 +81,20 @@ def _cut_network() -> None:
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
+def sandbox_groups() -> list[int]:
+    """The sandbox's supplementary groups: ``SANDBOX_GROUP`` where it exists, nothing else."""
+    try:
+        return [grp.getgrnam(SANDBOX_GROUP).gr_gid]
+    except KeyError:
+        return []
+
+
 def enter(uid: int, cut_network: bool, command: list[str]) -> None:
     """Become user ``uid`` (after cutting the network if asked) and exec ``command``; root only."""
     parent = os.getppid()
     if cut_network:
         _cut_network()
-    os.setgroups([])
+    os.setgroups(sandbox_groups())
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
     libc = _libc()
@@ -127,8 +136,8 @@ def probe(uid: int, paths: list[Path], cut_network: bool, *, imports: bool = Tru
     if result.returncode != 0:
         detail = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
         raise OSError(
-            f"{detail}: the Python environment ({sys.base_prefix}, {sys.prefix}) must be readable by other users "
-            "(not under /root or another folder only its owner can open)"
+            f"{detail}: the Python environment ({sys.base_prefix}, {sys.prefix}) must be readable by other users, "
+            "or by the fallback's group: run `dfa sandbox setup` as root (docs/instructors.md)"
         )
     return json.loads(result.stdout)
 

@@ -250,7 +250,7 @@ class Sandbox:
             readable = fallback.probe(slot.uid, paths, self._network is None, imports=not _env_readable)
             _env_readable = True
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            raise SandboxUnavailable(f"the fallback sandbox cannot run student code as uid {slot.uid}: {exc}") from None
+            raise SandboxUnavailable(self._unreadable_environment(slot.uid, exc)) from None
         finally:
             slot.clean()
             slot.release()
@@ -267,6 +267,21 @@ class Sandbox:
         self._cgroup = group is not None
         if group is not None:
             group.destroy()
+
+    def _unreadable_environment(self, uid: int, exc: Exception) -> str:
+        """Why the fallback's uid cannot run Python, and the command that fixes it where a private home is why."""
+        from common.grading.sandbox import acl
+
+        envs = acl.environment_dirs()
+        closed = acl.closed_ancestors(envs)
+        if not closed:
+            return f"the fallback sandbox cannot run student code as uid {uid}: {exc}"
+        # where the group exists already, setup ran for another environment, or the cause is another: say both
+        again = f" again ({exc})" if fallback.sandbox_groups() else ""
+        return (f"the fallback sandbox ({self._chosen[1]}) cannot run student code as uid {uid}: other users "
+                f"cannot enter {closed[0]}, which holds the Python environment ({envs[0]}): run `dfa sandbox setup` "
+                f"as root{again} (a group of the sandbox's and traverse-only ACLs, docs/instructors.md), install "
+                "bubblewrap, or keep Python outside a private home")  # fmt: skip
 
     # ---- the command ---
     @staticmethod
