@@ -9,11 +9,18 @@ from dataclasses import dataclass, field
 
 from common.errors import DFAError
 
+# The nonlinearities the MLP can apply (common/models/ffn.py): gelu_tanh is GELU's tanh approximation
+# (transformers' gelu_new / gelu_pytorch_tanh), relu2 is relu(x)^2 (Primer; Nemotron).
+ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "relu", "relu2")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """A decoder-only LM: embedding, ``n_layers`` x [RMSNorm, GQA+RoPE attention, RMSNorm, SwiGLU or a
-    mixture of experts (``n_experts`` > 0: router + top-k of E SwiGLU experts + optional shared expert)], head."""
+    """A decoder-only LM: embedding, ``n_layers`` x [RMSNorm, GQA+RoPE attention, RMSNorm, an MLP or a
+    mixture of experts (``n_experts`` > 0: router + top-k of E MLP experts + optional shared expert)], head.
+
+    The MLP is ``down(act(gate(x)) * up(x))`` when ``gated_mlp`` (SwiGLU for silu, GeGLU for gelu), else
+    ``down(act(up(x)))`` (GPT-2, Falcon, Phi); ``activation`` is one of ``ACTIVATIONS``."""
 
     name: str
     vocab_size: int
@@ -29,6 +36,8 @@ class ModelConfig:
     tie_embeddings: bool = False
     qkv_bias: bool = False  # biases on q/k/v projections only (Qwen2); o_proj and MLP never have one
     qk_norm: bool = False  # RMSNorm over head_dim on q and k before RoPE (Qwen3)
+    activation: str = "silu"  # the MLP's (and experts') nonlinearity, one of ACTIVATIONS
+    gated_mlp: bool = True  # gate and up projections (3 matrices) or up only (2)
     # Mixture of experts (common/models/moe.py): 0 experts = a dense SwiGLU MLP in every layer.
     n_experts: int = 0  # routed experts per layer (E)
     top_k: int = 0  # experts each token is routed to (k)
@@ -56,7 +65,15 @@ class ModelConfig:
                            f"n_kv_heads={self.n_kv_heads}")
         if self.head_dim % 2:
             raise DFAError(f"model {self.name!r}: head_dim={self.head_dim} must be even for RoPE")
+        if self.activation not in ACTIVATIONS:
+            raise DFAError(f"model {self.name!r}: activation {self.activation!r} is not modelled; valid: "
+                           f"{', '.join(ACTIVATIONS)}")
         self._check_experts()
+
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices of one MLP (or expert): 3 gated (gate, up, down), 2 ungated (up, down)."""
+        return 3 if self.gated_mlp else 2
 
     def _check_experts(self) -> None:
         e, k = self.n_experts, self.top_k
@@ -88,21 +105,22 @@ class ModelConfig:
         return self.expert_ffn_dim or self.ffn_dim
 
     def expert_params(self) -> int:
-        """Parameters of one routed expert: 3 C F_e (+ 2 F_e + C biases)."""
-        c, f = self.d_model, self.moe_ffn_dim
-        return 3 * c * f + ((2 * f + c) if self.expert_bias else 0)
+        """Parameters of one routed expert: m C F_e (+ (m - 1) F_e + C biases), m = ``mlp_matrices``."""
+        c, f, m = self.d_model, self.moe_ffn_dim, self.mlp_matrices
+        return m * c * f + (((m - 1) * f + c) if self.expert_bias else 0)
 
     def _layer_params(self, experts: int) -> int:
         """One decoder layer with ``experts`` routed experts counted (all E for the total, k for the active):
         C H hd + 2 C KV hd + H hd C (+ H hd + 2 KV hd biases) (+ 2 hd q/k norms) + 2 C norms, then the MLP:
-        dense 3 C F, or router C E (+ E) + experts x expert_params + shared 3 C F_s."""
+        dense m C F, or router C E (+ E) + experts x expert_params + shared m C F_s (m = 3 gated, 2 not)."""
         c, q, kv = self.d_model, self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
         attn = c * q + 2 * c * kv + q * c + ((q + 2 * kv) if self.qkv_bias else 0)
         attn += 2 * self.head_dim if self.qk_norm else 0
         if not self.is_moe:
-            return attn + 3 * c * self.ffn_dim + 2 * c
+            return attn + self.mlp_matrices * c * self.ffn_dim + 2 * c
         router = c * self.n_experts + (self.n_experts if self.router_bias else 0)
-        return attn + router + experts * self.expert_params() + 3 * c * self.shared_ffn_dim + 2 * c
+        shared = self.mlp_matrices * c * self.shared_ffn_dim
+        return attn + router + experts * self.expert_params() + shared + 2 * c
 
     @property
     def n_params(self) -> int:
