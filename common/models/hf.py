@@ -36,6 +36,8 @@ _INNER_PARTS = ("attn_config", "ffn_config")  # DBRX / MPT: attention and MLP nu
 _NO_POSITION_LIMIT = 131072  # ALiBi / relative positions have no table; the simulator needs a bound for checks
 _QKV_BIAS_TYPES, _QK_NORM_TYPES, _BIASED_MOE_TYPES = ("qwen2", "qwen2_moe"), ("qwen3", "qwen3_moe"), ("gpt_oss",)
 _QK_NORM_KEYS = ("use_qk_norm", "qk_layernorm", "qk_norm")
+# Llama 4's MoE block always adds a shared expert of intermediate_size (Llama4TextMoe.shared_expert); no field
+_SHARED_EXPERT_TYPES = ("llama4_text",)
 # Read, but their values only change numbers, not ops or shapes (or are read by hand below).
 _READ_BY_HAND = ("hidden_act", "attention_bias", "mlp_bias", "tie_word_embeddings", "rope_parameters",
                  "quantization_config", "use_sliding_window", "max_window_layers", "layer_types", "gelu_activation",
@@ -122,13 +124,16 @@ def _one_of(raw: dict, keys: tuple[str, ...], where: str, used: set[str]):
     return next(iter(values.values()), None)
 
 
-def _activation(raw: dict, where: str, used: set[str]) -> str:
+def _activation(raw: dict, where: str, used: set[str], gated: bool, notes: list[str]) -> str:
     name = _get(raw, hff.ACT_KEYS, used)
     if isinstance(raw.get("ffn_act_fn"), Mapping):  # DBRX: {"name": "silu"}
         name = raw["ffn_act_fn"].get("name", name)
     if name is None and "gelu_activation" in raw:  # XLM: a flag
         name = "gelu" if raw["gelu_activation"] else "relu"
-    name = "silu" if name is None else name
+    if name is None:  # hard-coded in the family's modeling file: Llama's SiLU, GPT-2's GELU (an assumption)
+        name = "silu" if gated else "gelu"
+        notes.append(f"no activation field in the config: {name} assumed (gated: SiLU as Llama; ungated: GELU "
+                     f"as GPT-2)")
     if name not in hff.ACTIVATIONS:
         key = next((k for k in hff.ACT_KEYS if k in raw), "hidden_act")
         raise DFAError(f"{where}: {key} {name!r} is not modelled; valid: {', '.join(hff.ACTIVATIONS)}")
@@ -148,6 +153,8 @@ def _moe_fields(raw: dict, where: str, used: set[str]) -> dict[str, Any]:
             else shared_width
     elif shared_count:  # DeepSeek: n shared experts of the routed width, run as one MLP
         out["shared_ffn_dim"] = shared_count * width
+    elif raw.get("model_type") in _SHARED_EXPERT_TYPES:
+        out["shared_ffn_dim"] = raw["intermediate_size"]
     out.setdefault("top_k", 1)  # a router that names no k picks one expert (Switch)
     if raw.get("model_type") in _BIASED_MOE_TYPES:
         out.update(expert_bias=True, router_bias=True)
@@ -183,6 +190,8 @@ def _window_note(raw: dict, n_layers: int, max_seq: int, where: str, used: set[s
     if raw.get("use_sliding_window") is False or not isinstance(window, int) or not 0 < window < max_seq:
         return []
     n = sum(t != "full_attention" for t in types) if types else n_layers
+    if n == 0:
+        return []
     return [f"sliding-window attention (window {window}) on {n} of {n_layers} layers is simulated as full "
             f"attention: with more than {window} cached tokens their KV cache and attention are over-counted"]
 
@@ -255,10 +264,11 @@ def config_from_hf(
     fields["norm_eps"] = 1e-6 if fields["norm_eps"] is None else fields["norm_eps"]  # LlamaConfig's default
     model_type = raw.get("model_type") or top.get("model_type")
     fields["tie_embeddings"] = bool(raw.get("tie_word_embeddings", False))
-    fields["qkv_bias"] = bool(raw.get("attention_bias", model_type in _QKV_BIAS_TYPES))
+    fields["qkv_bias"] = bool(raw.get("attention_bias", raw.get("qkv_bias", model_type in _QKV_BIAS_TYPES)))
+    used.update(k for k in ("attention_bias", "qkv_bias") if k in raw)
     fields["qk_norm"] = model_type in _QK_NORM_TYPES or any(bool(raw.get(k)) for k in _QK_NORM_KEYS)
-    fields["activation"] = _activation(raw, where, used)
     fields["gated_mlp"] = model_type not in hff.UNGATED_TYPES and not any(k in raw for k in hff.UNGATED_KEYS)
+    fields["activation"] = _activation(raw, where, used, fields["gated_mlp"], notes)
     if raw.get("mlp_bias"):
         notes.append("MLP biases (mlp_bias) are not built: F + C parameters per MLP left out")
     moe = _moe_fields(raw, where, used)
