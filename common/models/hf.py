@@ -161,39 +161,55 @@ def _moe_fields(raw: dict, where: str, used: set[str]) -> dict[str, Any]:
     return out
 
 
-def _dense_layers(raw: dict, n_layers: int, used: set[str]) -> int:
-    """How many layers of a mixture-of-experts model are dense MLPs, from whichever field says so."""
+def _dense_layers(raw: dict, n_layers: int, used: set[str]) -> tuple[int, ...]:
+    """The layers of a mixture-of-experts model whose MLP is dense, from whichever fields say so."""
     used.update(k for k in hff.DENSE_LAYER_KEYS if k in raw)
-    kinds = raw.get("mlp_layer_types")
-    if isinstance(kinds, list):
-        return sum(k == "dense" for k in kinds)
+    dense: set[int] = set()
+    if isinstance(raw.get("mlp_layer_types"), list):
+        dense |= {i for i, kind in enumerate(raw["mlp_layer_types"]) if kind == "dense"}
     if isinstance(raw.get("moe_layers"), list):
-        return n_layers - len(raw["moe_layers"])
+        dense |= set(range(n_layers)) - set(raw["moe_layers"])
     if isinstance(raw.get("mlp_only_layers"), list):
-        return len(raw["mlp_only_layers"])
-    for key in ("first_k_dense_replace", "num_dense_layers", "num_dense_blocks", "moe_layer_start_index"):
-        if isinstance(raw.get(key), int) and raw[key] > 0:
-            return min(raw[key], n_layers)
-    for key in ("decoder_sparse_step", "moe_layer_freq", "interleave_moe_layer_step", "moe_layer_interval"):
+        dense |= set(raw["mlp_only_layers"])
+    first = next((raw[k] for k in ("first_k_dense_replace", "num_dense_layers", "num_dense_blocks",
+                                   "moe_layer_start_index") if isinstance(raw.get(k), int)), 0)
+    dense |= set(range(min(max(first, 0), n_layers)))
+    for key in ("decoder_sparse_step", "moe_layer_interval"):  # layer i is sparse when (i + 1) % step == 0
         step = raw.get(key)
         if isinstance(step, int) and step > 1:
-            return n_layers - n_layers // step
-    return 0
+            dense |= {i for i in range(n_layers) if (i + 1) % step}
+    step = raw.get("moe_layer_freq")  # DeepSeek: layer i (past the dense prefix) is sparse when i % freq == 0
+    if isinstance(step, int) and step > 1:
+        dense |= {i for i in range(n_layers) if i % step}
+    return tuple(sorted(i for i in dense if 0 <= i < n_layers))
 
 
-def _window_note(raw: dict, n_layers: int, max_seq: int, where: str, used: set[str]) -> list[str]:
+def _sliding(raw: dict, n_layers: int, max_seq: int, where: str, used: set[str]) -> tuple[dict, list[str]]:
+    """sliding_window and sliding_layers from layer_types (or GPT-Neo's attention_layers, or Qwen2's
+    max_window_layers, or every layer where only a window is given); the notes on what is approximated."""
     types = raw.get("layer_types") or []
+    if not types and isinstance(raw.get("attention_layers"), list):  # GPT-Neo: "global" / "local"
+        types = ["sliding_attention" if t == "local" else "full_attention" for t in raw["attention_layers"]]
+        used.update(("attention_layers", "attention_types"))
     bad = sorted({t for t in types if t not in hff.LAYER_TYPES_OK})
     if bad:
         raise DFAError(f"{where}: layer_types {bad[0]!r} is not modelled; valid: {', '.join(hff.LAYER_TYPES_OK)}")
     window = _get(raw, hff.SLIDING_KEYS, used)
     if raw.get("use_sliding_window") is False or not isinstance(window, int) or not 0 < window < max_seq:
-        return []
-    n = sum(t != "full_attention" for t in types) if types else n_layers
-    if n == 0:
-        return []
-    return [f"sliding-window attention (window {window}) on {n} of {n_layers} layers is simulated as full "
-            f"attention: with more than {window} cached tokens their KV cache and attention are over-counted"]
+        return {}, []
+    if types:
+        layers = tuple(i for i, t in enumerate(types[:n_layers]) if t != "full_attention")
+    else:  # Qwen2: layers from max_window_layers on slide; Mistral v0.1: all
+        first = raw.get("max_window_layers") if raw.get("use_sliding_window") else 0
+        layers = tuple(range(first if isinstance(first, int) else 0, n_layers))
+    if not layers:
+        return {}, []
+    notes = [f"prefill attention of the {len(layers)} sliding-window layers (window {window}) is costed as "
+             f"masked full attention (what eager attention computes; a windowed kernel skips the masked blocks)"]
+    if "chunked_attention" in types:
+        notes.append(f"chunked attention (chunks of {window}) is simulated as a sliding window of {window}: "
+                     f"the most keys a chunk's query sees, an upper bound")
+    return {"sliding_window": window, "sliding_layers": layers}, notes
 
 
 def _unread_note(raw: dict, used: set[str], where: str, moe: bool) -> list[str]:
@@ -273,11 +289,15 @@ def config_from_hf(
         notes.append("MLP biases (mlp_bias) are not built: F + C parameters per MLP left out")
     moe = _moe_fields(raw, where, used)
     fields.update(moe)
-    dense = _dense_layers(raw, fields["n_layers"], used) if moe else 0
-    if dense:
-        notes.append(f"{dense} of {fields['n_layers']} layers are dense MLPs, simulated as mixture-of-experts "
-                     f"layers like the others")
-    notes += _window_note(raw, fields["n_layers"], fields["max_seq_len"], where, used)
+    if moe:
+        fields["dense_layers"] = _dense_layers(raw, fields["n_layers"], used)
+        dense_width = _get(raw, hff.DENSE_WIDTH, used)
+        if dense_width:  # Llama 4, Ergo: intermediate_size is the experts' width, this one the dense layers'
+            fields["expert_ffn_dim"] = fields.get("expert_ffn_dim") or fields["ffn_dim"]
+            fields["ffn_dim"] = dense_width
+    window, window_notes = _sliding(raw, fields["n_layers"], fields["max_seq_len"], where, used)
+    fields.update(window)
+    notes += window_notes
     q = raw.get("quantization_config") or top.get("quantization_config")
     if q:
         method = q.get("quant_method", "?") if isinstance(q, Mapping) else q
@@ -318,6 +338,12 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     out.update(model_type=model_type, hidden_act=act[config.activation], _name_or_path=config.name)
     if model_type != "qwen2":  # qwen2 has no such key: its q/k/v always carry biases
         out["attention_bias"] = config.qkv_bias
+    if config.sliding_layers:
+        out["sliding_window"] = config.sliding_window
+        out["layer_types"] = ["sliding_attention" if config.is_sliding(i) else "full_attention"
+                              for i in range(config.n_layers)]
+    if config.dense_layers:
+        out["mlp_only_layers"] = list(config.dense_layers)
     if config.is_moe:
         out.update(num_local_experts=config.n_experts, num_experts_per_tok=config.top_k)
         if config.expert_ffn_dim:

@@ -38,8 +38,10 @@ SHARED_WIDTH = ("shared_expert_intermediate_size", "shared_intermediate_size", "
 DENSE_LAYER_KEYS = ("first_k_dense_replace", "num_dense_layers", "num_dense_blocks", "mlp_only_layers",
                     "moe_layers", "mlp_layer_types", "decoder_sparse_step", "moe_layer_freq",
                     "interleave_moe_layer_step", "moe_layer_start_index", "moe_layer_interval")
+DENSE_WIDTH = ("intermediate_size_mlp", "first_dense_intermediate_size", "dense_intermediate_size",
+               "prefix_dense_intermediate_size")  # the dense layers' MLP width where it differs from the experts'
 SLIDING_KEYS = ("sliding_window", "sliding_window_size", "attention_window_size", "local_attention",
-                "attention_chunk_size")
+                "attention_chunk_size", "window_size")
 
 # activation field spellings; transformers' ACT2FN name -> the op the simulator costs (common/models/ffn.py)
 ACT_KEYS = ("hidden_act", "hidden_activation", "activation_function", "activation", "afn", "ff_activation")
