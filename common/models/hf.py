@@ -12,9 +12,11 @@
    (``gelu_pytorch_tanh`` -> gelu_tanh, ``relu2``, ``silu``/``swish``) and whether the MLP is gated;
 4. reads mixture-of-experts numbers under every spelling (several present must agree), tied embeddings
    (the weight counted once: ``ModelConfig.n_params``) and an explicit ``head_dim``;
-5. keeps what changes cost but is not simulated as sentences in ``ModelConfig.unmodelled`` (printed with every
-   report): sliding / chunked windows, dense layers inside a mixture of experts, quantization, and the list
-   of fields it did not read. A field naming experts that it does not read refuses the config instead: a
+5. reads the layer pattern (``hf_layers``): sliding-window layers (``layer_types``, ``sliding_window``) and
+   the dense layers of a mixture of experts (``first_k_dense_replace``, ``moe_layers``, ...), both simulated;
+6. keeps what changes cost but is not simulated as sentences in ``ModelConfig.unmodelled`` (printed with every
+   report): the sliding layers' prefill blocks, chunked attention as a window, quantization, MLP biases, and
+   the list of fields it did not read. A field naming experts that it does not read refuses the config instead: a
    dropped expert count is how a Mixtral once loaded as a dense 7B.
 """
 
@@ -29,6 +31,7 @@ from typing import Any
 from common.errors import DFAError
 from common.models import hf_fields as hff
 from common.models.hf_configs import LLM_HF, MOE_HF
+from common.models.hf_layers import dense_layers, get, sliding
 from common.models.spec import ModelConfig
 
 _TEXT_PARTS = ("text_config", "language_config", "llm_config")  # the decoder of a multimodal wrapper
@@ -104,17 +107,6 @@ def _text_part(raw: dict, where: str) -> tuple[dict, list[str]]:
     return part, notes
 
 
-def _get(raw: dict, keys: tuple[str, ...], used: set[str]):
-    """The first of ``keys`` present with a value (None counts as absent), marking all present ones read."""
-    found = None
-    for k in keys:
-        if k in raw:
-            used.add(k)
-            if found is None and raw[k] is not None:
-                found = raw[k]
-    return found
-
-
 def _one_of(raw: dict, keys: tuple[str, ...], where: str, used: set[str]):
     values = {k: raw[k] for k in keys if raw.get(k) is not None}
     used.update(k for k in keys if k in raw)
@@ -125,7 +117,7 @@ def _one_of(raw: dict, keys: tuple[str, ...], where: str, used: set[str]):
 
 
 def _activation(raw: dict, where: str, used: set[str], gated: bool, notes: list[str]) -> str:
-    name = _get(raw, hff.ACT_KEYS, used)
+    name = get(raw, hff.ACT_KEYS, used)
     if isinstance(raw.get("ffn_act_fn"), Mapping):  # DBRX: {"name": "silu"}
         name = raw["ffn_act_fn"].get("name", name)
     if name is None and "gelu_activation" in raw:  # XLM: a flag
@@ -146,8 +138,8 @@ def _moe_fields(raw: dict, where: str, used: set[str]) -> dict[str, Any]:
     if not out.get("n_experts"):
         return {}
     width = out.get("expert_ffn_dim") or raw.get("intermediate_size")
-    shared_width = _get(raw, hff.SHARED_WIDTH, used)
-    shared_count = _get(raw, hff.SHARED_COUNT, used)
+    shared_width = get(raw, hff.SHARED_WIDTH, used)
+    shared_count = get(raw, hff.SHARED_COUNT, used)
     if shared_width:
         out["shared_ffn_dim"] = shared_width * (shared_count or 1) if "shared_intermediate_size" not in raw \
             else shared_width
@@ -159,57 +151,6 @@ def _moe_fields(raw: dict, where: str, used: set[str]) -> dict[str, Any]:
     if raw.get("model_type") in _BIASED_MOE_TYPES:
         out.update(expert_bias=True, router_bias=True)
     return out
-
-
-def _dense_layers(raw: dict, n_layers: int, used: set[str]) -> tuple[int, ...]:
-    """The layers of a mixture-of-experts model whose MLP is dense, from whichever fields say so."""
-    used.update(k for k in hff.DENSE_LAYER_KEYS if k in raw)
-    dense: set[int] = set()
-    if isinstance(raw.get("mlp_layer_types"), list):
-        dense |= {i for i, kind in enumerate(raw["mlp_layer_types"]) if kind == "dense"}
-    if isinstance(raw.get("moe_layers"), list):
-        dense |= set(range(n_layers)) - set(raw["moe_layers"])
-    if isinstance(raw.get("mlp_only_layers"), list):
-        dense |= set(raw["mlp_only_layers"])
-    first = next((raw[k] for k in ("first_k_dense_replace", "num_dense_layers", "num_dense_blocks",
-                                   "moe_layer_start_index") if isinstance(raw.get(k), int)), 0)
-    dense |= set(range(min(max(first, 0), n_layers)))
-    for key in ("decoder_sparse_step", "moe_layer_interval"):  # layer i is sparse when (i + 1) % step == 0
-        step = raw.get(key)
-        if isinstance(step, int) and step > 1:
-            dense |= {i for i in range(n_layers) if (i + 1) % step}
-    step = raw.get("moe_layer_freq")  # DeepSeek: layer i (past the dense prefix) is sparse when i % freq == 0
-    if isinstance(step, int) and step > 1:
-        dense |= {i for i in range(n_layers) if i % step}
-    return tuple(sorted(i for i in dense if 0 <= i < n_layers))
-
-
-def _sliding(raw: dict, n_layers: int, max_seq: int, where: str, used: set[str]) -> tuple[dict, list[str]]:
-    """sliding_window and sliding_layers from layer_types (or GPT-Neo's attention_layers, or Qwen2's
-    max_window_layers, or every layer where only a window is given); the notes on what is approximated."""
-    types = raw.get("layer_types") or []
-    if not types and isinstance(raw.get("attention_layers"), list):  # GPT-Neo: "global" / "local"
-        types = ["sliding_attention" if t == "local" else "full_attention" for t in raw["attention_layers"]]
-        used.update(("attention_layers", "attention_types"))
-    bad = sorted({t for t in types if t not in hff.LAYER_TYPES_OK})
-    if bad:
-        raise DFAError(f"{where}: layer_types {bad[0]!r} is not modelled; valid: {', '.join(hff.LAYER_TYPES_OK)}")
-    window = _get(raw, hff.SLIDING_KEYS, used)
-    if raw.get("use_sliding_window") is False or not isinstance(window, int) or not 0 < window < max_seq:
-        return {}, []
-    if types:
-        layers = tuple(i for i, t in enumerate(types[:n_layers]) if t != "full_attention")
-    else:  # Qwen2: layers from max_window_layers on slide; Mistral v0.1: all
-        first = raw.get("max_window_layers") if raw.get("use_sliding_window") else 0
-        layers = tuple(range(first if isinstance(first, int) else 0, n_layers))
-    if not layers:
-        return {}, []
-    notes = [f"prefill attention of the {len(layers)} sliding-window layers (window {window}) is costed as "
-             f"masked full attention (what eager attention computes; a windowed kernel skips the masked blocks)"]
-    if "chunked_attention" in types:
-        notes.append(f"chunked attention (chunks of {window}) is simulated as a sliding window of {window}: "
-                     f"the most keys a chunk's query sees, an upper bound")
-    return {"sliding_window": window, "sliding_layers": layers}, notes
 
 
 def _unread_note(raw: dict, used: set[str], where: str, moe: bool) -> list[str]:
@@ -252,7 +193,7 @@ def config_from_hf(
     used: set[str] = set()
     fields: dict[str, Any] = {}
     for field, keys in hff.ALIASES.items():
-        fields[field] = _get(raw, keys, used)
+        fields[field] = get(raw, keys, used)
     for field, value in fields.items():  # a per-layer list (Gemma 3n's widths) is one number if all agree
         if isinstance(value, list):
             if len(set(value)) != 1:
@@ -290,12 +231,12 @@ def config_from_hf(
     moe = _moe_fields(raw, where, used)
     fields.update(moe)
     if moe:
-        fields["dense_layers"] = _dense_layers(raw, fields["n_layers"], used)
-        dense_width = _get(raw, hff.DENSE_WIDTH, used)
+        fields["dense_layers"] = dense_layers(raw, fields["n_layers"], used)
+        dense_width = get(raw, hff.DENSE_WIDTH, used)
         if dense_width:  # Llama 4, Ergo: intermediate_size is the experts' width, this one the dense layers'
             fields["expert_ffn_dim"] = fields.get("expert_ffn_dim") or fields["ffn_dim"]
             fields["ffn_dim"] = dense_width
-    window, window_notes = _sliding(raw, fields["n_layers"], fields["max_seq_len"], where, used)
+    window, window_notes = sliding(raw, fields["n_layers"], fields["max_seq_len"], where, used)
     fields.update(window)
     notes += window_notes
     q = raw.get("quantization_config") or top.get("quantization_config")
