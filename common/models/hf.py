@@ -42,7 +42,7 @@ _QK_NORM_KEYS = ("use_qk_norm", "qk_layernorm", "qk_norm")
 # Llama 4's MoE block always adds a shared expert of intermediate_size (Llama4TextMoe.shared_expert); no field
 _SHARED_EXPERT_TYPES = ("llama4_text",)
 # Read, but their values only change numbers, not ops or shapes (or are read by hand below).
-_READ_BY_HAND = ("hidden_act", "attention_bias", "mlp_bias", "tie_word_embeddings", "rope_parameters",
+_READ_BY_HAND = ("is_moe", "hidden_act", "attention_bias", "mlp_bias", "tie_word_embeddings", "rope_parameters",
                  "quantization_config", "use_sliding_window", "max_window_layers", "layer_types", "gelu_activation",
                  "expansion_ratio", "ffn_act_fn", *_QK_NORM_KEYS)
 # MoE fields known to change values only (routing weights, losses, kernel choice), never the layer's shapes
@@ -228,7 +228,16 @@ def config_from_hf(
     fields["activation"] = _activation(raw, where, used, fields["gated_mlp"], notes)
     if raw.get("mlp_bias"):
         notes.append("MLP biases (mlp_bias) are not built: F + C parameters per MLP left out")
-    moe = _moe_fields(raw, where, used)
+    if raw.get("block_auto_adjust_ff_dim"):  # LFM2: the MLP is 2/3 of intermediate_size, scaled and rounded up
+        f = int(2 * fields["ffn_dim"] / 3)
+        if raw.get("block_ffn_dim_multiplier") is not None:
+            step = raw.get("block_multiple_of") or 1
+            f = -(-int(raw["block_ffn_dim_multiplier"] * f) // step) * step
+        fields["ffn_dim"] = f
+    used.update(k for k in ("block_auto_adjust_ff_dim", "block_ffn_dim_multiplier", "block_multiple_of") if k in raw)
+    moe = {} if raw.get("is_moe") is False else _moe_fields(raw, where, used)  # Doge: experts listed, switched off
+    if raw.get("is_moe") is False:
+        used.update(k for ks in hff.MOE_ALIASES.values() for k in ks if k in raw)
     fields.update(moe)
     if moe:
         fields["dense_layers"] = dense_layers(raw, fields["n_layers"], used)

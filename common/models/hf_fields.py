@@ -55,10 +55,11 @@ ACTIVATIONS = {
 # Families whose MLP is up -> activation -> down with no gate (transformers' modeling files: their MLP has
 # fc1/fc2, c_fc/c_proj or dense_h_to_4h, not gate_proj). config.json has no field that says so; the reader also
 # takes GPT-2-style field names (UNGATED_KEYS) as that layout. Every other family is gated (gate * up).
+# Checked for transformers 5.25 against each loaded family's modeling file (gate_proj / gate_up_proj / a chunk(2)).
 UNGATED_TYPES = frozenset({
     "gpt2", "gpt-sw3", "gpt_bigcode", "gpt_neo", "gptj", "codegen", "gpt_neox", "gpt_neox_japanese", "openai-gpt",
     "ctrl", "opt", "bloom", "falcon", "mpt", "phi", "persimmon", "fuyu", "starcoder2", "nemotron", "biogpt",
-    "xglm", "git", "arcee", "nanochat", "jais2", "xlm", "cpmant", "reformer", "trocr",
+    "xglm", "git", "arcee", "nanochat", "jais2", "xlm", "cpmant", "reformer", "trocr", "bert-generation", "ergo",
 })
 UNGATED_KEYS = ("n_inner", "n_embd", "afn", "dff", "ffn_dim", "decoder_ffn_dim", "d_inner")
 
