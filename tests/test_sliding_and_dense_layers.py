@@ -33,7 +33,7 @@ def test_window_wider_than_the_text_changes_nothing():
     assert not torch.allclose(a(x), build_model(SLIDE)(x))  # a window of 4 does change the logits
 
 
-@pytest.mark.parametrize("prompt", [3, 6])  # shorter and longer than the window
+@pytest.mark.parametrize("prompt", [3, 6, 10])  # shorter than the window, longer, longer than 2 W (blocks)
 def test_rolling_cache_decode_equals_the_masked_full_forward(prompt):
     model, n = build_model(SLIDE).eval(), 11
     x = _tokens(n)
@@ -60,6 +60,12 @@ def test_kv_bytes_and_decode_attention_follow_the_window():
         assert wl.kv_bytes == SLIDE.kv_bytes(seq + 1) * 1
         flops[seq] = [sum(n.meta["cost"].flops for n in s.gm.graph.nodes if "cost" in n.meta) for s in layers]
     assert flops[16][0] == flops[48][0]  # the sliding layer reads W keys whatever the context
+    pre = capture_step(SLIDE, "prefill", 1, 48, "bf16")
+    sliding, full = [s for s in pre.segments if s.name == "layer"]
+    bmm = {name: sum(n.meta["cost"].flops for n in seg.gm.graph.nodes if "cost" in n.meta
+                     and ("bmm" in str(n.target) or "matmul" in str(n.target)) and "proj" not in str(n.args))
+           for name, seg in (("sliding", sliding), ("full", full))}
+    assert 0 < bmm["sliding"] < bmm["full"]  # prompt blocks: T x 2W scores, not T x T
     assert flops[48][1] > flops[16][1]  # the full-attention layer reads them all
     for backend in ("gpu", "tpu", "wse", "lpu", "spyre"):
         r = simulate_llm(SLIDE, backend, seq=48)

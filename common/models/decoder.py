@@ -139,6 +139,9 @@ class Attention(nn.Module):
         k = apply_rope(k, cos, sin)  # (B, n_kv, T, hd)
         if kv_cache is not None:
             k, v, mask = self._cached(k, v, mask, kv_cache, start_pos)
+        t = x.shape[1]
+        if self.window and isinstance(t, int) and start_pos == 0 and k.shape[2] == t > 2 * self.window:
+            return self.o_proj(self._banded(q, k, v, mask, t))  # a long prompt: only the blocks in the band
         scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, n_kv, g*T, S)
         scores = scores.masked_fill(mask, float("-inf"))  # (B, n_kv, g*T, S)
         y = torch.softmax(scores, dim=-1) @ v  # (B, n_kv, g*T, hd)
@@ -146,6 +149,20 @@ class Attention(nn.Module):
         y = y.permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, n_kv*g*hd) = (B, T, H*hd)
         return self.o_proj(y)  # (B, T, C)
 
+
+    def _banded(self, q, k, v, mask, t: int) -> torch.Tensor:
+        """Sliding-window attention over a prompt in query blocks of W: block [t0, t1) attends to keys
+        [t0 - W, t1) (at most 2W), the only ones its band reaches, as a windowed kernel skips the blocks outside
+        it: T x 2W scores instead of T x T. q: (B, n_kv, g*T, hd); mask: (g*T, T). Returns (B, T, H*hd)."""
+        w, g = self.window, self.group
+        qs, ms, out = q.unflatten(2, (g, t)), mask.unflatten(0, (g, t)), []
+        for t0 in range(0, t, w):
+            t1, k0 = min(t, t0 + w), max(0, t0 - w)
+            qb = qs[:, :, :, t0:t1].flatten(2, 3)  # (B, n_kv, g*tb, hd)
+            scores = (qb @ k[:, :, k0:t1].transpose(-2, -1)) * self.scale  # (B, n_kv, g*tb, kb)
+            scores = scores.masked_fill(ms[:, t0:t1, k0:t1].flatten(0, 1), float("-inf"))
+            out.append((torch.softmax(scores, dim=-1) @ v[:, :, k0:t1]).unflatten(2, (g, -1)))  # (B,kv,g,tb,hd)
+        return torch.cat(out, dim=3).permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, n_kv*g*hd)
 
     def _cached(self, k, v, mask, kv_cache, start_pos: int):
         """Write the T new positions into the cache; the keys, values and mask attention then reads."""

@@ -65,8 +65,8 @@ def sliding(raw: dict, n_layers: int, max_seq: int, where: str, used: set[str]) 
         layers = tuple(range(first if isinstance(first, int) else 0, n_layers))
     if not layers:
         return {}, []
-    notes = [f"prefill attention of the {len(layers)} sliding-window layers (window {window}) is costed as "
-             f"masked full attention (what eager attention computes; a windowed kernel skips the masked blocks)"]
+    notes = [f"prefill of the {len(layers)} sliding-window layers (window {window}): query blocks of {window} over "
+             f"at most {2 * window} keys, the band's masked corners still computed (a windowed kernel's granularity)"]
     if "chunked_attention" in types:
         notes.append(f"chunked attention (chunks of {window}) is simulated as a sliding window of {window}: "
                      f"the most keys a chunk's query sees, an upper bound")
