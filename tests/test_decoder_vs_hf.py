@@ -89,6 +89,10 @@ def test_decoder_from_hf_refuses_what_it_cannot_reproduce():
     moe = dataclasses.replace(test, n_experts=4, top_k=2)
     with pytest.raises(DFAError, match="dense models only; .* has 4 experts"):
         decoder_from_hf(_hf(moe))
+    gemma = AutoConfig.for_model("gemma", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=4, num_key_value_heads=2, head_dim=8)
+    with pytest.raises(DFAError, match="reproduces the logits of llama, .*got model_type 'gemma'"):
+        decoder_from_hf(AutoModelForCausalLM.from_config(gemma))
     with pytest.raises(DFAError, match="needs a transformers model with a .config, got Linear"):
         decoder_from_hf(torch.nn.Linear(2, 2))
 

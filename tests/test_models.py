@@ -314,8 +314,14 @@ def test_hf_config_errors(tmp_path):
         config_from_hf(path)
     with pytest.raises(DFAError, match="cannot read"):
         config_from_hf(tmp_path / "missing.json")
-    with pytest.raises(DFAError, match="hidden_act 'gelu'"):
-        config_from_hf({**config_to_hf(TEST), "hidden_act": "gelu"})
+    with pytest.raises(DFAError, match="hidden_act 'xielu' is not modelled; valid: silu") as err:
+        config_from_hf({**config_to_hf(TEST), "hidden_act": "xielu"})
+    assert "\n" not in str(err.value)
+    gemma = config_from_hf({**config_to_hf(TEST), "model_type": "gemma", "hidden_act": "gelu_pytorch_tanh"})
+    assert (gemma.activation, gemma.gated_mlp) == ("gelu_tanh", True)  # GeGLU: gate and up, tanh GELU
+    gpt2 = config_from_hf({**config_to_hf(TEST), "model_type": "gpt2", "hidden_act": "gelu_new"})
+    assert (gpt2.activation, gpt2.gated_mlp) == ("gelu_tanh", False)  # up -> GELU -> down
+    assert gpt2.n_params == TEST.n_params - TEST.n_layers * TEST.d_model * TEST.ffn_dim  # no gate matrix
 
 
 # ---------------------------------------------------------------- builds: seed, dtype, fake, meta

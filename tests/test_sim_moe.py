@@ -64,16 +64,12 @@ def test_loader_refuses_an_unknown_field_naming_it():
         config_from_hf({**MIXTRAL_HF, "expert_capacity_factor": 1.25})
     msg = str(err.value)
     assert "unknown config.json field 'expert_capacity_factor'" in msg and "\n" not in msg
-    assert "known: " in msg and "num_local_experts" in msg and "rope_scaling" in msg  # it lists what it knows
+    assert "read: " in msg and "num_local_experts" in msg  # it lists the expert fields it reads
 
 
 @pytest.mark.parametrize(
     "bad, field",
     [
-        ({"decoder_sparse_step": 2}, "decoder_sparse_step=2"),
-        ({"mlp_only_layers": [0]}, "mlp_only_layers=[0]"),
-        ({"first_k_dense_replace": 1}, "first_k_dense_replace=1"),
-        ({"mlp_bias": True}, "mlp_bias=True"),
         ({"experts_per_token": 3}, "disagree"),
         ({"layer_types": ["linear_attention"] * 32}, "linear_attention"),
     ],
@@ -81,6 +77,20 @@ def test_loader_refuses_an_unknown_field_naming_it():
 def test_loader_refuses_values_it_cannot_model(bad, field):
     with pytest.raises(DFAError, match=field.replace("[", r"\[").replace("]", r"\]")):
         config_from_hf({**MIXTRAL_HF, **bad})
+
+
+@pytest.mark.parametrize(
+    "mixed, dense",
+    [({"decoder_sparse_step": 2}, tuple(range(0, 32, 2))), ({"mlp_only_layers": [0, 5]}, (0, 5)),
+     ({"first_k_dense_replace": 3}, (0, 1, 2)), ({"moe_layers": list(range(4, 32))}, (0, 1, 2, 3)),
+     ({"mlp_layer_types": ["dense"] + ["sparse"] * 31}, (0,))],
+)
+def test_dense_layers_in_a_mixture_are_read_from_every_spelling(mixed, dense):
+    cfg = config_from_hf({**MIXTRAL_HF, **mixed})
+    assert cfg.dense_layers == dense and cfg.n_moe_layers == 32 - len(dense)
+    mixtral = config_from_hf(MIXTRAL_HF)  # each dense layer trades 8 experts + router for one MLP
+    assert mixtral.n_params - cfg.n_params == len(dense) * (7 * mixtral.expert_params() + 4096 * 8)
+    assert "mlp_bias" in " ".join(config_from_hf({**MIXTRAL_HF, "mlp_bias": True}).unmodelled)
 
 
 def test_mixtral_loads_as_a_mixture_not_a_dense_7b():
@@ -96,11 +106,12 @@ def test_mixtral_loads_as_a_mixture_not_a_dense_7b():
 def test_noted_features_are_kept_not_dropped():
     oss = get_config("gpt-oss-120b")
     text = " ".join(oss.unmodelled)
-    assert "window 128" in text and "18 of 36 layers" in text and "mxfp4" in text
+    assert "18 sliding-window layers (window 128)" in text and "mxfp4" in text  # prefill's masked blocks
+    assert oss.sliding_window == 128 and len(oss.sliding_layers) == 18  # decode and KV: modelled
     assert oss.expert_bias and oss.router_bias and oss.qkv_bias and not oss.qk_norm
     assert get_config("qwen3-30b-a3b").qk_norm and not get_config("mixtral-8x7b").unmodelled
     r = simulate_llm("gpt-oss-120b", "gpu", seq=256)
-    assert any("sliding-window attention (window 128)" in n for n in r.notes)
+    assert any("sliding-window layers (window 128)" in n for n in r.notes)
 
 
 def test_moe_configs_round_trip_and_shared_experts():

@@ -39,11 +39,14 @@ MARKERS = {system: MACHINE_STYLE[b].marker for system, b in _BACKEND_OF.items()}
 
 
 def kv_cache_bytes(config: ModelConfig | str, seq: int, batch: int = 1, dtype_bytes: int = 2) -> int:
-    """n_layers x 2 (K and V) x n_kv_heads x head_dim x seq x batch x dtype_bytes."""
+    """n_layers x 2 (K and V) x n_kv_heads x head_dim x seq x batch x dtype_bytes; a sliding-window layer
+    counts min(seq, window) positions (``ModelConfig.kv_bytes``)."""
     cfg = resolve_config(config)
     for name, v in (("seq", seq), ("batch", batch), ("dtype_bytes", dtype_bytes)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise DFAError(f"{name} must be a non-negative int, got {v!r}")
+    if cfg.sliding_layers:
+        return cfg.kv_bytes(int(seq), int(dtype_bytes)) * int(batch)
     return cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * int(seq) * int(batch) * int(dtype_bytes)
 
 

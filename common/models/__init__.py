@@ -5,6 +5,8 @@
 - ``MoE``: its mixture-of-experts MLP (router, top-k ``Experts``, shared expert), ``ExpectedLoad`` and
   ``expected_experts`` (how many experts a batch touches).
 - ``ModelConfig`` / ``CONFIGS`` / ``get_config``: named architectures from public Hugging Face config.json.
+- ``config_from_hf``: any transformers decoder config (a config.json, a dict or a ``PretrainedConfig``) as a
+  ``ModelConfig``, or a one-line refusal naming the field of an architecture it cannot express.
 - ``build_model`` (real, meta or fake), ``build_block``, ``step_inputs`` (prefill / decode arguments).
 - ``load_llm`` / ``LLM`` / ``LLMS``: the labs' transformers LLM (Qwen2.5-0.5B-Instruct): the published weights
   from the Hub or, offline, seeded random weights on its published config.json (its name is in ``CONFIGS``).

@@ -20,6 +20,8 @@ from common.models.config import ModelConfig, config_from_hf, resolve_config
 from common.models.decoder import DecoderLM, KVCache, rope_tables
 
 PHASES = ("prefill", "decode")
+# transformers families whose weights DecoderLM runs to the same logits (same norms, scaling and MLP)
+_REPRODUCED = ("llama", "mistral", "qwen2", "qwen3")
 
 
 def _fake_tensor_mode_cls():
@@ -79,6 +81,9 @@ def decoder_from_hf(hf_model: nn.Module, *, max_seq_len: int | None = None) -> D
     config = config_from_hf(raw, name=raw.get("_name_or_path") or type(hf_model).__name__)
     if config.is_moe:
         raise DFAError(f"decoder_from_hf loads dense models only; {config.name!r} has {config.n_experts} experts")
+    if raw.get("model_type") not in _REPRODUCED:  # Gemma's GeGLU loads for the simulator, not with HF's logits
+        raise DFAError(f"decoder_from_hf reproduces the logits of {', '.join(_REPRODUCED)} models "
+                       f"(tests/test_decoder_vs_hf.py); got model_type {raw.get('model_type')!r}")
     if max_seq_len is not None:
         config = dataclasses.replace(config, max_seq_len=max_seq_len)
     param = next(hf_model.parameters())

@@ -4,9 +4,10 @@ A ``ModelConfig`` holds only what the ops and shapes depend on. Named dense conf
 Hugging Face ``config.json`` of each model field by field; the mixture-of-experts ones (Mixtral-8x7B,
 gpt-oss-120b, Qwen3-30B-A3B) are kept as their config.json dicts (``common.models.hf_configs``) and read by
 ``config_from_hf`` (``common.models.hf``), which refuses any field it does not know.
-Not modelled (they change values, not ops or shapes): Llama 3.1's ``rope_scaling`` frequency remap and
-Qwen2's sliding window (off in these checkpoints). Features that do change cost but are not modelled (e.g.
-gpt-oss's sliding-window layers) are listed in ``ModelConfig.unmodelled`` and printed with every report.
+Not modelled (they change values, not ops or shapes): Llama 3.1's ``rope_scaling`` frequency remap.
+Sliding-window layers (gpt-oss) are built and simulated (``ModelConfig.sliding_layers``); features that do
+change cost but are not modelled (their prefill's masked blocks, MXFP4 weights) are listed in
+``ModelConfig.unmodelled`` and printed with every report.
 """
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ from common.models.moe import Experts, MoE
 
 @dataclass(eq=False)  # == on lists of tensors is ambiguous; identity is what matters
 class KVCache:
-    """Preallocated keys and values: ``k[i]``, ``v[i]`` of shape (B, n_kv_heads, max_seq, head_dim) per layer.
+    """Preallocated keys and values: ``k[i]``, ``v[i]`` of shape (B, n_kv_heads, max_seq, head_dim) per layer;
+    a sliding-window layer's hold min(max_seq, window) positions, a rolling buffer (position p in slot p % n).
 
     The model writes positions [start_pos, start_pos+T) in place and reads [0, start_pos+T). A pytree node
     (registered below), so make_fx / functional_call see its tensors as inputs rather than constants.
@@ -41,10 +42,12 @@ class KVCache:
     @classmethod
     def empty(cls, config: ModelConfig, batch: int, max_seq: int, *, dtype: torch.dtype = torch.float32,
               device: torch.device | str = "cpu") -> KVCache:
-        """A zero-filled cache for ``config``: n_layers x 2 tensors (batch, n_kv_heads, max_seq, head_dim)."""
-        shape = (batch, config.n_kv_heads, max_seq, config.head_dim)
-        return cls([torch.zeros(shape, dtype=dtype, device=device) for _ in range(config.n_layers)],
-                   [torch.zeros(shape, dtype=dtype, device=device) for _ in range(config.n_layers)])
+        """A zero-filled cache for ``config``: n_layers x 2 tensors (batch, n_kv_heads, positions, head_dim),
+        positions = max_seq, or min(max_seq, window) for a sliding-window layer."""
+        shapes = [(batch, config.n_kv_heads, config.kv_positions(i, max_seq), config.head_dim)
+                  for i in range(config.n_layers)]
+        return cls([torch.zeros(s, dtype=dtype, device=device) for s in shapes],
+                   [torch.zeros(s, dtype=dtype, device=device) for s in shapes])
 
     def __len__(self) -> int:
         return len(self.k)
@@ -55,7 +58,8 @@ class KVCache:
 
     @property
     def max_seq(self) -> int:
-        return self.k[0].shape[2]
+        """The longest layer's positions (a full-attention layer's, where the model has one)."""
+        return max(t.shape[2] for t in self.k)
 
     @property
     def nbytes(self) -> int:
@@ -99,10 +103,13 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 class Attention(nn.Module):
     """Causal GQA self-attention with RoPE: softmax(Q K^T / sqrt(hd) + mask) V, then o_proj.
-    With ``config.qk_norm`` (Qwen3) q and k are RMS-normalised over head_dim before RoPE."""
+    With ``config.qk_norm`` (Qwen3) q and k are RMS-normalised over head_dim before RoPE. ``sliding``: the
+    layer attends to the last ``config.sliding_window`` positions (the mask it is given says which) and its
+    cache is a rolling buffer of that many slots; the order of keys in it does not change attention."""
 
-    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None):
+    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None, sliding: bool = False):
         super().__init__()
+        self.window = config.sliding_window if sliding else 0
         c, hd = config.d_model, config.head_dim
         self.n_kv, self.group, self.head_dim = config.n_kv_heads, config.group, hd
         self.scale = 1.0 / math.sqrt(hd)
@@ -131,12 +138,10 @@ class Attention(nn.Module):
         v = self.v_proj(x).unflatten(-1, (kv, hd)).transpose(1, 2)  # (B, n_kv, T, hd)
         k = apply_rope(k, cos, sin)  # (B, n_kv, T, hd)
         if kv_cache is not None:
-            k_cache, v_cache = kv_cache  # (B, n_kv, max_seq, hd) each
-            end = start_pos + x.shape[1]
-            # Slice copy_: an aten capture shows T positions written, not a whole-cache copy.
-            k_cache[:, :, start_pos:end].copy_(k)
-            v_cache[:, :, start_pos:end].copy_(v)
-            k, v = k_cache[:, :, :end], v_cache[:, :, :end]  # (B, n_kv, S, hd), S = start_pos + T
+            k, v, mask = self._cached(k, v, mask, kv_cache, start_pos)
+        t = x.shape[1]
+        if self.window and isinstance(t, int) and start_pos == 0 and k.shape[2] == t > 2 * self.window:
+            return self.o_proj(self._banded(q, k, v, mask, t))  # a long prompt: only the blocks in the band
         scores = (q @ k.transpose(-2, -1)) * self.scale  # (B, n_kv, g*T, S)
         scores = scores.masked_fill(mask, float("-inf"))  # (B, n_kv, g*T, S)
         y = torch.softmax(scores, dim=-1) @ v  # (B, n_kv, g*T, hd)
@@ -145,15 +150,55 @@ class Attention(nn.Module):
         return self.o_proj(y)  # (B, T, C)
 
 
-class DecoderLayer(nn.Module):
-    """x + Attn(RMSNorm(x)), then + SwiGLU(RMSNorm(.)), or + MoE(RMSNorm(.)) for a mixture of experts."""
+    def _banded(self, q, k, v, mask, t: int) -> torch.Tensor:
+        """Sliding-window attention over a prompt in query blocks of W: block [t0, t1) attends to keys
+        [t0 - W, t1) (at most 2W), the only ones its band reaches, as a windowed kernel skips the blocks outside
+        it: T x 2W scores instead of T x T. q: (B, n_kv, g*T, hd); mask: (g*T, T). Returns (B, T, H*hd)."""
+        w, g = self.window, self.group
+        qs, ms, out = q.unflatten(2, (g, t)), mask.unflatten(0, (g, t)), []
+        for t0 in range(0, t, w):
+            t1, k0 = min(t, t0 + w), max(0, t0 - w)
+            qb = qs[:, :, :, t0:t1].flatten(2, 3)  # (B, n_kv, g*tb, hd)
+            scores = (qb @ k[:, :, k0:t1].transpose(-2, -1)) * self.scale  # (B, n_kv, g*tb, kb)
+            scores = scores.masked_fill(ms[:, t0:t1, k0:t1].flatten(0, 1), float("-inf"))
+            out.append((torch.softmax(scores, dim=-1) @ v[:, :, k0:t1]).unflatten(2, (g, -1)))  # (B,kv,g,tb,hd)
+        return torch.cat(out, dim=3).permute(0, 3, 1, 2, 4).flatten(2)  # (B, T, n_kv*g*hd)
 
-    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None):
+    def _cached(self, k, v, mask, kv_cache, start_pos: int):
+        """Write the T new positions into the cache; the keys, values and mask attention then reads."""
+        k_cache, v_cache = kv_cache  # (B, n_kv, n, hd) each: n = max_seq, or the window's slots
+        t, n = k.shape[2], k_cache.shape[2]
+        end = start_pos + t
+        if not isinstance(end, int) or end <= n:  # every position has its own slot (a full-attention layer)
+            # Slice copy_: an aten capture shows T positions written, not a whole-cache copy.
+            k_cache[:, :, start_pos:end].copy_(k)
+            v_cache[:, :, start_pos:end].copy_(v)
+            return k_cache[:, :, :end], v_cache[:, :, :end], mask  # (B, n_kv, S, hd), S = start_pos + T
+        if t == 1:  # decode past the window: overwrite the oldest slot, attend to all n = the last n positions
+            slot = start_pos % n
+            k_cache[:, :, slot:slot + 1].copy_(k)
+            v_cache[:, :, slot:slot + 1].copy_(v)
+            return k_cache, v_cache, mask[:, end - n:]  # (B, n_kv, n, hd); the mask's last n columns
+        if start_pos == 0:  # a prompt longer than the window: attend over it (band mask), keep its last n
+            first = (t - n) % n  # the slot of position t - n
+            for cache, new in ((k_cache, k), (v_cache, v)):
+                cache[:, :, first:].copy_(new[:, :, t - n:t - first])
+                cache[:, :, :first].copy_(new[:, :, t - first:])
+            return k, v, mask
+        raise DFAError(f"a sliding-window layer (window {self.window}) takes one token per step once its cache "
+                       f"is full; got {t} tokens at position {start_pos}")
+
+
+class DecoderLayer(nn.Module):
+    """x + Attn(RMSNorm(x)), then + SwiGLU(RMSNorm(.)), or + MoE(RMSNorm(.)) for a mixture of experts.
+    ``index``: which layer of ``config`` it is (sliding window or not, dense or expert MLP)."""
+
+    def __init__(self, config: ModelConfig, dtype: torch.dtype | None = None, index: int = 0):
         super().__init__()
         self.input_layernorm = RMSNorm(config.d_model, config.norm_eps, dtype)
-        self.self_attn = Attention(config, dtype)
+        self.self_attn = Attention(config, dtype, sliding=config.is_sliding(index))
         self.post_attention_layernorm = RMSNorm(config.d_model, config.norm_eps, dtype)
-        self.mlp = MoE(config, dtype) if config.is_moe else SwiGLU(config, dtype)
+        self.mlp = MoE(config, dtype) if config.is_moe_layer(index) else SwiGLU(config, dtype)
 
     def forward(self, x, cos, sin, mask, kv_cache=None, start_pos: int = 0):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, kv_cache, start_pos)
@@ -174,7 +219,7 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.config = config
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, dtype=dtype)
-        self.layers = nn.ModuleList(DecoderLayer(config, dtype) for _ in range(config.n_layers))
+        self.layers = nn.ModuleList(DecoderLayer(config, dtype, i) for i in range(config.n_layers))
         self.norm = RMSNorm(config.d_model, config.norm_eps, dtype)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False, dtype=dtype)
         cos, sin = rope_tables(config.head_dim, config.max_seq_len, config.rope_theta)
@@ -197,11 +242,15 @@ class DecoderLM(nn.Module):
         if isinstance(module, Experts):
             module.reset_parameters(std=0.02)
 
-    def causal_mask(self, t, start_pos: int = 0) -> torch.Tensor:
-        """(g*T, S) bool, True where key position > query position; grouped row r is position r % T."""
+    def causal_mask(self, t, start_pos: int = 0, window: int = 0) -> torch.Tensor:
+        """(g*T, S) bool, True where key position > query position (or, with a ``window``, <= query position
+        - window: the band a sliding-window layer sees); grouped row r is position r % T."""
         q_pos = self.positions.narrow(0, start_pos, t).repeat(self.config.group)  # (g*T,)
         k_pos = self.positions.narrow(0, 0, start_pos + t)  # (S,)
-        return k_pos.unsqueeze(0) > q_pos.unsqueeze(1)  # (g*T, S)
+        hidden = k_pos.unsqueeze(0) > q_pos.unsqueeze(1)  # (g*T, S)
+        if window:
+            hidden = hidden | (k_pos.unsqueeze(0) <= q_pos.unsqueeze(1) - window)  # older than the window
+        return hidden
 
     def forward(self, tokens: torch.Tensor, cache: KVCache | None = None, start_pos: int = 0) -> torch.Tensor:
         b, t = tokens.shape[0], tokens.shape[1]
@@ -215,16 +264,18 @@ class DecoderLM(nn.Module):
             if len(cache) != self.config.n_layers:
                 raise DFAError(f"KVCache has {len(cache)} layers; model {self.config.name!r} has "
                                f"{self.config.n_layers}")
-            if isinstance(t, int) and start_pos + t > cache.max_seq:
-                raise DFAError(f"KVCache holds {cache.max_seq} positions; need {start_pos + t}")
+            full = [c.shape[2] for i, c in enumerate(cache.k) if not self.config.is_sliding(i)]
+            if isinstance(t, int) and full and start_pos + t > min(full):
+                raise DFAError(f"KVCache holds {min(full)} positions; need {start_pos + t}")
             if isinstance(b, int) and b != cache.batch:
                 raise DFAError(f"KVCache batch {cache.batch} != tokens batch {b}")
         # narrow, not [a:b]: a buffer sliced by a traced length must go through a torch call
         cos = self.rope_cos.narrow(0, start_pos, t)  # (T, hd/2)
         sin = self.rope_sin.narrow(0, start_pos, t)  # (T, hd/2)
         mask = self.causal_mask(t, start_pos)  # (g*T, S)
+        band = self.causal_mask(t, start_pos, self.config.sliding_window) if self.config.sliding_layers else None
         x = self.embed_tokens(tokens)  # (B, T, C)
         for i, layer in enumerate(self.layers):
             kv = None if cache is None else (cache.k[i], cache.v[i])
-            x = layer(x, cos, sin, mask, kv, start_pos)
+            x = layer(x, cos, sin, band if self.config.is_sliding(i) else mask, kv, start_pos)
         return self.lm_head(self.norm(x))  # (B, T, vocab)

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from common.errors import DFAError
-from common.models.ffn import SwiGLU
+from common.models.ffn import ACT_FNS, SwiGLU
 
 
 def max_load_rows(tokens: int, top_k: int, experts: int) -> int:
@@ -83,34 +82,41 @@ class ExpectedLoad:
 
 
 class Experts(nn.Module):
-    """E SwiGLU experts stored stacked, as grouped-GEMM kernels hold them: w1, w3 (E, C, F) gate and up,
+    """E MLP experts stored stacked, as grouped-GEMM kernels hold them: w1, w3 (E, C, F) gate and up,
     w2 (E, F, C) down; optional biases (gpt-oss). ``forward(x (D, n, C), d)`` applies the first d experts to
-    their n rows each: down(silu(x w1 + b1) * (x w3 + b3)) + b2, three batched matmuls."""
+    their n rows each: down(act(x w1 + b1) * (x w3 + b3)) + b2, three batched matmuls; ungated (``gated``
+    False: no w3) down(act(x w1 + b1)) + b2, two. ``act`` is an ``ACT_FNS`` name (silu: SwiGLU experts)."""
 
-    def __init__(self, n_experts: int, d_model: int, ffn_dim: int, bias: bool, dtype: torch.dtype | None = None):
+    def __init__(self, n_experts: int, d_model: int, ffn_dim: int, bias: bool, dtype: torch.dtype | None = None,
+                 act: str = "silu", gated: bool = True):
         super().__init__()
+        self.act = ACT_FNS[act]
         self.w1 = nn.Parameter(torch.empty(n_experts, d_model, ffn_dim, dtype=dtype))
-        self.w3 = nn.Parameter(torch.empty(n_experts, d_model, ffn_dim, dtype=dtype))
+        self.w3 = nn.Parameter(torch.empty(n_experts, d_model, ffn_dim, dtype=dtype)) if gated else None
         self.w2 = nn.Parameter(torch.empty(n_experts, ffn_dim, d_model, dtype=dtype))
         if bias:
             self.b1 = nn.Parameter(torch.zeros(n_experts, ffn_dim, dtype=dtype))
-            self.b3 = nn.Parameter(torch.zeros(n_experts, ffn_dim, dtype=dtype))
+            self.b3 = nn.Parameter(torch.zeros(n_experts, ffn_dim, dtype=dtype)) if gated else None
             self.b2 = nn.Parameter(torch.zeros(n_experts, d_model, dtype=dtype))
         else:
             self.b1 = self.b3 = self.b2 = None
 
     def reset_parameters(self, std: float = 0.02) -> None:
         for w in (self.w1, self.w3, self.w2):
-            nn.init.normal_(w, mean=0.0, std=std)
+            if w is not None:
+                nn.init.normal_(w, mean=0.0, std=std)
         for b in (self.b1, self.b3, self.b2):
             if b is not None:
                 nn.init.zeros_(b)
 
     def forward(self, x: torch.Tensor, d: int) -> torch.Tensor:
-        gate, up = torch.bmm(x, self.w1[:d]), torch.bmm(x, self.w3[:d])  # (d, n, F) each
+        gate = torch.bmm(x, self.w1[:d])  # (d, n, F)
+        up = None if self.w3 is None else torch.bmm(x, self.w3[:d])  # (d, n, F)
         if self.b1 is not None:
-            gate, up = gate + self.b1[:d].unsqueeze(1), up + self.b3[:d].unsqueeze(1)
-        y = torch.bmm(F.silu(gate) * up, self.w2[:d])  # (d, n, C)
+            gate = gate + self.b1[:d].unsqueeze(1)
+            up = None if up is None else up + self.b3[:d].unsqueeze(1)
+        hidden = self.act(gate) if up is None else self.act(gate) * up
+        y = torch.bmm(hidden, self.w2[:d])  # (d, n, C)
         return y + self.b2[:d].unsqueeze(1) if self.b2 is not None else y
 
 
@@ -121,7 +127,8 @@ class MoE(nn.Module):
         super().__init__()
         self.n_experts, self.top_k = config.n_experts, config.top_k
         self.router = nn.Linear(config.d_model, config.n_experts, bias=config.router_bias, dtype=dtype)
-        self.experts = Experts(config.n_experts, config.d_model, config.moe_ffn_dim, config.expert_bias, dtype)
+        self.experts = Experts(config.n_experts, config.d_model, config.moe_ffn_dim, config.expert_bias, dtype,
+                               config.activation, config.gated_mlp)
         self.shared_expert = SwiGLU(config, dtype, width=config.shared_ffn_dim) if config.shared_ffn_dim else None
         self.register_buffer("slot_rows", None, persistent=False)  # (experts x rows,) token row of each slot
         self.register_buffer("slot_weights", None, persistent=False)  # (experts x rows,) its routing weight

@@ -52,8 +52,8 @@ def plan_layer(layer, config, rows: int, dtype: str) -> dict:
         "rows_per_expert": load.rows,
         "mean_rows_per_expert": load.mean_rows,
         "imbalance": load.imbalance,
-        "resident_expert_bytes": config.n_layers * config.n_experts * expert,
-        "streamed_expert_bytes": config.n_layers * load.experts * expert,
+        "resident_expert_bytes": config.n_moe_layers * config.n_experts * expert,
+        "streamed_expert_bytes": config.n_moe_layers * load.experts * expert,
         "active_params": config.n_active_params,
         "total_params": config.n_params,
         "formula": "experts touched D = E (1 - (1 - k/E)^N); rows per expert = the most loaded expert's, "
@@ -69,19 +69,18 @@ def all_to_all_bytes(rows: int, top_k: int, d_model: int, dtype_bytes: float, n_
 
 
 def _expert_kernels(workload, programs) -> tuple[dict[str, set[str]], bool]:
-    """Kernel name -> its op names, for the layer segment's kernels that read expert weights; and whether the
-    layer repeats (then its events are named "L<r>.<kernel>", which no other segment's events are)."""
+    """Kernel name -> its op names, for the layer segments' kernels that read expert weights (a model with
+    dense or sliding-window layers has several layer segments); and whether a layer repeats (then its events
+    are named "L<r>.<kernel>", r counted over all layer segments, which no other segment's events are)."""
+    kernels: dict[str, set[str]] = {}
+    repeated = False
     for program, seg in zip(programs, workload.segments, strict=True):
         if seg.name == "layer":
-            return (
-                {
-                    k.name: set(k.op_names)
-                    for k in program.kernels
-                    if any(".experts." in p for o in k.ops for p in o.params)
-                },
-                seg.repeat > 1,
-            )
-    return {}, False
+            for k in program.kernels:
+                if any(".experts." in p for o in k.ops for p in o.params):
+                    kernels.setdefault(k.name, set()).update(k.op_names)
+            repeated = repeated or seg.repeat > 1 or len([s for s in workload.segments if s.name == "layer"]) > 1
+    return kernels, repeated
 
 
 def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:

@@ -261,13 +261,16 @@ class Policy:
 
     def run(self, programs, workload) -> list[Event]:
         """Segments in order, each repeated; a segment's schedule is computed once and shifted per repeat."""
-        events, t = [], 0.0
+        events, t, seen = [], 0.0, {}  # seen: repeats of each segment name so far (layer kinds count on)
         for program, segment in zip(programs, workload.segments, strict=True):
             once = self.schedule(program.kernels, 0.0)
             span = max((e.end for e in once), default=0.0)
-            for r in range(segment.repeat):
+            first = seen.get(segment.name, 0)
+            seen[segment.name] = first + segment.repeat
+            numbered = segment.repeat > 1 or _kinds(workload, segment.name) > 1
+            for r in range(first, first + segment.repeat):
                 for e in once:
-                    events.append(Event(e.name if segment.repeat == 1 else f"L{r}.{e.name}", e.kind, e.engine,
+                    events.append(Event(f"L{r}.{e.name}" if numbered else e.name, e.kind, e.engine,
                                         t + e.start, e.duration, e.chip, e.flops, e.bytes, e.bound, e.kernel,
                                         e.floor, e.detail))
                 t += span
@@ -276,3 +279,8 @@ class Policy:
     def counters(self, events) -> dict:
         """Hardware-counter-like totals; Spyre overrides with its LPDDR<->LX traffic counters."""
         return {}
+
+
+def _kinds(workload, name: str) -> int:
+    """How many segments are called ``name`` (a model with sliding-window or dense layers has several "layer")."""
+    return sum(1 for s in workload.segments if s.name == name)

@@ -192,7 +192,10 @@ def _kv_reread(report: Report, model: str, st: Stack) -> str:
     group = config.n_heads // config.n_kv_heads
     if group == 1:
         return f"{st.name}: KV re-reads: none ({config.name} has as many KV heads as query heads)"
-    kv = config.kv_bytes_per_token(DTYPE_BYTES[report.dtype]) * report.batch * (report.seq + 1) / report.chips
+    if config.sliding_layers:  # a sliding-window layer holds min(P, W) positions
+        kv = config.kv_bytes(report.seq + 1, DTYPE_BYTES[report.dtype]) * report.batch / report.chips
+    else:
+        kv = config.kv_bytes_per_token(DTYPE_BYTES[report.dtype]) * report.batch * (report.seq + 1) / report.chips
     extra = (group - 1) * kv * st.kv_reread.value
     policy = make_policy(report.backend, report.chip, report.chips, report.dtype)
     level = policy.main_level

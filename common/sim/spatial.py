@@ -60,6 +60,11 @@ def kv_per_layer(workload) -> float:
     return workload.kv_bytes / cfg.n_layers if cfg is not None and cfg.n_layers else 0.0
 
 
+def _segment_kv(workload, seg) -> float:
+    """One repeat's KV cache: the segment's own (layers of several kinds) or the mean over layers."""
+    return seg.kv_bytes if getattr(seg, "kv_bytes", None) is not None else kv_per_layer(workload)
+
+
 def resident_sizes(workload) -> list[float]:
     """Resident bytes of every segment instance in execution order (a repeated layer once per repeat).
     A parameter read by two segments (a tied embedding and LM head) is held by both: they sit at the two ends
@@ -67,7 +72,7 @@ def resident_sizes(workload) -> list[float]:
     sizes = []
     for seg in workload.segments:
         own = sum(param_sizes(seg.gm).values())
-        own += kv_per_layer(workload) if seg.name == "layer" else 0.0
+        own += _segment_kv(workload, seg) if seg.name == "layer" else 0.0
         sizes += [own] * seg.repeat
     return sizes
 
@@ -101,8 +106,12 @@ def _carried_input(gm) -> str | None:
 
 def flow(programs, workload) -> list[Step]:
     steps, stage = [], 0
-    kv = kv_per_layer(workload)
+    repeats: dict[str, int] = {}  # repeats of each segment name so far: layer kinds are numbered on
     for si, (program, seg) in enumerate(zip(programs, workload.segments, strict=True)):
+        kv = _segment_kv(workload, seg)
+        first = repeats.get(seg.name, 0)
+        repeats[seg.name] = first + seg.repeat
+        numbered = seg.repeat > 1 or sum(s.name == seg.name for s in workload.segments) > 1
         ks = program.kernels
         owner = {o.name: i for i, k in enumerate(ks) for o in k.ops}
         carried = _carried_input(seg.gm)
@@ -131,9 +140,9 @@ def flow(programs, workload) -> list[Step]:
                 size[p] = max(size.get(p, 0.0), b)
         live = [sum(size[p] for p in size if born[p] < i <= last[p]) for i in range(len(ks))]
         needs = [sum(b for p, b in k.inputs.items() if p in owner or p == carried) for k in ks]
-        for r in range(seg.repeat):
+        for r in range(first, first + seg.repeat):
             for i, k in enumerate(ks):
-                name = k.name if seg.repeat == 1 else f"L{r}.{k.name}"
+                name = f"L{r}.{k.name}" if numbered else k.name
                 steps.append(Step(k, si, stage, name, resident[i], live[i], needs[i]))
             stage += 1
     return steps

@@ -37,6 +37,7 @@ class Segment:
     name: str
     gm: fx.GraphModule
     repeat: int = 1
+    kv_bytes: float | None = None  # one repeat's KV cache where layers differ (sliding windows); None: the mean
 
 
 @dataclass
@@ -68,7 +69,11 @@ class _Prologue(nn.Module):
         m, t = self.model[0], tokens.shape[1]
         cos = m.rope_cos.narrow(0, start_pos, t)  # (T, hd/2)
         sin = m.rope_sin.narrow(0, start_pos, t)  # (T, hd/2)
-        return self.embed_tokens(tokens), cos, sin, m.causal_mask(t, start_pos)  # x: (B, T, C)
+        x = self.embed_tokens(tokens)  # (B, T, C)
+        if not m.config.sliding_layers:
+            return x, cos, sin, m.causal_mask(t, start_pos)
+        band = m.causal_mask(t, start_pos, m.config.sliding_window)  # what the sliding-window layers see
+        return x, cos, sin, m.causal_mask(t, start_pos), band
 
 
 class _Epilogue(nn.Module):
@@ -122,7 +127,10 @@ TRACERS = ("auto", "meta", "fake")
 
 def capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: str, *,
                  tracer: str = "auto") -> Workload:
-    """Capture one step (no cache): prologue, one decoder layer, epilogue, each annotated with costs.
+    """Capture one step (no cache): prologue, one decoder layer of each kind, epilogue, annotated with costs.
+
+    Kinds (``ModelConfig.layer_kinds``): full or sliding-window attention, dense or expert MLP; each is captured
+    once and repeated as often as the model has it (a dense model has one kind, the segments of old).
 
     ``tracer``: "fake" is ``make_fx`` on FakeTensors (``capture_aten``); "meta" the same graph traced on meta
     tensors by ``common.graph.meta_capture`` without importing ``torch._dynamo`` (a second of a cold ``dfa
@@ -141,34 +149,46 @@ def capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: s
 
 
 def _capture_step(config: ModelConfig, phase: str, batch: int, seq: int, dtype: str, meta: bool) -> Workload:
-    one_layer = dataclasses.replace(config, n_layers=1)
+    kinds = config.layer_kinds()
+    # one layer of each kind, in the order they first appear: layer j of the small model is kind j
+    small = dataclasses.replace(config, n_layers=len(kinds),
+                                sliding_layers=tuple(j for j, ((sl, _), _) in enumerate(kinds) if sl),
+                                dense_layers=tuple(j for j, ((_, moe), _) in enumerate(kinds)
+                                                   if config.is_moe and not moe))
     if meta:
         with NoInit():  # meta parameters: nothing to initialise
-            m = build_model(one_layer, device="meta", dtype=TORCH_DTYPES[dtype])
+            m = build_model(small, device="meta", dtype=TORCH_DTYPES[dtype])
     else:
-        m = build_model(one_layer, fake=True, dtype=TORCH_DTYPES[dtype])
+        m = build_model(small, fake=True, dtype=TORCH_DTYPES[dtype])
     args, kwargs = step_inputs(m, phase, batch, seq)
     tokens, cache, start = args[0], kwargs.get("cache"), kwargs.get("start_pos", 0)
     pro = _annotated(_Prologue(m), (tokens,), {"start_pos": start}, meta)
     out = next(n for n in pro.graph.nodes if n.op == "output")
-    x, cos, sin, mask = [v for v in pytree.tree_leaves(out.meta["val"]) if isinstance(v, torch.Tensor)]
-    kv = None if cache is None else (cache.k[0], cache.v[0])
-    # ---- mixture of experts (common/sim/moe.py): capture the layer at the expected routing load ----
-    moe_meta = plan_layer(m.layers[0], config, batch * tokens.shape[1], dtype)
-    # ----
-    layer = _annotated(m.layers[0], (x, cos, sin, mask, kv, start), None, meta)
+    x, cos, sin, mask, *band = [v for v in pytree.tree_leaves(out.meta["val"]) if isinstance(v, torch.Tensor)]
+    positions = seq + (1 if phase == "decode" else 0)
+    layers, moe_meta = [], {}
+    for j, (_kind, count) in enumerate(kinds):
+        kv = None if cache is None else (cache.k[j], cache.v[j])
+        # ---- mixture of experts (common/sim/moe.py): capture the layer at the expected routing load ----
+        moe_meta = plan_layer(m.layers[j], config, batch * tokens.shape[1], dtype) or moe_meta
+        # ----
+        layer_mask = band[0] if small.is_sliding(j) else mask
+        gm = _annotated(m.layers[j], (x, cos, sin, layer_mask, kv, start), None, meta)
+        per_layer = 2 * config.n_kv_heads * config.head_dim * DTYPE_BYTES[dtype] * batch \
+            * small.kv_positions(j, positions)
+        layers.append(Segment("layer", gm, count, per_layer if len(kinds) > 1 else None))
     epi = _annotated(_Epilogue(m), (x,), None, meta)
     scale = DTYPE_BYTES[dtype] / torch.empty((), dtype=TORCH_DTYPES[dtype]).element_size()
     if scale != 1.0:  # 8-bit weights and KV: traced in 16 bit, every byte count halved
-        for gm in (pro, layer, epi):
+        for gm in (pro, *(seg.gm for seg in layers), epi):
             _scale_bytes(gm, scale)
     t = tokens.shape[1]
     return Workload(
-        name=config.name, segments=[Segment("prologue", pro), Segment("layer", layer, config.n_layers),
-                                    Segment("epilogue", epi)],
+        name=config.name, segments=[Segment("prologue", pro), *layers, Segment("epilogue", epi)],
         phase=phase, batch=batch, seq=seq, dtype=dtype, tokens=batch * t,
         weight_bytes=config.n_params * DTYPE_BYTES[dtype],
-        kv_bytes=config.kv_bytes_per_token(DTYPE_BYTES[dtype]) * batch * (seq + (1 if phase == "decode" else 0)),
+        kv_bytes=config.kv_bytes_per_token(DTYPE_BYTES[dtype]) * batch * positions if not config.sliding_layers
+        else config.kv_bytes(positions, DTYPE_BYTES[dtype]) * batch,
         config=config, meta={"moe": moe_meta} if moe_meta else {})
 
 
