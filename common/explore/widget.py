@@ -117,6 +117,7 @@ class Explorer:
             "model": w.Text(value=c.model, description="model", continuous_update=False),
         }
         self._status = w.HTML()
+        fig_mod.leave_pyplot(self.figure)
         self._out_table, self._out_figure = w.Output(), w.Output()
         for name, control in self.controls.items():
             control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
