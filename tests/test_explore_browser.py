@@ -68,8 +68,9 @@ def browser_pieces():
     return _chromium()
 
 
-def _notebook_into(root: Path) -> tuple[str, int]:
-    """Put the notebook to open under ``root``; its path relative to ``root`` and the index of its explorer cell."""
+def _notebook_into(root: Path) -> tuple[str, int, list[int]]:
+    """Put the notebook to open under ``root``; its path relative to ``root``, the index of its explorer cell and
+    the indices of its code cells."""
     given = os.environ.get("DFA_EXPLORER_NOTEBOOK")
     if given:
         source = Path(given).resolve()
@@ -83,7 +84,7 @@ def _notebook_into(root: Path) -> tuple[str, int]:
         nbformat.write(nb, root / relative)
     index = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and EXPLORER_CALL in c.source), None)
     assert index is not None, f"{relative} has no code cell that calls {EXPLORER_CALL}"
-    return relative, index
+    return relative, index, [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
 
 def _free_port() -> int:
@@ -112,7 +113,7 @@ def lab_server(tmp_path_factory, browser_pieces):
     checkout's ``common``; yields (url of the notebook, explorer cell index)."""
     root = tmp_path_factory.mktemp("lab_root")
     home = tmp_path_factory.mktemp("lab_home")
-    relative, index = _notebook_into(root)
+    relative, index, code_cells = _notebook_into(root)
     token, port = secrets.token_hex(16), _free_port()
     env = {k: v for k, v in os.environ.items() if k not in STATIC_ENV}
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
@@ -132,7 +133,7 @@ def lab_server(tmp_path_factory, browser_pieces):
             cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_served(port, token, server, log, time.monotonic() + 120)
-        yield f"http://127.0.0.1:{port}/lab/tree/{relative}?reset&token={token}", index, log
+        yield f"http://127.0.0.1:{port}/lab/tree/{relative}?reset&token={token}", index, code_cells
     finally:
         server.terminate()
         try:
@@ -156,6 +157,7 @@ def _batch_slider(cell):
 
 def _wait_ran(cell, timeout_s: float) -> None:
     """Until the cell's prompt shows an execution count ("[*]" while it runs, "[ ]" before)."""
+    cell.scroll_into_view_if_needed()
     prompt = cell.locator(".jp-InputPrompt")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -163,7 +165,7 @@ def _wait_ran(cell, timeout_s: float) -> None:
         if text.startswith("[") and text[1:-2].strip().isdigit():
             return
         time.sleep(0.25)
-    raise AssertionError(f"the explorer cell did not finish within {timeout_s} s (prompt {prompt.inner_text()!r})")
+    raise AssertionError(f"a cell did not finish within {timeout_s} s (its prompt: {prompt.inner_text()!r})")
 
 
 def _changed(cell, before: dict, timeout_s: float) -> dict:
@@ -179,7 +181,7 @@ def _changed(cell, before: dict, timeout_s: float) -> dict:
 def test_explorer_answers_a_slider_in_jupyterlab(lab_server, browser_pieces):
     from playwright.sync_api import expect, sync_playwright
 
-    url, index, log = lab_server
+    url, index, code_cells = lab_server
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_pieces, headless=True)
         try:
@@ -200,7 +202,8 @@ def test_explorer_answers_a_slider_in_jupyterlab(lab_server, browser_pieces):
                 cell.click()
                 page.get_by_role("menuitem", name="Run", exact=True).click()
                 page.get_by_text("Run All Above Selected Cell").click()
-                _wait_ran(page.locator(".jp-Notebook .jp-Cell.jp-CodeCell").first, 300)
+                above = max(i for i in code_cells if i < index)  # the last one to run
+                _wait_ran(page.locator(".jp-Notebook .jp-Cell").nth(above), 600)
             cell.locator(".jp-InputArea-editor").click()
             expect(cell.locator(".cm-content")).to_be_focused()
             page.keyboard.press("Shift+Enter")
