@@ -22,6 +22,13 @@ def new_figure():
     return fig, axes
 
 
+def leave_pyplot(fig) -> None:
+    """Take ``fig`` out of pyplot's list of open figures. A live explorer shows it in its own widget Output and
+    redraws it there; left in the list, the notebook's inline backend would also show it once more under the
+    table at the end of the cell, a second copy that never changes. A closed figure still draws and saves."""
+    plt.close(fig)
+
+
 def draw(fig, axes, table: pd.DataFrame) -> None:
     """Draw ``table`` (``whatif.machine_rows``) into ``axes``, clearing what was there."""
     left, right = axes

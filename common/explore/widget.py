@@ -19,6 +19,7 @@ from common.errors import DFAError
 from common.explore import context as ctx_mod
 from common.explore import figure as fig_mod
 from common.explore.whatif import Choices, machine_rows
+from common.palette import EMPHASIS
 from common.sim.args import BACKEND_NAMES, PHASES
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -106,6 +107,8 @@ class Explorer:
             path = self.static_path.with_name(self.static_path.stem + "_context.png")
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=110)
+        else:  # the cell's result shows it; left in pyplot, the inline backend would show a second copy
+            fig_mod.leave_pyplot(fig)
         return fig
 
     def show(self) -> None:
@@ -142,6 +145,7 @@ class Explorer:
             "model": w.Text(value=c.model, description="model", continuous_update=False),
         }
         self._status = w.HTML()
+        fig_mod.leave_pyplot(self.figure)
         self._out_table, self._out_figure, self._out_context = w.Output(), w.Output(), w.Output()
         for name, control in self.controls.items():
             control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
@@ -161,7 +165,7 @@ class Explorer:
         from html import escape
 
         from IPython.display import HTML, display
-        self._status.value = (f"<span style='color:#b00000'>not applied: {escape(self.message)}</span>"
+        self._status.value = (f"<span style='color:{EMPHASIS}'>not applied: {escape(self.message)}</span>"
                               if self.message else f"<i>{escape(self._rows.attrs.get('label', ''))}</i>")
         with self._out_figure:
             self._out_figure.clear_output(wait=True)
