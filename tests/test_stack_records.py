@@ -87,13 +87,18 @@ def test_a_stack_on_a_backend_it_does_not_serve_is_refused_in_one_line():
 
 
 def test_the_cli_and_the_explorer_take_the_new_stack_from_the_catalog():
+    from common.cli import build_parser
     from common.cli.simulate import _check_stack
     from common.explore.whatif import Choices
     _check_stack("trtllm-v0.9", "gpu")  # accepted
     with pytest.raises(DFAError, match=r"valid for tpu: jetstream"):
         _check_stack("trtllm-v0.9", "tpu")
-    assert dataclasses.fields(Choices)  # the explorer checks its stack with get_stack (the same catalog)
-    assert get_stack("trtllm-v0.9", "gpu") is BY_NAME["trtllm-v0.9"]
+    sub = next(a for a in build_parser()._actions if a.choices and "simulate" in a.choices).choices["simulate"]
+    help_text = " ".join(next(a for a in sub._actions if "--stack" in a.option_strings).help.split())
+    assert all(f"{s.name} ({s.backend})" in help_text for s in STACKS)  # the help lists the catalog
+    Choices(model="llama-2-7b", stack="trtllm-v0.9").checked()  # the explorer checks it with get_stack
+    with pytest.raises(DFAError, match=r"^unknown stack 'trtllm-v9'"):
+        Choices(model="llama-2-7b", stack="trtllm-v9").checked()
 
 
 def test_every_trtllm_v09_figure_cites_the_v090_tables():
