@@ -11,7 +11,7 @@ lengths, chips, software). None of these numbers is used by common/sim or common
   sim / published > 1 still means the simulator is too fast.
 * A figure measured on software with no ``Stack`` in common/chips/catalog/stacks.py is simulated on the hardware
   alone (stack None) and says so in ``measured_on``. TensorRT-LLM rows run on the stack of their release
-  (``trtllm-v0.5``, ``trtllm-v0.6``).
+  (``trtllm-v0.5``, ``trtllm-v0.6``, ``trtllm-v0.9``).
 * A figure whose stack names a first-order cost nobody publishes (``Stack.not_published``: ``groq-2024``,
   ``cerebras-2024-08``) is checked as a bound by benchmarks/fidelity.py, not against the ratio goal; the Groq
   figures' band comes from ``simulate_served`` (``report.band``: fewest chips to the largest deployment on record).
@@ -46,8 +46,8 @@ GROQ_TPU = ("TechPowerUp news on the Groq LPU (2024-02), citing the LLMPerf lead
 TRT09 = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Performance of TensorRT-LLM' ('All data was generated "
          "using version 0.9.0'; 'Peak Throughput' and 'Low Latency' tables, H100 GPUs (FP8)), "
          "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md")
-TRT09_SW = ("TensorRT-LLM v0.9.0 gptSessionBenchmark (static batching); no v0.9 stack in common/chips/catalog/stacks.py, "
-            "simulated on trtllm-v0.6, the latest TensorRT-LLM stack there")
+TRT09_SW = "TensorRT-LLM v0.9.0 gptSessionBenchmark (static batching); simulated on trtllm-v0.9"
+TRT09_DENSE_SW = "TensorRT-LLM v0.9.0 gptSessionBenchmark (static batching, XQA where it helped); on trtllm-v0.9"
 CEREBRAS_AUG = ("Cerebras blog, 'Introducing Cerebras Inference: AI at Instant Speed' (2024-08-27), "
                 "https://cerebras.ai/blog/introducing-cerebras-inference-ai-at-instant-speed")
 CEREBRAS_OCT = ("Cerebras blog, 'Cerebras Inference now 3x faster: Llama3.1-70B breaks 2,100 tokens/s' "
@@ -119,12 +119,13 @@ GPUS = {"h100-sxm": "H100 SXM 80GB", "a100-80gb": "A100 80GB", "h200": "H200 SXM
 
 
 def _trt(model, chip, dtype, batch, prompt, output, published, chips=1, per_gpu=None, source=TRT06, sw=TRT_SW,
-         stack="trtllm-v0.6"):
-    """A TensorRT-LLM static-batch row; ``per_gpu``: the source reports tok/s per GPU (default: when TP > 1)."""
+         stack="trtllm-v0.6", version=""):
+    """A TensorRT-LLM static-batch row; ``per_gpu``: the source reports tok/s per GPU (default: when TP > 1);
+    ``version``: named in the figure's name where two releases publish the same configuration."""
     per_gpu = chips > 1 if per_gpu is None else per_gpu
     tp = f", TP{chips}" if chips > 1 else ""
     gpu = GPUS[chip]
-    name = f"TensorRT-LLM, {model} {dtype}, batch {batch}, {prompt} in / {output} out, {gpu}{tp}"
+    name = f"TensorRT-LLM{version}, {model} {dtype}, batch {batch}, {prompt} in / {output} out, {gpu}{tp}"
     cond = (f"{model} (LLaMA {'7B' if '7b' in model else '70B'} in the source), {dtype} weights"
             f"{' and KV cache' if dtype == 'fp8' else ''}, batch {batch}, input {prompt}, output {output}, "
             f"{chips} x {gpu}, output tok/s{' per GPU' if per_gpu else ''}")
@@ -133,15 +134,33 @@ def _trt(model, chip, dtype, batch, prompt, output, published, chips=1, per_gpu=
                                       chips=chips, dtype=dtype, per_chip=per_gpu))
 
 
-def _trt_ttft(model, chip, dtype, prompt, ms, chips=1):
+def _trt_ttft(model, chip, dtype, prompt, ms, chips=1, source=TRT_LAT, sw=TRT_LAT_SW, stack="trtllm-v0.5",
+              version=""):
     gpu = GPUS[chip]
     tp = f", TP{chips}" if chips > 1 else ""
-    name = f"TensorRT-LLM first token {ms} ms, {model} {dtype}, batch 1, {prompt} in, {gpu}{tp}"
+    name = f"TensorRT-LLM{version} first token {ms} ms, {model} {dtype}, batch 1, {prompt} in, {gpu}{tp}"
     cond = f"{model}, {dtype}, batch 1, input {prompt}, 1 output token, {chips} x {gpu}; compared as {prompt}/{ms} ms"
-    return Figure(name, round(prompt / (ms / 1e3)), "prompt tok/s", TRT_LAT, cond, TRT_LAT_SW, "gpu", "trtllm-v0.5",
-                  lambda: prefill_tps(model, "gpu", chip, stack="trtllm-v0.5", prompt=prompt, chips=chips, dtype=dtype))
+    return Figure(name, round(prompt / (ms / 1e3)), "prompt tok/s", source, cond, sw, "gpu", stack,
+                  lambda: prefill_tps(model, "gpu", chip, stack=stack, prompt=prompt, chips=chips, dtype=dtype))
 
 
+def _trt09():
+    """Dense rows of the v0.9.0 tables (H100 and H200, FP8 weights and KV cache), on the trtllm-v0.9 stack."""
+    kw = dict(source=TRT09, sw=TRT09_DENSE_SW, stack="trtllm-v0.9", version=" v0.9")
+    rows = [("llama-2-7b", "h100-sxm", 896, 128, 128, 19854, 1), ("llama-2-7b", "h100-sxm", 120, 128, 2048, 6944, 1),
+            ("llama-2-7b", "h100-sxm", 84, 2048, 128, 2163, 1), ("llama-2-7b", "h100-sxm", 56, 2048, 2048, 2826, 1),
+            ("llama-2-70b", "h100-sxm", 1024, 128, 128, 3214, 2), ("llama-2-70b", "h100-sxm", 96, 2048, 128, 346, 2),
+            ("llama-2-70b", "h100-sxm", 64, 2048, 2048, 1011, 2), ("llama-2-70b", "h200", 1024, 128, 128, 3989, 1),
+            ("llama-2-70b", "h200", 64, 2048, 2048, 1458, 1)]
+    return [_trt(m, chip, "fp8", b, i, o, pub, chips=tp, per_gpu=True, **kw) for m, chip, b, i, o, pub, tp in rows] + [
+        _trt_ttft("llama-2-7b", "h100-sxm", "fp8", 2048, 30.8, **kw),
+        _trt_ttft("llama-2-70b", "h100-sxm", "fp8", 2048, 85.1, chips=8, **kw)]
+
+
+# Not a figure here: the JetStream-MaxText recipe for Llama-2-7B (AI-Hypercomputer/tpu-recipes,
+# inference/v5e/JetStream-Maxtext/Llama2-7B/README.md: 3,061.78 output tok/s, 995 OpenOrca requests, per-device batch
+# 11, bf16) prints its result as an example ("something like"), the same block appears verbatim in the Trillium
+# recipe, and no chip count is given; v5e-4 and v5e-8 would both hold it, so picking one would be fitting.
 def _jetstream(model, label, dtype, batch, published):
     cond = (f"{model} ({label} in the source), {dtype} weights and KV cache, batch {batch}, max 1024 in / 1024 out, "
             "TPU v5e-8 (8 chips)")
@@ -168,13 +187,13 @@ def _trt_moe():
     return [
         Figure("TensorRT-LLM v0.9, mixtral-8x7b (MoE) fp8, batch 64, 2048 in / 128 out, H100 SXM TP2", 588,
                "tok/s/GPU", TRT09, f"{cond}, batch 64, input 2048, output 128, output tok/s per GPU", TRT09_SW,
-               "gpu", "trtllm-v0.6",
-               lambda: serving_tps("mixtral-8x7b", "gpu", "h100-sxm", stack="trtllm-v0.6", batch=64, prompt=2048,
+               "gpu", "trtllm-v0.9",
+               lambda: serving_tps("mixtral-8x7b", "gpu", "h100-sxm", stack="trtllm-v0.9", batch=64, prompt=2048,
                                    output=128, chips=2, dtype="fp8", per_chip=True)),
         Figure("TensorRT-LLM v0.9 first token 89.5 ms, mixtral-8x7b (MoE) fp8, batch 1, 2048 in, H100 SXM TP2",
                round(2048 / 0.0895), "prompt tok/s", TRT09, f"{cond}, batch 1, input 2048; compared as 2048/89.5 ms",
-               TRT09_SW, "gpu", "trtllm-v0.6",
-               lambda: prefill_tps("mixtral-8x7b", "gpu", "h100-sxm", stack="trtllm-v0.6", prompt=2048, chips=2,
+               TRT09_SW, "gpu", "trtllm-v0.9",
+               lambda: prefill_tps("mixtral-8x7b", "gpu", "h100-sxm", stack="trtllm-v0.9", prompt=2048, chips=2,
                                    dtype="fp8")),
     ]
 
@@ -246,6 +265,7 @@ FIGURES = [
     _cerebras("Cerebras inference (Oct 2024 release), Llama-3.1-70B, per user", "llama-3.1-70b", 2100,
               "cerebras-2024-10", CEREBRAS_OCT),
     *_trt_moe(),
+    *_trt09(),
     _gpt_fast("llama-2-7b", 104.9),
     _gpt_fast("llama-2-7b", 328.43, chips=8),
     _gpt_fast("llama-2-70b", 62.50, chips=8),

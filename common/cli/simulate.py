@@ -30,10 +30,11 @@ def add_commands(sub) -> None:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=1024, help="prompt length (prefill) or cached tokens (decode)")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one file per backend)")
+    from common.chips.catalog.stacks import STACKS  # torch-free: the help lists what the catalog holds
     p.add_argument("--stack", default=None, metavar="NAME",
-                   help="serving stack / software generation whose per-step costs to add (e.g. cerebras-2024-08, "
-                        "cerebras-2024-10, vllm-2023-08, trtllm-v0.5, trtllm-v0.6, jetstream-2024-07, groq-2024; "
-                        "needs one --backend; default: the hardware alone)")
+                   help="serving stack / software generation whose per-step costs to add ("
+                        + ", ".join(f"{s.name} ({s.backend})" for s in STACKS)
+                        + "; needs one --backend; default: the hardware alone)")
     p.set_defaults(func=cmd_simulate)
     p = sub.add_parser("op", help="one operator on the simulated backends, with the tiling the compiler chose")
     p.add_argument("op", choices=OPS)

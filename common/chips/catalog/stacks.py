@@ -92,6 +92,22 @@ TRT_SECOND_ORDER = ("per-step host time of the C++ gptSessionBenchmark runtime: 
                     "path profiled here (vllm-2023-08), costs 10.9 % of a step",
                     "the L2 hit rate of the masked MHA kernel's re-reads: charged at its bound (none hit L2), so "
                     "the unknown can only make a step shorter")
+# TensorRT-LLM v0.8 / v0.9: XQA, the MQA/GQA generation kernel, reads each KV head once for the query heads
+# sharing it; the v0.9 tables were measured with it where it helped (and Llama-2-7B has no grouped heads).
+TRT09_XQA = ("NVIDIA TensorRT-LLM docs/source/performance.md at v0.9.0 (https://github.com/NVIDIA/TensorRT-LLM/blob/"
+             "v0.9.0/docs/source/performance.md), 'Benchmarking per Model': the GQA (XQA) kernels are experimental "
+             "and off by default (TRTLLM_ENABLE_XQA=1), and the tables' runs enabled them where they helped; "
+             "docs/source/blogs/XQA-kernel.md (2024-01, v0.8): XQA is the generation-phase kernel for MQA/GQA, "
+             "Llama-70B on 1 x H200 at 2.4x the masked-MHA throughput - no KV head re-read per query head is "
+             "charged")
+TRT09_SESSION = ("the same performance.md at v0.9.0: every table row is gptSessionBenchmark (static batching, "
+                 "'--paged_kv_cache disable', no '--enable_cuda_graph' in its commands), H100/H200 rows with FP8 "
+                 "weights and FP8 KV cache ('quant_algo': 'FP8', 'kv_cache_quant_algo': 'FP8'); the low-latency "
+                 "note says in-flight-batching latency numbers are 'soon' to come, so in-flight batching is not "
+                 "what these figures measured")
+TRT09_SECOND_ORDER = (TRT_SECOND_ORDER[0], f"structure of the figures this stack is used for: {TRT09_SESSION}",
+                      "XQA's own efficiency against the HBM floor: not published per shape; the blog's 2.4x is an "
+                      "end-to-end ratio, not a kernel profile (a scale only, not fitted to)")
 # devquasar.com 'Speculative decoding tradeoffs: GPU with large models (Llama 70B + 8B)': llama.cpp, Llama-3-70B
 # Q4_K_M target, Llama-3-8B Q4_K_M draft, --draft 8, greedy: accepted rate 58.68 % (the best configuration).
 # A Groq engineer's public comment (Hacker News, Feb 2024, quoted in news.ycombinator.com item 39445809): the demo
@@ -148,7 +164,11 @@ STACKS = (
     Stack("trtllm-v0.6", "gpu", "2023-12", "TensorRT-LLM v0.6.1 (gptSessionBenchmark, static batching), masked MHA "
           "decode attention (no XQA)", kv_reread=TRT_KV_REREAD,
           second_order=TRT_SECOND_ORDER),
-    Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice)",
+    Stack("trtllm-v0.9", "gpu", "2024-04", "TensorRT-LLM v0.9.0 (gptSessionBenchmark, static batching), XQA "
+          "generation kernel for grouped-query models (each KV head read once per group), FP8 weights and KV cache "
+          "on Hopper", second_order=TRT09_SECOND_ORDER + (f"KV re-reads: none charged: {TRT09_XQA}",)),
+    Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice), "
+          "as profiled on the MaxText engine",
           step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "
                                "after that optimisation; charged at the bound (an upper bound, no mean published)")),
     Stack("groq-2024", "lpu", "2024", "GroqCloud (deterministic static schedule)",
@@ -158,7 +178,8 @@ STACKS = (
           "publishes none), so the simulated speed at a given chip count is an upper bound",
           deployment=(568, GROQ_568)),
     Stack("cerebras-2024-08", "wse", "2024-08-27", "Cerebras Inference at launch ('Introducing Cerebras "
-          "Inference'): one token per target step, wafer I/O synchronous with compute",
+          "Inference', https://cerebras.ai/blog/introducing-cerebras-inference-ai-at-instant-speed): one token per "
+          "target step, wafer I/O synchronous with compute",
           not_published=("the launch kernels' utilisation ('only a fraction of its peak bandwidth, compute and IO' "
                          "in the October post)",),
           bound="upper", bound_reason=CEREBRAS_AUG_BOUND),
