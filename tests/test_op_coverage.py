@@ -76,7 +76,7 @@ def test_every_name_in_the_kind_tables_is_an_exception_torch_metadata_gets_wrong
 
 
 @pytest.mark.parametrize("op, args, flops", [
-    (aten.new_ones.default, (torch.empty(3, 4), [5, 6]), 0),  # the ops learners' models first brought: creation, no FLOPs
+    (aten.new_ones.default, (torch.empty(3, 4), [5, 6]), 0),  # what learners first brought: creation, no FLOPs
     (aten.lift_fresh_copy.default, (torch.ones(7),), 0),  # a copy
     (aten.add_.Tensor, (torch.ones(2, 3), torch.ones(2, 3)), 6),  # in place: the rule of add
     (aten.sort.default, (torch.randn(4, 8),), 4 * 8 * 3),  # n log2 n comparisons per row
@@ -132,11 +132,40 @@ def test_an_op_without_a_rule_runs_on_the_host_with_a_fallback_event(backend):
         assert after and all(e.start >= trip[-1].end * (1 - 1e-12) for e in after)
 
 
+@torch.library.custom_op("dfa_unseen::mystery", mutates_args=())
+def _mystery(x: torch.Tensor) -> torch.Tensor:  # an op of a torch this project has never seen: no tag, no rule
+    return x.sin() + 1
+
+
+@_mystery.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@pytest.mark.parametrize("backend", ["wse", "lpu", "spyre"])
+def test_an_op_no_torch_metadata_covers_takes_the_documented_fallback_with_a_report_event(backend):
+    op = torch.ops.dfa_unseen.mystery.default
+    assert rule_for(op) is None  # no tag, no decomposition, not a view, takes and returns a tensor
+    torch._dynamo.reset()
+    clear_reports()
+    x = torch.randn(4, 4)
+    out = torch.compile(lambda t: torch.ops.dfa_unseen.mystery(t * 2) * 3, backend=f"dfa_{backend}")(x)
+    assert torch.allclose(out, ((x * 2).sin() + 1) * 3, rtol=sim.get_backend(backend).rtol_vs_eager * 4)
+    host = [e for e in _events(backend) if e.kind == "host"]
+    assert [e.detail["fallback"] for e in host] == ["dfa_unseen.mystery"], host
+    assert host[0].detail["reason"].startswith("no cost rule") and host[0].duration >= host[0].floor > 0
+    computed = [e for e in sim.last_report(backend).events if e.kind == "compute"]
+    assert computed and all(e.flops >= 0 for e in computed)  # the ops around it still ran on the machine
+
+
 @pytest.mark.parametrize("backend", ["gpu", "tpu"])
 def test_without_a_host_link_in_the_catalog_such_an_op_is_one_line_naming_op_and_backend(backend):
     torch._dynamo.reset()
     with pytest.raises(Exception, match=rf"dfa_{backend} cannot run aten\._linalg_det: it must run on the host"):
         torch.compile(lambda t: torch.linalg.det(t), backend=f"dfa_{backend}")(torch.randn(3, 3))
+    torch._dynamo.reset()  # an op of a torch the project has never seen: the same one line, never a traceback
+    with pytest.raises(Exception, match=rf"dfa_{backend} cannot run dfa_unseen\.mystery: it must run on the host"):
+        torch.compile(lambda t: torch.ops.dfa_unseen.mystery(t), backend=f"dfa_{backend}")(torch.randn(3, 3))
 
 
 class IndexMath(torch.nn.Module):  # positions, a mask and a histogram in int64; a complex rotation
