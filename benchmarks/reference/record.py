@@ -37,7 +37,8 @@ from common.measure.devices import this_machine
 from common.models import build_model, load_llm, step_inputs
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[1] / "common" / "measure" / "reference_data"  # package data: installed with common (common.measure.reference)
+# package data: installed with common (common.measure.reference reads it)
+DATA = HERE.parents[1] / "common" / "measure" / "reference_data"
 FORMAT = 1
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MODEL, BATCH, SEQ = "tiny-block", 4, 64  # Lab 1's forward pass
@@ -175,19 +176,29 @@ def real_llm(layer: Layer, dtype: str, p: dict):
 
 def decode_step_row(timings: list[dict], p: dict) -> dict | None:
     """The decode step implied by the real model's forward and generate rows (Lab 1's DECODE_STEP_S), with the
-    sequence length halfway through generation for the simulator."""
+    sequence length halfway through generation for the simulator.
+
+    The step is a difference of two timings: (generate - forward) / (new_tokens - 1). Where that difference is not
+    above the two timings' noise (their IQRs; a --quick run times each once, and under load generate of 2 tokens
+    can come out faster than the forward pass) no step was measured: the row says so in ``unresolved`` and its
+    ``median_s`` is None, rather than a clamped 0 s that no machine runs in."""
     fwd = next((r for r in timings if r["op"] == "prefill" and r.get("sim_model") == LLM_NAME), None)
     gen = next((r for r in timings if r["op"] == "generate" and r.get("llm")), None)
     if fwd is None or gen is None:
         return None
     n = p["new_tokens"]
-    step = max(gen["median_s"] - fwd["median_s"], 0.0) / max(n - 1, 1)
+    gap, noise = gen["median_s"] - fwd["median_s"], (fwd["iqr_s"] or 0.0) + (gen["iqr_s"] or 0.0)
+    step = gap / max(n - 1, 1) if gap > noise else None
+    unresolved = None if step is not None else (
+        f"generate - forward = {gap * 1e3:.3g} ms is not above the timings' noise (IQRs {noise * 1e3:.3g} ms): "
+        f"no decode step derived from {n} new tokens")
     return {"workload": fwd["workload"].replace(f"forward b1 s{p['prompt']}", "decode step (from generate)"),
             "op": "decode", "shape": [1, p["prompt"] + n // 2], "dtype": fwd["dtype"], "flops": None, "bytes": None,
             "median_s": step, "iqr_s": None, "n_runs": min(fwd["n_runs"], gen["n_runs"]), "number_per_run": 1,
             "flops_per_s": None, "bytes_per_s": None, "sim_op": None, "sim_shape": None,
             "sim_model": LLM_NAME, "sim_layers": fwd["sim_layers"], "phase": "decode", "batch": 1,
-            "seq": p["prompt"] + n // 2, "llm": fwd["llm"], "derived": "(generate - forward) / (new_tokens - 1)"}
+            "seq": p["prompt"] + n // 2, "llm": fwd["llm"], "derived": "(generate - forward) / (new_tokens - 1)",
+            **({"unresolved": unresolved} if unresolved else {})}
 
 
 def top_ops(layer: Layer, fn, k: int = 5, runs: int = 3) -> list[dict]:

@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
+from common.graph.op_decompose import KIND_WEIGHT
 from common.graph.op_kinds import DECOMPOSITIONS, VIEW, rule_for
 
 if TYPE_CHECKING:  # pandas (~0.3 s to import) is loaded by the table views, not the simulators
@@ -26,13 +27,11 @@ if TYPE_CHECKING:  # pandas (~0.3 s to import) is loaded by the table views, not
 
 aten = torch.ops.aten
 
-VIEW_OPS = VIEW  # ops that only reinterpret metadata (for callers that list them; rules: common.graph.op_kinds)
+VIEW_OPS = VIEW  # the views torch's schemas do not mark (every other view: common.graph.op_kinds.is_view_op)
 VIEW_METHODS = {"view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "contiguous_view",
                 "flatten", "unflatten", "narrow", "chunk", "split", "size", "dim", "__getitem__"}
 GATHER_OPS = {aten.embedding, aten.index_select}
-# Which kind wins when one node dispatches several ops (a decomposition): the heaviest work names the node.
-_WEIGHT = {k: i for i, k in enumerate(("metadata", "view", "creation", "movement", "collective", "pointwise",
-                                       "reduction", "matmul"))}
+_WEIGHT = KIND_WEIGHT  # which kind names a node that dispatches several ops: the heaviest work
 
 
 class VectorFlopMode(TorchDispatchMode):
@@ -53,7 +52,7 @@ class VectorFlopMode(TorchDispatchMode):
             self.uncosted.append(f"{getattr(func, 'namespace', 'aten')}.{_packet(func).__name__}"
                                  if hasattr(_packet(func), "__name__") else str(func))
             self.kinds.append("uncosted")
-        elif rule.kind == "decomposed":
+        elif rule.source == "decomposition":  # counted as what it dispatches to with these inputs
             self.kinds.append(self._decomposed(func, args, kwargs))
         else:
             try:

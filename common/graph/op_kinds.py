@@ -1,20 +1,26 @@
 """What kind of work every aten op does, and how many FLOPs one call of it counts: ``rule_for(op)``.
 
-Kinds: creation, view, movement, pointwise, reduction, matmul, collective, metadata. The kind comes from
-torch's own op metadata wherever it exists, so an op nobody listed still gets one:
+Kinds: creation, view, movement, pointwise, reduction, matmul, collective, metadata. The kind comes from the
+installed torch's own op metadata, so an op nobody listed - or one a newer torch adds - still gets one:
 
 1. ``torch.utils.flop_counter``'s registry (mm, bmm, convolution, attention...)          -> matmul
 2. a per-op count where the work is not one FLOP per element (softmax, layer norm, sort...) -> its ``TABLE`` kind;
    ops of other libraries by qualified name (``NAMED``: transformers' grouped MoE matmul)
 3. the namespace ``_c10d_functional`` (all_reduce, all_gather...)                          -> collective
-4. the schema: no tensor among the returns (sym_size, _assert_async...)                   -> metadata
-5. the data-movement list below, and ``Tag.view_copy`` (lift_fresh_copy, t_copy...)      -> movement
-6. no tensor among the arguments, or a ``new_*`` / ``*_like`` / fill op (values from a size) -> creation
-7. the schema: the first return aliases an input and nothing is written (view, expand...) -> view
+4. the schema: no tensor among the returns (sym_size, _local_scalar_dense...)             -> metadata
+5. ``Tag.view_copy`` (lift_fresh_copy, t_copy...)                                        -> movement
+6. the schema: no tensor among the arguments (full, arange, randn...)                      -> creation
+7. the schema: the first return aliases an input and nothing is written, or ``Tag.inplace_view`` -> view
 8. ``Tag.pointwise`` -> pointwise;  9. ``Tag.reduction`` -> reduction
 10. an in-place op (``add_``) takes the rule of its functional form (``add``)
-11. otherwise a decomposition in ``torch._decomp``: the op counts what it decomposes into, and takes the kind
-    of the heaviest of those ops (``common.graph.costs.VectorFlopMode``)
+11. otherwise a decomposition in ``torch._decomp``: the kind of the heaviest op it dispatches on example meta
+    tensors (``common.graph.op_decompose``); when dispatched, the op counts what it decomposes into
+    (``common.graph.costs.VectorFlopMode``)
+
+The name tables ``MOVEMENT``, ``CREATION`` and ``VIEW`` hold EXCEPTIONS only, each with its reason: ops whose
+tags say pointwise but which only copy (clone, where), ops that read a tensor for its size only (zeros_like),
+and the one view no schema marks (``_unsafe_view``). They apply before steps 5-11. An op with no rule at all
+(``rule_for`` is None) is left to the documented CPU fallback with a report event (``common.sim.fallback``).
 
 FLOP conventions (as in LLM-Viewer and most roofline tools): one FLOP per output element of a pointwise op,
 one per input element of a reduction, none for creation, views, movement and metadata; the tables below give
@@ -31,10 +37,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import flop_registry
 
-try:  # torch's table of Python decompositions (private module; every torch this project supports has it)
-    from torch._decomp import decomposition_table as DECOMPOSITIONS
-except ImportError:  # pragma: no cover
-    DECOMPOSITIONS = {}
+from common.graph.op_decompose import DECOMPOSITIONS, decomposition_kind
 
 aten = torch.ops.aten
 KINDS = ("creation", "view", "movement", "pointwise", "reduction", "matmul", "collective", "metadata")
@@ -154,29 +157,39 @@ if hasattr(aten, "_grouped_mm"):  # torch's grouped GEMM (an MoE's experts in on
 # Ops of other libraries, by qualified name: transformers' MoE runs its experts as one custom grouped matmul.
 NAMED = {"transformers::grouped_mm_fallback": ("matmul", _grouped_mm)}
 
-# Pure data movement: bytes, no arithmetic (a selection by mask or index moves values, it does not compute them).
-MOVEMENT = {
-    aten.clone, aten.copy_, aten._to_copy, aten.copy, aten.cat, aten.stack, aten.embedding, aten.index_select,
-    aten.gather, aten.index, aten.index_put, aten.slice_scatter, aten.select_scatter, aten.repeat,
-    aten.constant_pad_nd, aten.where, aten.scatter, aten.triu, aten.tril, aten.index_copy, aten.flip, aten.roll,
-    aten.masked_scatter, aten.masked_select, aten.nonzero, aten.reflection_pad1d, aten.reflection_pad2d,
-    aten.reflection_pad3d, aten.replication_pad1d, aten.replication_pad2d, aten.replication_pad3d,
-    aten.contiguous, aten._local_scalar_dense, aten.lift_fresh_copy, aten.diagonal_scatter,
-    aten.as_strided_scatter, aten.narrow_copy, aten.im2col,
+# EXCEPTIONS: the ops whose kind torch's metadata (tags, schema aliasing, decompositions) gets wrong or does not
+# give, each with its reason. Everything else is derived from the installed torch (``rule_for``); tests/
+# test_op_coverage.py checks that every entry here changes the kind its op would otherwise get.
+_COPIES = "copies or rearranges values, no arithmetic"
+_SELECTS = "selects values by index or mask: moves them, computes none"
+_PADS = "writes its input and a border: a copy (its decomposition builds indices with pointwise ops)"
+MOVEMENT = {  # pure data movement: bytes, no FLOPs
+    **dict.fromkeys((aten.clone, aten.contiguous, aten._to_copy), f"tagged pointwise or untagged, but {_COPIES}"),
+    **dict.fromkeys((aten.copy_, aten.copy), "writes one tensor into another: a copy, no FLOPs"),
+    **dict.fromkeys((aten.cat, aten.flip, aten.im2col), _COPIES),
+    aten.roll: f"{_COPIES} (its decomposition counts the index arithmetic of a rotation as pointwise work)",
+    **dict.fromkeys((aten.embedding, aten.index_select, aten.gather, aten.index, aten.masked_select,
+                     aten.nonzero), _SELECTS),
+    **dict.fromkeys((aten.index_put, aten.scatter, aten.masked_scatter, aten.select_scatter,
+                     aten.diagonal_scatter, aten.as_strided_scatter),
+                    "writes values at given positions (no accumulation): a copy"),
+    **dict.fromkeys((aten.constant_pad_nd, aten.reflection_pad1d, aten.reflection_pad2d, aten.reflection_pad3d,
+                     aten.replication_pad1d, aten.replication_pad2d, aten.replication_pad3d), _PADS),
+    aten.where: "tagged pointwise, but picks one of two values per element: no arithmetic",
+    **dict.fromkeys((aten.triu, aten.tril), "keeps a triangle (its decomposition computes the mask): a copy"),
 }
-# Writes a tensor whose values depend on a size or a scalar only (plus the random generators).
-CREATION = {aten.fill, aten.fill_, aten.zero_, aten.zeros_like, aten.ones_like, aten.full_like, aten.empty_like,
-            aten.rand_like, aten.randn_like, aten.randint_like, aten.new_zeros, aten.new_ones, aten.new_full,
-            aten.new_empty, aten.new_empty_strided, aten.normal_, aten.uniform_, aten.random_, aten.bernoulli_,
-            aten.exponential_}
-# Views whose schema does not say so (``_unsafe_view`` returns a fresh tensor to autograd, an alias in memory).
-VIEW = {aten._unsafe_view, aten.view, aten.reshape, aten.permute, aten.transpose, aten.t, aten.expand, aten.slice,
-        aten.select, aten.unsqueeze, aten.squeeze, aten.alias, aten.as_strided, aten.split, aten.split_with_sizes,
-        aten.unbind, aten.view_as_real, aten.view_as_complex, aten.detach, aten.lift_fresh, aten.unflatten,
-        aten.flatten, aten.narrow, aten.chunk, aten.diagonal, aten.unsafe_split, aten.unsafe_split_with_sizes,
-        aten.transpose_, aten.t_, aten.squeeze_, aten.unsqueeze_, aten.unfold}
-# Queries and assertions: dispatch, but compute and move nothing.
-METADATA = {torch.ops.prim.device}
+CREATION = {  # writes a tensor whose values depend on a size or a scalar only (plus the random generators)
+    **dict.fromkeys((aten.zeros_like, aten.ones_like, aten.full_like, aten.empty_like, aten.new_zeros,
+                     aten.new_ones, aten.new_full, aten.new_empty, aten.new_empty_strided),
+                    "takes a tensor for its size, dtype and device only: reads none of its values"),
+    **dict.fromkeys((aten.rand_like, aten.randn_like, aten.randint_like), "a random tensor of another's size"),
+    **dict.fromkeys((aten.fill, aten.fill_), "overwrites every element with a scalar: reads none"),
+    **dict.fromkeys((aten.normal_, aten.uniform_, aten.random_, aten.bernoulli_, aten.exponential_),
+                    "overwrites every element with a random draw: reads none"),
+}
+# Views whose schema does not say so. Every other view is one by its schema's aliasing or Tag.inplace_view, or
+# by its decomposition (unsafe_split decomposes into split: views).
+VIEW = {aten._unsafe_view: "returns a fresh tensor to autograd, an alias of its input in memory; no decomposition"}
 COLLECTIVE_NAMESPACES = ("_c10d_functional", "c10d_functional", "_dtensor")
 
 
@@ -217,11 +230,24 @@ def _functional(op):
 
 
 @functools.cache
-def rule_for(op) -> Rule | None:  # noqa: C901  (one rule per step of the module docstring)
+def rule_for(op) -> Rule | None:
     """The kind and FLOP rule of one op (an ``OpOverload``); None for a callable torch knows nothing about."""
+    return _rule(op, exceptions=True)
+
+
+def rule_without_exceptions(op) -> Rule | None:
+    """The rule torch's metadata alone gives ``op`` (MOVEMENT, CREATION and VIEW ignored): what an exception
+    there overrides (tests/test_op_coverage.py checks that each one changes it)."""
+    return _rule(op, exceptions=False)
+
+
+def _kind_of(op) -> str | None:  # an op's kind inside a decomposition
+    rule = rule_for(op)
+    return rule.kind if rule is not None else None
+
+
+def _rule(op, exceptions: bool) -> Rule | None:  # noqa: C901  (one rule per step of the module docstring)
     packet = _packet(op)
-    if packet in METADATA:
-        return Rule("metadata", "table")
     if packet in flop_registry:
         return Rule("matmul", "flop_counter")
     if packet in TABLE:
@@ -233,28 +259,29 @@ def rule_for(op) -> Rule | None:  # noqa: C901  (one rule per step of the module
     schema = getattr(op, "_schema", None)
     if schema is None or not isinstance(op, torch._ops.OpOverload):
         return None
+    movement, creation, view = (MOVEMENT, CREATION, VIEW) if exceptions else ({}, {}, {})
     namespace = getattr(op, "namespace", "")
     if namespace in COLLECTIVE_NAMESPACES:
         return Rule("collective", "namespace")
     if not _returns_tensor(schema):
         return Rule("metadata", "schema")
-    if packet in MOVEMENT or _has(op, "view_copy"):
-        return Rule("movement", "table" if packet in MOVEMENT else "tag")
-    if packet in CREATION or not _takes_tensor(schema):
+    if packet in movement or _has(op, "view_copy"):
+        return Rule("movement", "exception" if packet in movement else "tag")
+    if packet in creation or not _takes_tensor(schema):
         seeded = _has(op, "nondeterministic_seeded")  # one generator step per element, like pointwise
-        return Rule("creation", "table" if packet in CREATION else "schema", _out_elems if seeded else None)
-    if _is_view(op, schema) or packet in VIEW:
-        return Rule("view", "schema" if _is_view(op, schema) else "table")
+        return Rule("creation", "exception" if packet in creation else "schema", _out_elems if seeded else None)
+    if _is_view(op, schema) or packet in view:
+        return Rule("view", "schema" if _is_view(op, schema) else "exception")
     if _has(op, "pointwise"):
         return Rule("pointwise", "tag", _out_elems)
     if _has(op, "reduction"):
         return Rule("reduction", "tag", _per_input(1))
     functional = _functional(op)
-    if functional is not None and rule_for(functional) is not None:
-        base = rule_for(functional)
+    base = _rule(functional, exceptions) if functional is not None else None
+    if base is not None:
         return Rule(base.kind, f"in-place {base.source}", base.flops)
-    if op in DECOMPOSITIONS:
-        return Rule("decomposed", "decomposition")
+    if op in DECOMPOSITIONS:  # counted as what it decomposes into when dispatched (common.graph.costs)
+        return Rule(decomposition_kind(op, _kind_of) or "decomposed", "decomposition")
     return None
 
 

@@ -75,7 +75,7 @@ def op_work(func, args, kwargs, out) -> tuple[str, float, float]:
         kind, flops = "uncosted", 0.0
     elif rule.source == "flop_counter":
         kind, flops = "matmul", float(flop_registry[func.overloadpacket](*args, **kwargs, out_val=out))
-    elif rule.kind == "decomposed":
+    elif rule.source == "decomposition":
         inner = VectorFlopMode()
         kind = inner._decomposed(func, args, kwargs)
         flops = inner.flops

@@ -11,12 +11,13 @@ sets the simulator's prediction for the same ops beside them.
     ref.vs_simulated()                  # measured (Tesla T4, reference) | simulated (t4) | sim/measured
     plot_roofline(ref.roofline(), ...)  # the measured roofline of that machine
 
-The files ship inside the package (``common/measure/reference_data``, package data: a Colab ``pip install`` has them), or
-come from where ``$DFA_REFERENCE_DIR`` points.
+The files ship inside the package (``common/measure/reference_data``, package data: a Colab ``pip install`` has
+them), or come from where ``$DFA_REFERENCE_DIR`` points.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -143,8 +144,9 @@ class Reference:
 
     def vs_simulated(self, chip=None, *, backend: str = "gpu", dtype: str | None = None) -> pd.DataFrame:
         """Measured (this reference) vs simulated (``chip``, default the reference's own catalog chip) for every
-        timed op the simulator models, in the dtype it was measured in (rows the chip has no datapath for are
-        left out, and listed in ``attrs['skipped']``). Columns as ``common.measure.devices.sim_vs_measured``."""
+        timed op the simulator models, in the dtype it was measured in (rows the chip has no datapath for, and
+        rows with no measured time - a decode step the recording could not resolve - are left out, and listed in
+        ``attrs['skipped']``). Columns as ``common.measure.devices.sim_vs_measured``."""
         from common.chips import get_chip
         from common.measure.devices import sim_vs_measured
         from common.sim import simulate_llm, simulate_op
@@ -160,8 +162,8 @@ class Reference:
             op, model = getattr(r, "sim_op", None), getattr(r, "sim_model", None)
             if not isinstance(op, str) and not isinstance(model, str):
                 continue
-            if not c.supports(r.dtype):
-                skipped.append(r.workload)
+            if not c.supports(r.dtype) or not (r.median_s > 0 and math.isfinite(r.median_s)):
+                skipped.append(r.workload)  # no datapath on the chip, or no time measured (an unresolved step)
                 continue
             if isinstance(op, str):
                 rep = simulate_op(op, tuple(r.sim_shape), backend, chip=c.name, dtype=r.dtype)

@@ -42,8 +42,9 @@ FORMAT = 1  # bump when the stored layout changes
 MAX_ENTRIES = 256  # ~8 MB: every model x phase a course touches, several times over
 STALE_TMP_S = 3600  # a .tmp older than this belongs to a writer that died
 # Modules whose code decides what a capture contains (plus every module of common.models, see _code_hash).
-CODE_MODULES = ("common.graph.capture", "common.graph.meta_capture", "common.graph.lazy_dynamo", "common.graph.costs", "common.graph.op_kinds",
-                "common.chips", "common.torch_compat", "common.sim.moe", "common.sim.workload", __name__)
+CODE_MODULES = ("common.graph.capture", "common.graph.meta_capture", "common.graph.lazy_dynamo", "common.graph.costs",
+                "common.graph.op_kinds", "common.graph.op_decompose", "common.chips", "common.torch_compat",
+                "common.sim.moe", "common.sim.workload", __name__)
 
 
 def cache_dir() -> Path | None:

@@ -27,7 +27,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from common.errors import DFAError
-from common.graph.costs import VIEW_OPS, VectorFlopMode, _mutated_first_arg, _packet, touched_bytes
+from common.graph.costs import VectorFlopMode, _mutated_first_arg, _packet, touched_bytes
+from common.graph.op_kinds import is_view_op
 
 aten = torch.ops.aten
 HOST_READS = {aten._local_scalar_dense, aten.is_nonzero, aten.item}  # a tensor value read by Python (if/while)
@@ -229,7 +230,7 @@ class _EagerCounter(TorchDispatchMode):
         kwargs = kwargs or {}
         packet = _packet(func)
         leaves = pytree.tree_leaves((args, kwargs))
-        if _INSIDE[0] or packet in VIEW_OPS or any(_is_fake(t) for t in leaves):
+        if _INSIDE[0] or is_view_op(func) or any(_is_fake(t) for t in leaves):
             return func(*args, **kwargs)
         if packet in HOST_READS:
             out = func(*args, **kwargs)
