@@ -4,10 +4,14 @@ turns them into one row per machine (time per step, tokens/s, the bottleneck and
 level, how many chips hold the model); ``figure`` draws those rows into one figure that is redrawn in place;
 ``widget`` puts ipywidgets controls around both, and where no widget can render (nbconvert, papermill, grading,
 CI, a plain shell) prints the table and saves the figure instead. Every number is SIMULATED and says so.
+``predict`` has the learner commit a prediction (a value, or a ranking of the machines) before the explorer
+shows the answer, keeps it beside the landscape map, and judges it side by side with the outcome.
 
-May import: ``chips``, ``models``, ``sim``.
+May import: ``chips``, ``landscape``, ``models``, ``sim``.
 """
+from common.explore.predict import Prediction, kendall_tau, predict
 from common.explore.whatif import Choices, machine_rows
 from common.explore.widget import Explorer, explore, widgets_can_render
 
-__all__ = ["Choices", "Explorer", "explore", "machine_rows", "widgets_can_render"]
+__all__ = ["Choices", "Explorer", "Prediction", "explore", "kendall_tau", "machine_rows", "predict",
+           "widgets_can_render"]
