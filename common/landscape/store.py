@@ -24,6 +24,7 @@ from pathlib import Path
 from common.landscape.map import DEFAULT_FILE, ENV_VAR, LandscapeMap
 
 DRIVE_MOUNT = "/content/drive"
+PREDICTIONS_FILE = "landscape_predictions.json"  # common.explore.predict keeps a learner's predictions here
 DRIVE_FOLDER = "MyDrive/dataflow-labs"
 
 
@@ -92,15 +93,16 @@ def keep_on_drive(folder: str = DRIVE_FOLDER) -> Path | None:
 
 
 def download_map(*extra: str | os.PathLike) -> Path:
-    """On Colab: download the map (and any ``extra`` files, e.g. the exported PNG and CSV) to your computer.
-    Elsewhere: print where the map is and download nothing. Returns the map's path."""
+    """On Colab: download the map, the predictions beside it (``PREDICTIONS_FILE``) and any ``extra`` files (e.g.
+    the exported PNG and CSV) to your computer. Elsewhere: print where the map is and download nothing. Returns
+    the map's path."""
     path = LandscapeMap.default_path()
     if not on_colab():
         print(f"not on Colab: nothing to download, your landscape map is kept at {path}")
         return path
     from google.colab import files
 
-    for item in (path, *extra):
+    for item in (path, path.with_name(PREDICTIONS_FILE), *extra):
         if Path(item).is_file():
             files.download(str(item))
     return path

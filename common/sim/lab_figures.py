@@ -18,16 +18,18 @@ from common.sim.serving import simulate_served
 LAB_STACK = "hf-generate"
 
 
-def hf_generate_simulated(model: str | None = None, chip: str = "t4", *, prompt: int = 32, new_tokens: int = 16,
+def hf_generate_simulated(model=None, chip: str = "t4", *, prompt: int = 32, new_tokens: int = 16,
                           batch: int = 1, layers: int | None = None, dtype: str | None = None) -> dict:
     """Simulated ``model.generate(max_new_tokens=new_tokens)`` on ``chip`` under hf-generate (module docstring).
-    ``layers``: a cut of the model, as ``load_llm(layers=...)`` loads it."""
-    from common.models import get_config
+    ``model``: a catalog name or a ``ModelConfig`` (a lab's ``llm.config``, as loaded); ``layers``: a cut of the
+    model, as ``load_llm(layers=...)`` loads it."""
+    from common.models import ModelConfig, get_config
     from common.models.llm import DEFAULT_LLM
     if new_tokens < 1:
         raise DFAError(f"new_tokens must be >= 1, got {new_tokens!r}")
-    name = model or DEFAULT_LLM
-    config = replace(get_config(name), n_layers=int(layers)) if layers is not None else name
+    base = model if isinstance(model, ModelConfig) else get_config(model or DEFAULT_LLM)
+    name = base.name if isinstance(model, ModelConfig) else (model or DEFAULT_LLM)
+    config = replace(base, n_layers=int(layers)) if layers is not None else base
     kw = dict(stack=LAB_STACK, batch=batch, chip=chip, dtype=dtype)
     pre = simulate_served(config, "gpu", phase="prefill", seq=prompt, **kw)
     dec = simulate_served(config, "gpu", phase="decode", seq=prompt + new_tokens // 2, **kw)

@@ -10,6 +10,9 @@ with. A judgement runs in the grader, on plain data its probe sent, with inputs 
 * ``expected_time``: compute term = flops / the catalog's peak at dtype, memory term = bytes / main-memory
   bandwidth; the larger, and "compute" on a tie.
 * ``machine_row``: what ``five_machine_table`` holds for one report.
+* ``first_compute_bound_batch(machine, seq)``: the explorer question, answered without the explorer: the first
+  batch of the explorer's menu (``common.explore.widget.BATCHES``) at which ``simulate_llm`` of Part 5's model
+  (all 24 layers) says the decode step with ``seq`` cached tokens is compute-bound; None if none is.
 * ``LANDSCAPE_VOCAB[attribute][system] = (accept, reject)``: the learner's QUALITATIVE descriptions of the four
   dataflow machines, judged by ``common.landscape.rows.vocabulary_misses`` (rows[attribute][system]): a cell passes
   when it names a term of that machine's mechanism for that attribute and none that contradicts it (another
@@ -81,6 +84,18 @@ def machine_row(report, error=math.nan) -> dict:
            "tokens_per_s": report.tokens_per_s, "bottleneck": report.bottleneck, "max_abs_error": error}
     row.update({f"bytes_{level}": b for level, b in report.bytes.items()})
     return row
+
+
+# ---- Part 5: the explorer question -------------------------------------------------------------------------
+EXPLORER_MODEL = "qwen2.5-0.5b-instruct"  # Part 5's real model, simulated at its real size
+
+
+def first_compute_bound_batch(machine, seq, model=EXPLORER_MODEL):
+    from common.explore.widget import BATCHES
+    from common.sim import simulate_llm
+
+    return next((b for b in BATCHES
+                 if simulate_llm(model, machine, phase="decode", batch=b, seq=seq).bottleneck == "compute"), None)
 
 
 # ---- Landscape map: the learner's descriptions ---------------------------------------------------------------

@@ -19,15 +19,13 @@
 # %% [markdown]
 # # Course 1 · Lab 1 — One model, five machines: the accelerator landscape
 #
-# A **GPU** runs a model as a stream of kernels that a host program launches one after another (control flow).
-# The four others are, to different degrees, **dataflow** machines whose compiler lays the whole graph out ahead
-# of time: a **Google TPU** (XLA, systolic matrix units, HBM), a **Cerebras WSE** (~900,000 cores on one wafer,
+# A **GPU** runs a model as kernels that a host program launches one after another (control flow); the four
+# others are, to different degrees, **dataflow** machines whose compiler lays the whole graph out ahead of time: a **Google TPU** (XLA, systolic matrix units, HBM), a **Cerebras WSE** (~900,000 cores on one wafer,
 # weights in on-wafer SRAM), a **Groq LPU** (no caches; the compiler schedules every cycle) and an **IBM Spyre**
 # (32 dataflow cores, software-managed scratchpads, LPDDR5).
 #
-# You build two instruments — a **timer** and a **work counter** — measure your CPU, predict a GPU from its
-# datasheet, time a real 0.5B LLM here, and run it at its real size through the five simulated backends of
-# `common.sim`. Numbers are labelled
+# You build a **timer** and a **work counter**, measure your CPU, predict a GPU from its datasheet, time a real
+# 0.5B LLM here and run it at its real size on the five simulated backends of `common.sim`. Numbers are labelled
 # **measured** (this machine), **catalog** (a datasheet, sourced in `common.chips`) or **simulated**
 # (`common.sim`'s cost model, not the real chip).
 #
@@ -38,10 +36,11 @@
 # - measure your CPU's roofline, place measured ops on it, and profile where a forward pass spends time and memory
 # - predict GPU times from the catalog (compute term vs memory term) and explain why the CPU–GPU gap differs per op
 # - time a real LLM's forward pass and `generate()` (latency, tokens/s, peak memory) and set it against the simulator
-# - run that model at its real size on five simulated machines: time, throughput, bottleneck, bytes per memory level
+# - run that model at its real size on five simulated machines: time, throughput, bottleneck, bytes per memory
+#   level, and with an explorer find the batch at which each turns compute-bound
 # - start the accelerator landscape map that the next five courses extend
 #
-# **Expected time:** about 120 minutes (plus about 17 optional)  
+# **Expected time:** about 120 minutes (plus about 21 optional)  
 # **Runtime:** a free Colab CPU runtime (2 vCPUs) or any laptop; a GPU is used when present
 
 # %% [markdown] include="grading"
@@ -140,9 +139,8 @@ print(f"FAST={FAST}: model {MODEL}, batch {BATCH}, seq {SEQ}, GEMM sizes {GEMM_S
 # 4. returns `{"median_s": float, "iqr_s": float, "n_runs": int, "cold_s": float or None}` (seconds per call;
 #    `cold_s` is the first call's time, `None` when `warmup=0`).
 #
-# The checks also time a pretend asynchronous device whose work runs only when its `sync` waits for it, and whose
-# first call pays a one-time setup cost. The project's own harness, `common.measure.bench.measure`, has neither a
-# `sync` for other accelerators nor a cold-call time: calling it does not meet this spec.
+# The checks time a pretend asynchronous device (work runs only when `sync` waits; the first call pays a setup
+# cost). The project's `common.measure.bench.measure` has no `sync` for other devices and no cold-call time.
 # Example: a 256 × 256 `torch.mm` on a laptop → `{"median_s": 0.00021, "iqr_s": 4e-06, "n_runs": 9, "cold_s": 0.0011}`.
 
 # %% nbgrader={"grade": false, "grade_id": "measure", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -155,31 +153,23 @@ def measure(fn, *args, warmup=3, min_run_time=0.2, device=None, sync=None):
     """Median and IQR (seconds per call) of fn(*args), after warm-up, with a device sync before every clock read
     (`sync`, else torch.cuda.synchronize on a GPU, nothing on the CPU)."""
     ### BEGIN SOLUTION
-    if device is not None:
-        dev = torch.device(device)
-    else:
-        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    first = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    dev = torch.device(device) if device is not None else first
     if sync is None:
+        sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
 
-        def sync():
-            if dev.type == "cuda":
-                torch.cuda.synchronize(dev)
-
-    cold = None
-    if warmup > 0:  # the cold call, timed on its own: synced before and after
-        sync()
-        t0 = timeit.default_timer()
-        fn(*args)
-        sync()
-        cold = timeit.default_timer() - t0
-    for _ in range(warmup - 1):
-        fn(*args)
-    sync()
-
-    def clock():
+    def clock():  # every read of the clock waits for the device first
         sync()
         return timeit.default_timer()
 
+    cold = None
+    if warmup > 0:  # the cold call, timed on its own
+        t0 = clock()
+        fn(*args)
+        cold = clock() - t0
+    for _ in range(warmup - 1):
+        fn(*args)
+    sync()
     timer = benchmark.Timer(stmt="fn(*args)", globals={"fn": fn, "args": args}, timer=clock)
     m = timer.blocked_autorange(min_run_time=min_run_time)
     return {"median_s": float(m.median), "iqr_s": float(m.iqr), "n_runs": len(m.times), "cold_s": cold}
@@ -420,8 +410,7 @@ if torch.cuda.is_available():  # on a GPU the naive timer reads the clock before
 #
 # **Spec.** `gemm_cost(m, k, n, dtype_bytes=4)` for `(m, k) @ (k, n)` and `softmax_cost(rows, cols,
 # dtype_bytes=4)` over the last dimension each return `{"flops": float, "bytes": float, "intensity": float}`,
-# with compulsory bytes. `dtype_bytes` is any positive number: 4 (fp32), 2 (fp16), 1 (fp8), or 0.5 (4-bit
-# weights, which no torch dtype stores one per element). Example: `gemm_cost(2, 3, 4)` → 48 FLOPs,
+# with compulsory bytes. `dtype_bytes` is any positive number (0.5: 4-bit weights). Example: `gemm_cost(2, 3, 4)` → 48 FLOPs,
 # (6 + 12 + 8) × 4 = 104 bytes, intensity 0.46.
 
 # %%
@@ -570,7 +559,7 @@ if all(v is not None for v in work.values()):
 # bigger than the caches (bandwidth roof) and returns a `Roofline`; `rl.attainable(intensity)` is the bound.
 #
 # **Spec.** `achieved(result, rl)` for a measurement `result` — anything with `.flops`, `.bytes` (counted work
-# per call) and `.median_s`: a `bench.BenchResult` or a record of your own — and a `roofline.Roofline` →
+# per call) and `.median_s` — and a `roofline.Roofline` →
 # `{"flops_per_s", "bytes_per_s", "intensity", "attainable_flops_per_s", "fraction"}` as floats, where
 # attainable = `rl.attainable(intensity)` and fraction = achieved ÷ attainable. Example: 1 GFLOP and 1 MB in
 # 2 ms under roofs of 1 TFLOP/s and 10 GB/s → 0.5 TFLOP/s, intensity 1000, attainable 1 TFLOP/s, fraction 0.5.
@@ -673,9 +662,8 @@ plt.show()
 # ### Where the time and the memory go: `torch.profiler`
 #
 # **Principle.** A harness gives one number per call; a **profiler** splits it by operator: each op's *self*
-# time (in the op itself, not in the ops it calls) and, with memory profiling on, every allocation and free. It
-# tells you which few ops take the time (the **top ops by self CPU time**) and how much memory the call holds at
-# once (its **peak memory**).
+# time (in the op itself, not in the ops it calls) and, with memory profiling on, every allocation and free:
+# the **top ops by self CPU time** and the **peak memory** the call holds at once.
 #
 # **Vendor.** `with torch.profiler.profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:`
 # records the code inside. `prof.key_averages()` aggregates per op name: rows with `.key` (e.g. `"aten::mm"`),
@@ -811,21 +799,18 @@ else:
 # ## Part 4 — The CPU–GPU gap from first principles
 #
 # **Principle.** Predict a GPU before running on one. An op cannot finish faster than its **compute term**
-# (FLOPs ÷ peak FLOP/s) or its **memory term** (bytes ÷ memory bandwidth); the larger is its bound. The peak is
-# not magic: an NVIDIA GPU has SMs, each with a few tensor cores, each doing a fixed number of fused
-# multiply-adds per clock — `peak = SMs × tensor cores per SM × FMA per clock × 2 × clock`. The execution model
-# differs too: a GPU is a **SIMT** machine (single instruction, multiple threads): each SM issues one instruction
-# for a warp of 32 threads at a time and keeps many warps in flight to hide memory latency, whereas a CPU runs a
-# few fast cores with short SIMD vectors. That pays off only when an op has thousands of independent elements.
+# (FLOPs ÷ peak FLOP/s) or its **memory term** (bytes ÷ memory bandwidth); the larger is its bound. A GPU is a
+# **SIMT** machine (single instruction, multiple threads): each SM issues one instruction for a warp of 32
+# threads and keeps many warps in flight to hide memory latency, where a CPU runs a few fast cores with short
+# SIMD vectors; that pays off only when an op has thousands of independent elements.
 # A GEMM's intensity grows with N, so on a GPU it becomes compute-bound; a softmax stays near 1 FLOP/byte, so the
 # GPU gains only the ratio of memory bandwidths (GDDR6 on a T4, HBM on an H100). A small model is bound by
 # neither, but by the time to *launch* dozens of small kernels, which no datasheet lists.
 #
-# **Vendor.** `common.measure.devices.this_machine()` detects the device this notebook runs on and the catalog chip that
-# stands for it; the two GPUs of this part are that chip (on a CPU runtime: `COMPARE_CHIP`, the T4 that Colab
-# hands out) and an H100. `common.chips.get_chip("t4")` is the catalog record (every number sourced). The GPU *simulator*,
-# `common.sim.simulate_op(op, shape, "gpu", chip=...)` and `simulate_llm(...)`, adds tiling efficiency,
-# achievable (not spec) bandwidth and kernel-launch overheads.
+# **Vendor.** `common.measure.devices.this_machine()` finds this notebook's device and the catalog chip for it;
+# this part's two GPUs are that chip (on a CPU runtime: `COMPARE_CHIP`, Colab's T4) and an H100.
+# `common.chips.get_chip("t4")` is the catalog record (every number sourced). The GPU *simulator*
+# (`common.sim.simulate_op`, `simulate_llm`) adds tiling efficiency, achievable bandwidth and launch overheads.
 #
 # **Spec.** `expected_time(flops, nbytes, chip, dtype="fp16")` → `{"compute_s", "memory_s", "time_s", "bound"}`:
 # compute term with `get_chip(chip).peak(dtype)`, memory term with `get_chip(chip).main_memory.bandwidth`,
@@ -977,19 +962,18 @@ plt.show()
 #
 # ### The real model on this machine
 #
-# **Principle.** A real chat model, **Qwen2.5-0.5B-Instruct** (24 layers, a 151,936-token vocabulary, about 0.5
-# billion parameters), is served in two phases: a **forward pass** over the prompt (prefill, matmul-heavy) and
-# `generate()`, one **decode step** per new token, each reading every weight again. A user sees **latency** and
-# **tokens/s**; an operator also sees **peak memory**.
+# **Principle.** A real chat model, **Qwen2.5-0.5B-Instruct** (24 layers, about 0.5 billion
+# parameters), is served in two phases: a **forward pass** over the prompt (prefill, matmul-heavy) and
+# `generate()`, one **decode step** per new token, each reading every weight again.
 #
 # **Vendor.** `common.models.load_llm(name, layers, dtype, device)` loads it with `transformers` (seeded random
 # weights with the real shapes when the Hub is out of reach; `llm.label` says which). Peak memory:
-# `torch.cuda.max_memory_allocated()` on a GPU, your Part 3 profiler on a CPU. `common.measure.devices.sim_vs_measured`
-# gives simulated ÷ measured.
+# `torch.cuda.max_memory_allocated()` on a GPU, your Part 3 profiler on a CPU.
 
 # %%
 # Load the real model on this notebook's device: the GPU when there is one (fp16), else the CPU (fp32).
 from common.measure.devices import sim_vs_measured
+from common.sim.lab_figures import hf_generate_simulated
 from common.models import load_llm
 
 ON_GPU = HERE.device_type == "cuda"
@@ -1046,41 +1030,20 @@ print(f"MEASURED on {HERE.device_name}: {LLM.label}, batch 1")
 print(MEASURED_LLM.to_string(float_format=lambda v: f"{v:.4g}"))
 
 # %%
-# The same model (as loaded: same layers, dtype, batch and prompt) on the simulated GPU: simulated ÷ measured.
+# The same model (as loaded: same layers, dtype, batch and prompt) on the simulated GPU, under the stack you ran:
+# plain Hugging Face generate() (eager PyTorch, one kernel per op, no CUDA graph: catalog stack "hf-generate").
 SIM_DTYPE = "fp16" if ON_GPU else "fp32"
-sim_fwd = simulate_llm(LLM.config, "dfa_gpu", phase="prefill", batch=1, seq=PROMPT_LEN, chip=SIM_CHIP,
-                       dtype=SIM_DTYPE)
-sim_step = simulate_llm(LLM.config, "dfa_gpu", phase="decode", batch=1, seq=PROMPT_LEN + N_NEW // 2, chip=SIM_CHIP,
-                        dtype=SIM_DTYPE)  # a decode step halfway through generation
+HF_SIM = hf_generate_simulated(LLM.config, SIM_CHIP, prompt=PROMPT_LEN, new_tokens=N_NEW, dtype=SIM_DTYPE)
 SIM_VS_MEASURED = sim_vs_measured(
     {"forward (prefill)": FWD.median_s, f"generate {N_NEW} tokens": GEN.median_s},
-    {"forward (prefill)": sim_fwd.time_s, f"generate {N_NEW} tokens": sim_fwd.time_s + (N_NEW - 1) * sim_step.time_s},
+    {"forward (prefill)": HF_SIM["ttft_s"], f"generate {N_NEW} tokens": HF_SIM["generate_s"]},
     chip=SIM_CHIP, measured_on=HERE.device_name)
-print(f"{LLM.label}, batch 1, prompt {PROMPT_LEN}, {SIM_DTYPE}: MEASURED on {HERE.device_name} vs SIMULATED "
-      f"{SIM_CHIP} (bottlenecks: prefill {sim_fwd.bottleneck}, decode {sim_step.bottleneck})")
+print(f"{LLM.label}, batch 1, prompt {PROMPT_LEN}, {SIM_DTYPE}: MEASURED on {HERE.device_name} vs {HF_SIM['label']}")
 print(SIM_VS_MEASURED.to_string(float_format=lambda v: f"{v:.3g}"))
 
 # %% [markdown]
-# A ratio far from 1 is not a bug to hide: Analysis question 3 asks where it comes from.
-#
-# **No GPU here?** `common.measure.reference` holds runs of this Part recorded on real machines by
-# `benchmarks/reference/record.py`, each naming its machine, torch, date and load. For every recorded GPU, the same
-# comparison: its measured times beside the simulator's for that GPU.
-
-# %%
-from common.measure import reference
-
-REFS = reference.available()
-print(REFS[["name", "device_name", "torch", "date_utc", "gpu_rows"]].to_string(index=False))
-for _name in REFS.loc[REFS["gpu_rows"], "name"]:
-    _ref = reference.load(_name)
-    _rows = _ref.vs_simulated()  # simulated on the reference's own catalog chip
-    _rows = _rows.loc[[w for w in _rows.index if w.startswith(LLM.display)]]
-    print(f"\nMEASURED on {_ref.label} vs SIMULATED {_ref.provenance['chip']}:")
-    print(_rows.to_string(float_format=lambda v: f"{v:.3g}") if len(_rows) else "  (no real-model rows in this file)")
-if not REFS["gpu_rows"].any():
-    print("\nNo GPU run has been recorded yet, so there is no GPU row to show (none is made up): only the CPU rows "
-          "above exist.")
+# A ratio far from 1 is no bug to hide: Analysis question 3 asks why. No GPU here? Going further has runs
+# recorded on real GPUs.
 
 # %% [markdown]
 # ### Five simulated machines, one real model
@@ -1088,14 +1051,12 @@ if not REFS["gpu_rows"].any():
 # **Principle.** One graph, five execution models. `torch.compile(model, backend="dfa_<system>")` hands a
 # model's graph to a simulated compiler for that machine: your CPU computes the output with the target's
 # numerics (bf16 matmul inputs on a TPU, fp16 storage on Spyre …) and a cost model records what the chip would
-# have done. Computing outputs five times costs CPU time, so the numerics check runs on the small decoder;
-# the cost needs no weights: `simulate_llm(LLM_NAME, system, phase="decode", batch=1, seq=DECODE_SEQ)` runs the
-# real model **at its real size** (all 24 layers) on fake tensors, for one **decode step** (one new token,
-# `DECODE_SEQ` tokens in the KV cache): what a chat user waits for.
+# have done. The numerics check runs on the small decoder; the cost needs no weights:
+# `simulate_llm(LLM_NAME, system, phase="decode", batch=1, seq=DECODE_SEQ)` runs the real model **at its real
+# size** on fake tensors, for one **decode step** (one new token, `DECODE_SEQ` tokens in the KV cache).
 #
 # **Vendor.** Each backend's `Report` has `time_s`, `tokens_per_s`, `bottleneck` (compute, memory, scheduling or
-# communication), `bytes` (per memory level: HBM and SMEM on a GPU, HBM and VMEM on a TPU, on-chip SRAM on an LPU
-# and a WSE, LPDDR5 and the LX scratchpad on Spyre), `chip` and `chips` (how many the model needed).
+# communication), `bytes` (per memory level of its chip), `chip` and `chips` (how many the model needed).
 #
 # **Spec.** `five_machine_table(reports, errors)` → a `pandas.DataFrame` with one row per system of `reports`
 # (system → Report, in its order; the index is the system name) and columns `chip`, `chips`, `dtype`, `time_s`,
@@ -1227,40 +1188,81 @@ for table, given, errs in ((data["table"], reports, errors), (data["one"], dict(
                 grader.assert_scalar(got, expected, rel=1e-9, name=f"{system}: {col}")
 ### END HIDDEN TESTS
 
-# %%
-from common.sim.report import COLORS
+# %% [markdown]
+# ### Explore: batch and context on five machines
+#
+# **Principle.** A decode step reads every weight once whatever the batch, so a bigger batch does more FLOPs per
+# weight byte until it turns **compute-bound**; but the KV cache grows with batch × context. **Vendor.**
+# `common.explore.explore(model, phase=, batch=, seq=)` re-simulates the machines when a control moves; so does
+# `.update(batch=, seq=, backends=)`, which returns `.table()`: a row per machine, with its `bottleneck`.
+#
+# **Spec.** `first_compute_bound_batch(explorer, machine, seq)` → the smallest batch of `BATCHES` (1, 2, 4, …, 512)
+# at which `machine`'s decode step with `seq` cached tokens is compute-bound, else `None`.
 
-if len(REPORTS):
-    tab = pd.DataFrame({s: {"time_s": r.time_s, "tokens_per_s": r.tokens_per_s, "bottleneck": r.bottleneck,
-                            **{f"bytes_{k}": v for k, v in r.bytes.items()}} for s, r in REPORTS.items()}).T
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.4), layout="constrained")
-    names = list(tab.index)
-    y = np.arange(len(names))
-    ax1.barh(y, tab["time_s"].astype(float), color=[COLORS[b] for b in tab["bottleneck"]])
-    for i, s in enumerate(names):
-        ax1.text(float(tab.loc[s, "time_s"]) * 1.15, i, f"{float(tab.loc[s, 'tokens_per_s']):,.0f} tok/s "
-                 f"({tab.loc[s, 'bottleneck']})", va="center", fontsize=8)
-    ax1.set_yticks(y, [f"{s}\n{REPORTS[s].chips}x {REPORTS[s].chip}" for s in names], fontsize=8)
-    ax1.invert_yaxis()
-    ax1.set_xscale("log")
-    lo, hi = tab["time_s"].astype(float).min(), tab["time_s"].astype(float).max()
-    ax1.set_xlim(lo / 3, hi * 60)
-    ax1.set_xlabel("simulated time of one decode step [s] (log scale)")
-    ax1.set_title("time per step, coloured by bottleneck", fontsize=10)
-    levels = [c for c in tab.columns if c.startswith("bytes_")]
-    width = 0.8 / len(levels)
-    for j, col in enumerate(levels):
-        vals = tab[col].astype(float)
-        ax2.bar(y + (j - (len(levels) - 1) / 2) * width, vals.fillna(0), width, label=col.removeprefix("bytes_"))
-    ax2.set_xticks(y, names)
-    ax2.set_yscale("log")
-    ax2.set_ylabel("bytes moved per step [B] (log scale)")
-    ax2.set_title("bytes per memory level", fontsize=10)
-    ax2.set_ylim(top=float(tab[levels].astype(float).max().max()) * 40)
-    ax2.legend(fontsize=7, ncol=4, loc="upper center")
-    fig.suptitle(f"SIMULATED (common.sim): one decode step of {LLM_SIM_LABEL},\nbatch 1, {DECODE_SEQ} cached "
-                 f"tokens, each machine in its native 16-bit type", fontsize=11)
-    plt.show()
+# %%
+# The explorer on Part 5's real model at its real size: move batch and seq, watch the five bottlenecks.
+# Find the LPU's answer at DECODE_SEQ with the sliders before you write the function below.
+from common.explore import explore
+from common.explore.widget import BATCHES
+
+EXPLORER = explore(LLM_NAME, phase="decode", batch=1, seq=DECODE_SEQ,
+                   static_path=os.path.join(tempfile.mkdtemp() if FAST else "dfa_out", "explorer.png"))
+
+
+# %% nbgrader={"grade": false, "grade_id": "explorer_batch", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def first_compute_bound_batch(explorer, machine, seq):
+    """The smallest batch of BATCHES at which machine's decode step is compute-bound at seq; None if none is."""
+    ### BEGIN SOLUTION
+    explorer.update(backends=(machine,), seq=seq)
+    return next((b for b in BATCHES if explorer.update(batch=b)["bottleneck"].iloc[0] == "compute"), None)
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "explorer_batch_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal
+
+mine = first_compute_bound_batch(explore(LLM_NAME, interactive=False, show=False), "lpu", DECODE_SEQ)
+want = next((b for b in BATCHES if simulate_llm(LLM_NAME, "lpu", phase="decode", batch=b, seq=DECODE_SEQ).bottleneck
+             == "compute"), None)
+check_equal(f"SIMULATED LPU, {DECODE_SEQ} cached tokens: the smallest compute-bound batch", mine, want,
+            hint="set seq, then step the batch through BATCHES and read the machine's bottleneck")
+### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.explore import explore as _explore
+from common.grading.verdicts.probe import Probe
+from common.sim import BACKEND_NAMES as _BACKENDS
+
+probe = Probe()
+_rng = _random.Random(probe.seed)
+_cases = [(_rng.choice(("gpu", "wse", "lpu")), _rng.choice((256, 512, 1024, 2048))),
+          (_rng.choice(("tpu", "spyre")), _rng.choice((256, 1024, 4096))),
+          (_rng.choice(_BACKENDS), _rng.choice((256, 512, 1024, 2048, 4096)))]
+
+
+def _plain(v):  # a numpy integer as an int; anything else that is not plain data as its text
+    return v if v is None or isinstance(v, (bool, int, float, str)) else getattr(v, "item", lambda: str(v))()
+
+
+probe.send("answers", [_plain(first_compute_bound_batch(_explore("qwen2.5-0.5b-instruct", interactive=False,
+                                                                 show=False), _m, _s)) for _m, _s in _cases])
+### JUDGEMENT
+import random
+
+from answers import first_compute_bound_batch as reference
+from common.checks import grader
+from common.sim.args import BACKEND_NAMES
+
+data, seed = probe.received()
+rng = random.Random(seed)
+cases = [(rng.choice(("gpu", "wse", "lpu")), rng.choice((256, 512, 1024, 2048))),
+         (rng.choice(("tpu", "spyre")), rng.choice((256, 1024, 4096))),
+         (rng.choice(BACKEND_NAMES), rng.choice((256, 512, 1024, 2048, 4096)))]
+grader.assert_equal(len(data["answers"]), len(cases), name="one answer per machine and context asked")
+for (machine, seq), got in zip(cases, data["answers"], strict=True):
+    grader.assert_equal(got, reference(machine, seq), name=f"{machine}, {seq} cached tokens: the smallest "
+                                                           "compute-bound batch (None if none)")
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Analysis
@@ -1269,18 +1271,16 @@ if len(REPORTS):
 
 # %% [markdown]
 # **Question 1 (naive timing).** In Part 1 the naive timer and your harness disagreed. Name the three things the
-# harness does that `naive_time` does not, say which one matters most on a CPU and which on a GPU, and why a
-# median with an IQR is a better summary than one mean.
+# harness does that `naive_time` does not, and say which one matters most on a CPU and which on a GPU.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_naive", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_naive", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
 # Warm-up (the first call pays lazy initialisation, allocator growth, oneDNN/cuBLAS kernel selection — it was the
 # slowest row), device synchronisation before each clock read (CUDA launches are asynchronous: without a sync the
 # loop times kernel *launches*, so a GPU looks impossibly fast), and many samples summarised robustly
 # (blocked_autorange sizes blocks so timer overhead is negligible). On a CPU warm-up and noise matter most (no
-# async execution); on a GPU the missing sync dominates. The median ignores a few preempted/slow runs that drag a
-# mean; the IQR reports how much to trust the number (two medians closer than their IQRs are not different).
-# Full marks: all three named + CPU vs GPU + median/IQR justified.
+# async execution); on a GPU the missing sync dominates. (Part 1's checks already test the median's robustness.)
+# Full marks: all three named + CPU vs GPU.
 # === END MARK SCHEME ===
 
 # %% [markdown]
@@ -1301,11 +1301,12 @@ if len(REPORTS):
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Question 3 (simulated vs measured).** Part 5 set the real model, timed here, against the simulated GPU. Read
+# **Question 3 (simulated vs measured).** Part 5 set the real model, timed here, against the simulated GPU under
+# the `hf-generate` stack (the software you ran; the table's label says which stack and why it is a bound). Read
 # the ratio sim ÷ measured of both rows. Why do the simulator and your measurement differ, and why by a different
 # factor for the forward pass and for `generate()`? Name at least two things the simulated chip does differently
 # from what ran here, and one thing `generate()` does that the cost model does not count. (On a CPU runtime, say
-# also what the ratio would become on the GPU itself.)
+# also what the ratio would become on the GPU itself; Going further has recorded GPU runs.)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_sim_measured", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1325,13 +1326,12 @@ if len(REPORTS):
 # ## Landscape map
 #
 # The landscape map is Figure 1 of this specialization: a column per system, a row per attribute; every course
-# adds rows. All six courses share one file, `~/.local/share/dataflow-labs/landscape_map.json` (or the path in
-# `$DFA_LANDSCAPE`), wherever the notebooks are. Each cell says where its value came from: **[M]** measured,
+# adds rows to one file, `~/.local/share/dataflow-labs/landscape_map.json` (or `$DFA_LANDSCAPE`). Each cell says
+# where its value came from: **[M]** measured,
 # **[S]** simulated, **[C]** catalog, **[L]** your own description.
 #
-# **On Colab** your files vanish when the session ends. To keep the map for the next course, set `KEEP_ON_DRIVE =
-# True` below (Colab asks to mount your Google Drive; the map then lives in `MyDrive/dataflow-labs`), or run
-# `download_map()` at the end of a lab and `upload_map()` before the next one's map. Off Colab both do nothing.
+# **On Colab** files vanish with the session: set `KEEP_ON_DRIVE = True` below (the map then lives in your Google
+# Drive), or run `download_map()` at the end and `upload_map()` in the next lab. Off Colab both do nothing.
 #
 # **Spec.** Fill `QUALITATIVE[system][attribute]` for the five attributes below and the four dataflow systems
 # (the GPU's column is a worked example): a short phrase each, in your own words (three words or more, no two
@@ -1569,17 +1569,38 @@ plt.show()
 # - **Five designs, five answers** to where the weights live and who decides what runs next: the GPU's host
 #   program, XLA's static graph, the WSE's placement, the LPU's cycle-exact schedule, Spyre's bundles.
 #
-# Next: the **Dataflow Deep Dive** of this course, [`deepdive1_spyre`](../deepdive1_spyre/deepdive1_spyre.ipynb),
-# compiles the same decoder for the simulated IBM Spyre and follows its tensors into sticks and scratchpads.
-# Course 2 turns the decoder into an explicit dataflow graph. Optional extensions follow below.
+# Next: the **Dataflow Deep Dive**, [`deepdive1_spyre`](../deepdive1_spyre/deepdive1_spyre.ipynb), follows the
+# decoder's tensors into Spyre's sticks and scratchpads; Course 2 makes it an explicit dataflow graph.
 
 # %% [markdown]
 # ## Going further (optional)
 #
-# Not graded (each has a check): count a whole decoder by hand, derive a GPU's peak from its parts, sweep GEMM
-# sizes across your roofline, predict a 70B model's decode on the five machines, and write out the trade-offs your
-# landscape rows name in a phrase.
+# Not graded (each has a check): GPU runs recorded elsewhere beside the simulator, count a whole decoder by hand,
+# derive a GPU's peak from its parts, sweep GEMM sizes across your roofline, predict a 70B model's decode on the
+# five machines, and write out the trade-offs your landscape rows name in a phrase.
 #
+# ### Recorded GPU runs beside the simulator
+#
+# `common.measure.reference` holds runs of Part 5 recorded on real machines by `benchmarks/reference/record.py`,
+# each naming its machine, torch, date and load. For every recorded GPU: its measured times beside the
+# simulator's for that GPU.
+
+# %%
+from common.measure import reference
+
+REFS = reference.available()
+print(REFS[["name", "device_name", "torch", "date_utc", "gpu_rows"]].to_string(index=False))
+for _name in REFS.loc[REFS["gpu_rows"], "name"]:
+    _ref = reference.load(_name)
+    _rows = _ref.vs_simulated()  # simulated on the reference's own catalog chip
+    _rows = _rows.loc[[w for w in _rows.index if w.startswith(LLM.display)]]
+    print(f"\nMEASURED on {_ref.label} vs SIMULATED {_ref.provenance['chip']}:")
+    print(_rows.to_string(float_format=lambda v: f"{v:.3g}") if len(_rows) else "  (no real-model rows in this file)")
+if not REFS["gpu_rows"].any():
+    print("\nNo GPU run has been recorded yet, so there is no GPU row to show (none is made up): only the CPU rows "
+          "of Part 5 exist.")
+
+# %% [markdown]
 # ### Count a whole decoder: `decoder_cost`
 #
 # **Spec.** `decoder_cost(cfg, batch, seq, dtype_bytes=4)` for one prefill forward pass of a `DecoderLM` config
@@ -1620,7 +1641,8 @@ print(f"{MODEL}: {mine['matmul_flops'] / 1e6:.2f} MFLOP in matmuls, intensity {m
 # %% [markdown]
 # ### The tensor-core peak from its parts: `tensor_core_peak`
 #
-# Part 4's peak is `SMs × tensor cores per SM × FMA per clock × 2 × clock`;
+# A GPU's peak is not magic: it has SMs, each with a few tensor cores, each doing a fixed number of fused
+# multiply-adds per clock: `peak = SMs × tensor cores per SM × FMA per clock × 2 × clock`.
 # `common.landscape.tensor_core_terms(chip)` reads those terms out of a catalog record.
 #
 # **Spec.** `tensor_core_peak(terms)` → float: that product, from the dict `tensor_core_terms` returns (within 1%
@@ -1697,16 +1719,30 @@ plt.show()
 # %% [markdown]
 # ### Predict, then check: Llama 3.1 70B
 #
-# Before running the next cell: rank the five machines by latency per
-# token for **batch-1 decode of Llama 3.1 70B** (1024 tokens in context), and say why in terms of where the
-# weights live and how fast they can be streamed (about 140 GB of 16-bit weights are read for every token). Then
-# run the cell and say where you were wrong.
-
-# %% [markdown]
-# *Your answer here (not graded).*
+# Before the simulator answers: rank the five machines by latency per token, fastest first, for **batch-1 decode
+# of Llama 3.1 70B** (1024 tokens in context), thinking of where the weights live and how fast they can be
+# streamed (about 140 GB of 16-bit weights are read for every token). `common.explore.predict` keeps your ranking
+# beside your landscape map, with its time and a hash; the reveal sets it side by side with the simulated order
+# (hit or miss per machine, Kendall's tau) and adds both to the map. A ranking changed after the reveal is kept
+# and marked as such, never judged in place of the first.
 
 # %%
-# Check your prediction: one SIMULATED decode step of Llama 3.1 70B (batch 1, 1024 tokens of context).
+from common.errors import DFAError
+from common.explore import predict, widgets_can_render
+
+P70B = predict("course1.lab1.llama70b-decode", "Llama 3.1 70B decode, batch 1, 1024 context: fastest first",
+               kind="ranking", choices=BACKEND_NAMES, lm=LM, course=1)
+if widgets_can_render():
+    display(P70B.form())  # pick and commit here, or call P70B.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_70b", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, fastest first (three or more machines), committed before the next cell runs the simulator.
+### BEGIN SOLUTION
+P70B.commit(["wse", "lpu", "tpu", "gpu", "spyre"])
+### END SOLUTION
+
+# %%
+# The reveal: one SIMULATED decode step of Llama 3.1 70B (batch 1, 1024 tokens of context) on each machine.
 big = {}
 for backend in BACKEND_NAMES:
     try:
@@ -1717,6 +1753,14 @@ BIG = pd.DataFrame({s: {"chip": r.chip, "chips": r.chips, "dtype": r.dtype, "ms 
                         "tokens/s": r.tokens_per_s, "bottleneck": r.bottleneck} for s, r in big.items()}).T
 print("SIMULATED llama-3.1-70b decode, batch 1, seq 1024 (fastest first):")
 print(BIG.sort_values("ms per token").to_string(float_format=lambda v: f"{v:.3g}"))
+try:  # batch 1: more tokens/s is less latency per token
+    P70B.reveal({s: r.tokens_per_s for s, r in big.items()})
+    print(f"saved {LM.save()}")
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# Where were you wrong, and why? *Your answer here (not graded).*
 
 # %% [markdown]
 # ### The trade-offs, at length

@@ -11,6 +11,7 @@ NOT_LISTED = {
     "decoder_cost": "optional (Going further), ungraded",
     "gemm_spec": "optional (Going further), ungraded",
     "tensor_core_peak": "optional (Going further), ungraded",
+    "predict_70b": "optional (Going further), ungraded: the learner's own ranking, judged only in the reveal",
 }
 
 SHORTCUTS = [
@@ -181,6 +182,95 @@ def add_course1_rows(lm, qualitative, reports):
     _own_rows(lm, qualitative, REPORTS)
 """,
         fails=["landscape_rows_tests"],
+    ),
+    # --- the explorer question (Part 5) ------------------------------------------------------------
+    # echo the number the explorer and the visible check printed (the LPU at DECODE_SEQ), whatever is asked
+    dict(
+        cell="explorer_batch",
+        kind="hard-code-visible",
+        code="""
+_SEEN = first_compute_bound_batch(explore(LLM_NAME, interactive=False, show=False), "lpu", DECODE_SEQ)
+
+
+def first_compute_bound_batch(explorer, machine, seq):
+    return _SEEN
+""",
+        fails=["explorer_batch_tests"],
+    ),
+    # a constant: "decode is memory-bound, it never turns compute-bound"
+    dict(
+        cell="explorer_batch",
+        kind="hard-code-visible",
+        code="""
+def first_compute_bound_batch(explorer, machine, seq):
+    return None
+""",
+        fails=["explorer_batch_tests"],
+    ),
+    # common's roofline instead of the explorer: the first batch whose weight-streaming intensity (2 FLOP per
+    # weight of b bytes, times the batch) passes the chip's catalog ridge point; blind to the KV cache and overheads
+    dict(
+        cell="explorer_batch",
+        kind="call-reference",
+        code="""
+from common.chips import DTYPE_BYTES as _BYTES
+from common.errors import DFAError as _DFAError
+
+
+def first_compute_bound_batch(explorer, machine, seq):
+    r = simulate_llm(LLM_NAME, machine, phase="decode", batch=1, seq=seq)
+    chip = get_chip(r.chip)
+    try:
+        ridge = chip.peak(r.dtype) / chip.main_memory.bandwidth
+    except _DFAError:  # a chip the catalog gives no dense peak for: call it never compute-bound
+        return None
+    return next((b for b in BATCHES if 2 * b / _BYTES[r.dtype] >= ridge), None)
+""",
+        fails=["explorer_batch_tests"],
+    ),
+    # the CPU's answer: this machine's measured roofline (Part 3) for every machine asked
+    dict(
+        cell="explorer_batch",
+        kind="cpu-reference",
+        code="""
+def first_compute_bound_batch(explorer, machine, seq):
+    return next((b for b in BATCHES if 2 * b / 4 >= ROOF.ridge_point()), None)
+""",
+        fails=["explorer_batch_tests"],
+    ),
+    # a misreading of the table: "no longer memory-bound" (scheduling or communication count) for compute-bound
+    dict(
+        cell="explorer_batch",
+        kind="read-off-object",
+        code="""
+def first_compute_bound_batch(explorer, machine, seq):
+    explorer.update(backends=(machine,), seq=seq)
+    for batch in BATCHES:
+        if explorer.update(batch=batch)["bottleneck"].iloc[0] != "memory":
+            return batch
+    return None
+""",
+        fails=["explorer_batch_tests"],
+    ),
+    # a lying answer: an int equal to anything, the visible LPU number underneath
+    dict(
+        cell="explorer_batch",
+        kind="echo-expected",
+        code="""
+class _AnyBatch(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+def first_compute_bound_batch(explorer, machine, seq):
+    return _AnyBatch(128)
+""",
+        fails=["explorer_batch_tests"],
     ),
     # --- the channel between the hidden test and the kernel -----------------------------------------
     # mutate the argument: empty the profile it is handed, so a reference rebuilt from it afterwards agrees
