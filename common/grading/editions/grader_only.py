@@ -103,6 +103,16 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
         "common.models:ModelConfig.kv_bytes_per_token",
     ): "the simulator's per-token size (the model's own grouping); the stub's attention=mha/mqa it cannot give",
     (
+        "course4_memory/lab4_memory",
+        "kv_bytes",
+        "common.models.spec:ModelConfig.kv_bytes",
+    ): "one sequence's KV bytes with the model's own grouping and windows; the stub's attention=mha/mqa it cannot give",
+    (
+        "course6_roofline/lab6_roofline",
+        "predict",
+        "common.explore.predict:predict",
+    ): "records a learner's prediction before a reveal; the stub predicts a roofline time from given ceilings",
+    (
         "course4_memory/deepdive4_spyre",
         "lx_tile_budget",
         "common.memory.traffic:default_lx_budget",
@@ -222,6 +232,20 @@ def answer_key_problems(courses) -> list[str]:
 # (course/lab, "module:name") an answers.py imports from common -> why it computes no graded answer of that lab.
 CATALOG = "catalog data (chip records, dtype sizes) every lab reads: no answer is computed by it"
 ANSWER_KEY_IMPORTS: dict[tuple[str, str], str] = {
+    ("course1_landscape/lab1_landscape", "common.explore.widget:BATCHES"):
+        "the explorer's batch menu: the question's search space, computes nothing",
+    ("course1_landscape/lab1_landscape", "common.sim:simulate_llm"):
+        "the simulator the lab hands out; first_compute_bound_batch's graded part is the sweep and the smallest "
+        "compute-bound batch, which no function of common returns",
+    ("course4_memory/lab4_memory", "common.errors:DFAError"):
+        "the one-line error class: computes nothing",
+    ("course4_memory/lab4_memory", "common.models:get_config"):
+        "the catalog's model configurations: computes nothing",
+    ("course4_memory/lab4_memory", "common.sim.run:make_policy"):
+        "the simulated machine's placement rule the explorer shows; longest_context's graded part is the search "
+        "for the longest context that fits, which no function of common returns",
+    ("course4_memory/lab4_memory", "common.sim.workload:llm_step"):
+        "the decode step's workload the placement rule sizes; the search is the learner's",
     ("course1_landscape/deepdive1_spyre", "common.chips:DTYPE_BYTES"):
         CATALOG,
     ("course1_landscape/deepdive1_spyre", "common.chips:get_chip"):
