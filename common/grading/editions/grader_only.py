@@ -106,7 +106,7 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
         "course4_memory/lab4_memory",
         "kv_bytes",
         "common.models.spec:ModelConfig.kv_bytes",
-    ): "one sequence's KV bytes with the model's own grouping and windows; the stub's attention=mha/mqa it cannot give",
+    ): "one sequence's KV bytes (the model's own grouping and windows); the stub takes attention=mha/mqa",
     (
         "course6_roofline/lab6_roofline",
         "predict",
