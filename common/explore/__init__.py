@@ -7,8 +7,7 @@ CI, a plain shell) prints the table and saves the figure instead; ``context`` is
 cache lives on each machine, where the context runs out, what paging buys); ``roofline_view`` puts the same
 controls around one step's operating point under each machine's memory, compute and scheduling ceilings;
 ``sticks_view`` moves a Spyre matmul's shape and dtype through its stick layout, chosen tile, LX fit and LPDDR5
-traffic. Every
-number is SIMULATED and says so.
+traffic. Every number is SIMULATED and says so.
 
 May import: ``chips``, ``memory``, ``models``, ``roofline``, ``sim``.
 """
