@@ -36,7 +36,7 @@
 # - predict what a working set larger than the LX budget costs (spills, re-tiling) and check it in the simulator
 # - add Course 4's Spyre rows (and a GPU/TPU/Spyre alignment comparison) to the landscape map
 #
-# **Expected time:** about 62 minutes  
+# **Expected time:** about 67 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre card is simulated)
 
 # %% [markdown] include="grading"
