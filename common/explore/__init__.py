@@ -5,17 +5,19 @@ level, how many chips hold the model); ``figure`` draws those rows into one figu
 ``widget`` puts ipywidgets controls around both, and where no widget can render (nbconvert, papermill, grading,
 CI, a plain shell) prints the table and saves the figure instead; ``context`` is the context view (where the KV
 cache lives on each machine, where the context runs out, what paging buys); ``roofline_view`` puts the same
-controls around one step's operating point under each machine's memory, compute and scheduling ceilings. Every
-number is SIMULATED and says so. ``predict`` has the learner commit a prediction (a value, or a ranking of the
-machines) before the explorer shows the answer, keeps it beside the landscape map, and judges it side by side
-with the outcome.
+controls around one step's operating point under each machine's memory, compute and scheduling ceilings;
+``sticks_view`` moves a Spyre matmul's shape and dtype through its stick layout, chosen tile, LX fit and LPDDR5
+traffic. Every number is SIMULATED and says so. ``predict`` has the learner commit a prediction (a value, or a
+ranking of the machines) before the explorer shows the answer, keeps it beside the landscape map, and judges it
+side by side with the outcome.
 
-May import: ``chips``, ``landscape``, ``models``, ``roofline``, ``sim``.
+May import: ``chips``, ``landscape``, ``memory``, ``models``, ``roofline``, ``sim``.
 """
 from common.explore.context import context_curves, context_rows
 from common.explore.predict import Prediction, kendall_tau, predict
+from common.explore.sticks_view import StickChoices, SticksExplorer, sticks_explorer
 from common.explore.whatif import Choices, machine_rows
 from common.explore.widget import Explorer, explore, widgets_can_render
 
-__all__ = ["Choices", "Explorer", "Prediction", "context_curves", "context_rows", "explore", "kendall_tau",
-           "machine_rows", "predict", "widgets_can_render"]
+__all__ = ["Choices", "Explorer", "Prediction", "StickChoices", "SticksExplorer", "context_curves", "context_rows",
+           "explore", "kendall_tau", "machine_rows", "predict", "sticks_explorer", "widgets_can_render"]

@@ -36,7 +36,7 @@
 # - predict what a working set larger than the LX budget costs (spills, re-tiling) and check it in the simulator
 # - add Course 4's Spyre rows (and a GPU/TPU/Spyre alignment comparison) to the landscape map
 #
-# **Expected time:** about 62 minutes  
+# **Expected time:** about 67 minutes  
 # **Runtime:** a free Colab CPU runtime or any laptop (the Spyre card is simulated)
 
 # %% [markdown] include="grading"
@@ -358,6 +358,74 @@ for ax in (ax1, ax2):
 ax2.legend(fontsize=8)
 plt.show()
 print(hd[["head_dim", "lpddr_bytes", "lpddr_padding_bytes", "time_s", "floor_s"]].to_string(index=False))
+
+# %% [markdown]
+# ### A sticks explorer
+#
+# `sticks_explorer(m, k, n)` simulates one fp16 matmul $(m, K) \cdot (K, n)$ on the Spyre backend and redraws in
+# place: each operand's row as sticks (held values solid, padding hatched), the tile the planner picks and whether
+# it fits a core's LX, and **LPDDR5 bytes per useful byte** = LPDDR5 bytes / (A + B + C, each counted once).
+# Move K off a multiple of 64 and watch the saw-tooth; `sticks.sweep("k", lengths, m=..., n=...)` gives the rows.
+
+# %%
+from common.explore.sticks_view import sticks_explorer
+
+sticks = sticks_explorer(128, 100, 1024)
+
+# %% [markdown]
+# **Spec.** `most_traffic_per_byte(m, n, lengths)`: of the K in `lengths`, the one whose matmul
+# $(m, K) \cdot (K, n)$ moves the most LPDDR5 bytes per useful byte, and that ratio, as a tuple `(K, ratio)`
+# (`int`, `float`). Use the explorer's sweep; a formula of your own misses the re-reads that tiling adds.
+
+# %% nbgrader={"grade": false, "grade_id": "most_traffic_per_byte", "locked": false, "schema_version": 3, "solution": true, "task": false}
+def most_traffic_per_byte(m, n, lengths):
+    """(K, ratio): the K of `lengths` with the most SIMULATED LPDDR5 bytes per useful byte for (m, K) @ (K, n)."""
+    ### BEGIN SOLUTION
+    rows = sticks.sweep("k", list(lengths), m=m, n=n)
+    worst = rows.loc[rows["bytes_per_useful_byte"].idxmax()]
+    return int(worst["k"]), float(worst["bytes_per_useful_byte"])
+    ### END SOLUTION
+
+
+# %% deletable=false editable=false nbgrader={"grade": true, "grade_id": "most_traffic_per_byte_tests", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+from common.checks import check_equal, check_type
+
+answer = most_traffic_per_byte(64, 512, (64, 65, 128))
+check_type("most_traffic_per_byte(...)", answer, tuple)
+check_equal("K is one of the lengths asked about", answer[0] in (64, 65, 128), True)
+check_equal("an aligned K (64 or 128) carries no padding: it is not the worst", answer[0] == 65, True,
+            hint="65 values take two sticks: 63 padding slots per row of A")
+check_equal("a ratio of at least 1 (every useful byte moves at least once)", float(answer[1]) >= 1.0, True)
+### BEGIN HIDDEN TESTS
+import random as _random
+
+from common.grading.verdicts.probe import Probe
+
+probe = Probe()
+_rng = _random.Random(probe.seed)  # this learner's matmuls and lengths: shapes the notebook never showed
+_asked = [(_rng.choice((64, 256, 512)), _rng.choice((256, 512, 2048)), sorted(_rng.sample(range(17, 300), 5)))
+          for _ in range(2)] + [(4096, 4096, sorted(_rng.sample(range(40, 400), 4)))]
+for _i, (_m, _n, _ks) in enumerate(_asked):
+    _k, _ratio = most_traffic_per_byte(_m, _n, tuple(_ks))
+    probe.send(f"question {_i}", [int(_k), float(_ratio)])
+### JUDGEMENT
+import random
+
+from answers import traffic_per_useful_byte as ratio_of
+from common.checks import grader
+
+data, seed = probe.received()
+rng = random.Random(seed)
+asked = [(rng.choice((64, 256, 512)), rng.choice((256, 512, 2048)), sorted(rng.sample(range(17, 300), 5)))
+         for _ in range(2)] + [(4096, 4096, sorted(rng.sample(range(40, 400), 4)))]
+for i, (m, n, ks) in enumerate(asked):
+    got_k, got_ratio = data[f"question {i}"]
+    ratios = {k: ratio_of(m, k, n) for k in ks}
+    worst = max(ratios.values())
+    grader.assert_equal(got_k in [k for k, r in ratios.items() if r >= worst * (1 - 1e-9)], True,
+                        name=f"({m}, K) @ (K, {n}), K in {ks}: the K with the most LPDDR5 bytes per useful byte")
+    grader.assert_scalar(got_ratio, worst, rel=1e-6, name=f"({m}, K) @ (K, {n}): its bytes per useful byte")
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Part 3 — Tile schedules and the largest tile that fits LX

@@ -162,4 +162,40 @@ class _LazyClose(float):
 def tile_traffic(a_bytes, b_bytes, mc, nc, tm, tn):
     return _LazyClose(a_bytes + b_bytes)  # one read of each operand, and no distance to any reference
 '''),
+    # The sticks explorer's question: the view on screen, a constant, a world without sticks, padding without
+    # tiling, and the right sweep on the wrong matmul.
+    dict(cell="most_traffic_per_byte", kind="echo-expected", fails=["most_traffic_per_byte_tests"], code='''
+def most_traffic_per_byte(m, n, lengths):
+    p = sticks.point()  # the printed default view, K = 100 of (128, 100) @ (100, 1024)
+    return int(p["k"]), float(p["bytes_per_useful_byte"])
+'''),
+    dict(cell="most_traffic_per_byte", kind="hard-code-visible", fails=["most_traffic_per_byte_tests"], code='''
+def most_traffic_per_byte(m, n, lengths):
+    return (65, 1.04) if 65 in lengths else (int(lengths[0]), 1.04)
+'''),
+    dict(cell="most_traffic_per_byte", kind="cpu-reference", fails=["most_traffic_per_byte_tests"], code='''
+def most_traffic_per_byte(m, n, lengths):
+    return int(lengths[0]), 1.0  # a CPU's view: every useful byte moved once, no sticks, no re-reads
+'''),
+    dict(cell="most_traffic_per_byte", kind="cpu-reference", fails=["most_traffic_per_byte_tests"], code='''
+def most_traffic_per_byte(m, n, lengths):
+    e = STICK // 2  # A's padding share alone: ignores B, C and the re-reads that tiling adds
+
+    def share(k):
+        return (-(-k // e) * e - k) / (-(-k // e) * e)
+    k = max(lengths, key=share)
+    return int(k), 1.0 / (1.0 - share(k))
+'''),
+    dict(cell="most_traffic_per_byte", kind="read-off-object", fails=["most_traffic_per_byte_tests"], code='''
+def most_traffic_per_byte(m, n, lengths):
+    rows = sticks.sweep("k", list(lengths))  # the explorer's own m and n, not the matmul asked about
+    worst = rows.loc[rows["bytes_per_useful_byte"].idxmax()]
+    return int(worst["k"]), float(worst["bytes_per_useful_byte"])
+'''),
+    dict(cell="most_traffic_per_byte", kind="call-reference", fails=["most_traffic_per_byte_tests"], code='''
+try:
+    from common.explore.sticks_view import most_traffic_per_byte
+except ImportError:
+    most_traffic_per_byte = None
+'''),
 ]
