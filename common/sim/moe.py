@@ -5,7 +5,9 @@
   (rounded to whole experts), ceil(N k / D) rows each (``common.models.moe``). The captured graph then holds
   the router GEMM (N, C) x (C, E), top-k, a gather of the routed rows, three batched GEMMs over the D touched
   experts and a weighted index_add back: the active work, not all E experts. The batched GEMMs' M is the most
-  loaded expert's rows (``common.models.moe.max_load_rows``): the slowest expert sets the time.
+  loaded expert's rows (``common.models.moe.max_load_rows``): the slowest expert sets the time. The GPU policy
+  costs them as a grouped GEMM: each expert's M rows are quantised onto the thread-block tile
+  (``common.sim.machines.gpu``), and the HBM term reads each touched expert's weights once whatever M is.
 * Resident vs streamed: the layer's expert parameters are whole (E, C, F) tensors, so every backend's memory
   footprint (``Workload.weight_bytes`` = n_params x dtype; the SRAM machines' ``spatial.resident_sizes``)
   holds all E experts, while a step reads only the D touched ones (the GEMMs read ``w[:D]``). At batch 1

@@ -11,6 +11,12 @@
       padded FLOPs = FLOPs / (wave eff x K-loop eff).
   (1024^3 on an A100: 64 tiles on 108 SMs, 16 slabs + 2 = 0.59 x 0.89.) A causal flash-attention kernel skips
   the 128 x 128 score tiles above the diagonal (``Policy.skip_masked_tiles``): ~half of S^2 in a prefill.
+* Grouped expert GEMM (a batched matmul reading a mixture of experts' stacked weights, ``common.sim.moe``): each
+  expert is its own problem of M = its token rows, and a thread-block tile computes TILE rows whatever M is, so
+  M is quantised onto the tile:  row eff = M / (ceil(M/TILE) x TILE)  (25 rows of a decode step: 0.20), and
+  padded FLOPs are further divided by it. The weight-read floor is the HBM term: each touched expert's weights
+  are read once per step whatever M is. Dense GEMMs keep the wave/K-loop rule (cuBLAS picks small-M kernels for
+  them; their calibration is the measured matmul ceiling), so only MoE steps change.
 * Costs: a tensor-core kernel (matmul or flash attention) runs at most at the measured maximum achievable
   matmul rate, ``matmul_efficiency_<dtype>`` x peak (catalog, per part and dtype: fp8 is its own measurement,
   not 2x bf16); the floor stays FLOPs / datasheet peak. Where no measurement exists (fp32/tf32/int8) the
@@ -25,6 +31,11 @@ from common.sim.policy import Policy
 from common.sim.program import Event, Kernel
 
 TILE = 128  # thread-block tile edge (CUTLASS/cuBLAS default for large GEMMs)
+
+
+def _reads_experts(kernel: Kernel) -> bool:
+    """A grouped expert GEMM: a batched matmul whose weight is a mixture of experts' stacked (E, ., .) tensor."""
+    return any(o.mnk and o.mnk[0] > 1 and any(".experts." in p for p in o.params) for o in kernel.ops)
 
 
 class GPUPolicy(Policy):
@@ -75,7 +86,10 @@ class GPUPolicy(Policy):
         kernel.tiling = {"tile": f"{TILE}x{TILE}x{tk}", "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
                          "k_slabs": slabs, "stages": stages, "k_loop_efficiency": k_eff,
                          "efficiency": wave_eff * k_eff}
-        kernel.padded_flops = kernel.flops / (wave_eff * k_eff)
+        row_eff = m / (-(-m // TILE) * TILE) if _reads_experts(kernel) else 1.0  # grouped GEMM: M per expert
+        if row_eff < 1.0:
+            kernel.tiling.update(row_tile_efficiency=row_eff, efficiency=wave_eff * k_eff * row_eff)
+        kernel.padded_flops = kernel.flops / (wave_eff * k_eff * row_eff)
         self.skip_masked_tiles(kernel, TILE)  # flash attention skips the causal mask's upper tiles
 
     def matmul_efficiency(self) -> float:
