@@ -67,6 +67,7 @@ import pandas as pd
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from common.palette import EMPHASIS, SEQUENCE
 from common.measure import bench
 from common.chips import get_chip
 from common.models import get_config
@@ -213,8 +214,8 @@ labels = [f"{i} {o.replace('aten.', '').replace('spyre.', '')}" + (f" ({w})" if 
           for i, o, w in zip(ops["index"], ops["op"], ops["weights"])]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.2), layout="constrained", width_ratios=(2, 1))
 y = np.arange(len(ops))
-ax1.barh(y - 0.2, ops["lpddr_read"], 0.4, color="#4e79a7", label="LPDDR5→LX (read)")
-ax1.barh(y + 0.2, ops["lpddr_write"].where(ops["lpddr_write"] > 0), 0.4, color="#f28e2b", label="LX→LPDDR5 (write)")
+ax1.barh(y - 0.2, ops["lpddr_read"], 0.4, color=SEQUENCE[0], label="LPDDR5→LX (read)")
+ax1.barh(y + 0.2, ops["lpddr_write"].where(ops["lpddr_write"] > 0), 0.4, color=SEQUENCE[1], label="LX→LPDDR5 (write)")
 ax1.barh(y, ops["lpddr_padding"].where(ops["lpddr_padding"] > 0), 0.8, fill=False, hatch="///", edgecolor="k",
          lw=0.6, label="of which stick padding (read + write)")
 ax1.set_yticks(y, labels, fontsize=8)
@@ -225,7 +226,7 @@ ax1.set_title(f"SIMULATED Spyre: LPDDR5↔LX traffic of the ops of one {MODEL} l
               fontsize=10)
 ax1.legend(fontsize=8, loc="upper right")
 ax1.grid(True, axis="x", which="both", color="#e5e5e5", lw=0.5)
-ax2.bar(by_kind.index, by_kind.values, color="#59a14f")
+ax2.bar(by_kind.index, by_kind.values, color=SEQUENCE[2])
 for x, v in enumerate(by_kind.values):
     if v == 0:
         ax2.annotate("0", (x, 0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=8)
@@ -340,16 +341,16 @@ except NotImplementedError:
 useful = hd["lpddr_bytes"] - hd["lpddr_padding_bytes"]
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 4.8), layout="constrained")
 w = 0.8 * min(np.diff(HEAD_DIMS)) if len(HEAD_DIMS) > 1 else 6
-ax1.bar(hd["head_dim"], useful / 1e3, w, color="#4e79a7", label="useful bytes")
-ax1.bar(hd["head_dim"], hd["lpddr_padding_bytes"] / 1e3, w, bottom=useful / 1e3, color="#e15759",
+ax1.bar(hd["head_dim"], useful / 1e3, w, color=SEQUENCE[0], label="useful bytes")
+ax1.bar(hd["head_dim"], hd["lpddr_padding_bytes"] / 1e3, w, bottom=useful / 1e3, color=EMPHASIS,
         label="stick padding")
 ax1.set(xlabel="head_dim (elements)", ylabel="LPDDR5 bytes per decode token [kB]",
         title=f"SIMULATED Spyre: {MODEL} decode step ({SEQ} cached, fp16) vs head_dim")
 ax1.legend(fontsize=8)
-ax2.plot(hd["head_dim"], 100 * hd["lpddr_padding_bytes"] / hd["lpddr_bytes"], "o-", color="#e15759",
+ax2.plot(hd["head_dim"], 100 * hd["lpddr_padding_bytes"] / hd["lpddr_bytes"], "o-", color=EMPHASIS,
          label="padding share of the step's LPDDR5 traffic")
 ax2.plot(hd["head_dim"], 100 * np.array(v_pad) / (hd["lpddr_bytes"] / get_config(MODEL).n_layers), "s--",
-         color="#76b7b2", label="your V-cache padding, per layer, vs traffic per layer")
+         color=SEQUENCE[5], label="your V-cache padding, per layer, vs traffic per layer")
 ax2.set(xlabel="head_dim (elements)", ylabel="padding [% of LPDDR5 bytes]",
         title=f"SIMULATED: padding share; stick = {STICK} B = {STICK // 2} fp16 (catalog)")
 for ax in (ax1, ax2):
@@ -628,7 +629,7 @@ ax1.legend(fontsize=8)
 first = bud["lpddr_bytes"] - bud["reread_bytes"] - bud["spill_bytes"]
 ax2.stackplot(bud["lx_budget_bytes"] / 1e3, first / 1e9, bud["reread_bytes"] / 1e9, bud["spill_bytes"] / 1e9,
               labels=["first reads + results", "re-reads (tiling)", "spills (write + read back)"],
-              colors=["#4e79a7", "#f28e2b", "#e15759"])
+              colors=[SEQUENCE[0], SEQUENCE[1], EMPHASIS])
 ax2.set_xscale("log")
 ax2.axvline(budget / 1e3, color="k", ls="--", lw=1)
 ax2.annotate("default budget (catalog) ", (budget / 1e3, 0.04), xycoords=("data", "axes fraction"), ha="right",
@@ -786,9 +787,9 @@ for rows in CHAIN_ROWS:
         pred.append(np.nan)
 sizes, sim, pred = map(np.array, (sizes, sim, pred))
 fig, ax = plt.subplots(figsize=(8.5, 5), layout="constrained")
-ax.semilogx(sizes / 1e6, sim / sizes, "o", color="#4e79a7", ms=9, label="SIMULATED (counters)")
+ax.semilogx(sizes / 1e6, sim / sizes, "o", color=SEQUENCE[0], ms=9, label="SIMULATED (counters)")
 if np.isfinite(pred).any():
-    ax.semilogx(sizes / 1e6, pred / sizes, "x", color="#e15759", ms=12, mew=2, label="your chain_lpddr_bytes")
+    ax.semilogx(sizes / 1e6, pred / sizes, "x", color=EMPHASIS, ms=12, mew=2, label="your chain_lpddr_bytes")
 edge = max(cores_of) * default_lx_budget() / 1e6
 ax.axvline(edge, color="k", ls=":", lw=1)
 ax.text(edge, 7.5, f" {max(cores_of)} cores x {default_lx_budget() / 1e6:.2f} MB\n LX budget", fontsize=8, va="top")
