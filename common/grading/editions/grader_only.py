@@ -232,6 +232,11 @@ def answer_key_problems(courses) -> list[str]:
 # (course/lab, "module:name") an answers.py imports from common -> why it computes no graded answer of that lab.
 CATALOG = "catalog data (chip records, dtype sizes) every lab reads: no answer is computed by it"
 ANSWER_KEY_IMPORTS: dict[tuple[str, str], str] = {
+    ("course4_memory/deepdive4_spyre", "common.chips:DTYPE_BYTES"):
+        CATALOG,
+    ("course4_memory/deepdive4_spyre", "common.sim.run:simulate_op"):
+        "the simulator the lab hands out; most_traffic_per_byte's graded part is the sweep over K and the ratio to "
+        "useful bytes, which no function of common returns",
     ("course1_landscape/lab1_landscape", "common.explore.widget:BATCHES"):
         "the explorer's batch menu: the question's search space, computes nothing",
     ("course1_landscape/lab1_landscape", "common.sim:simulate_llm"):
