@@ -148,9 +148,10 @@ def test_an_op_no_torch_metadata_covers_takes_the_documented_fallback_with_a_rep
     assert rule_for(op) is None  # no tag, no decomposition, not a view, takes and returns a tensor
     torch._dynamo.reset()
     clear_reports()
-    x = torch.randn(4, 4)
+    x = torch.randn(4, 4, generator=torch.Generator().manual_seed(0))
     out = torch.compile(lambda t: torch.ops.dfa_unseen.mystery(t * 2) * 3, backend=f"dfa_{backend}")(x)
-    assert torch.allclose(out, ((x * 2).sin() + 1) * 3, rtol=sim.get_backend(backend).rtol_vs_eager * 4)
+    tol = sim.get_backend(backend).rtol_vs_eager * 4  # the machine's dtype; an absolute part for results near 0
+    assert torch.allclose(out, ((x * 2).sin() + 1) * 3, rtol=tol, atol=tol * 6)
     host = [e for e in _events(backend) if e.kind == "host"]
     assert [e.detail["fallback"] for e in host] == ["dfa_unseen.mystery"], host
     assert host[0].detail["reason"].startswith("no cost rule") and host[0].duration >= host[0].floor > 0
