@@ -43,6 +43,7 @@ import pandas as pd
 
 from common.errors import DFAError, unknown
 from common.landscape.store import PREDICTIONS_FILE
+from common.palette import EMPHASIS
 
 KINDS = ("ranking", "value")
 MIN_RANKED = 3  # fewer than three machines is a comparison, not a ranking
@@ -278,7 +279,7 @@ class Prediction:
             try:
                 commit = self.commit(value)
             except DFAError as exc:
-                status.value = f"<span style='color:#b00000'>{exc}</span>"
+                status.value = f"<span style='color:{EMPHASIS}'>{exc}</span>"
                 return
             for control in (*boxes, button):
                 control.disabled = True

@@ -194,20 +194,11 @@ class RooflineExplorer(Explorer):
             print(f"not applied: {self.message}")
         print(f"figure saved: {self.static_path}")
 
-    def _refresh(self) -> None:
-        if not self.interactive or not hasattr(self, "_status"):
-            return
-        from html import escape
+    def _table_frame(self) -> pd.DataFrame:
+        return _display(self._rows)
 
-        from IPython.display import HTML, display
-        self._status.value = (f"<span style='color:#b00000'>not applied: {escape(self.message)}</span>"
-                              if self.message else f"<i>{escape(self._rows.attrs.get('label', ''))}</i>")
-        with self._out_figure:
-            self._out_figure.clear_output(wait=True)
-            display(self.figure)
-        with self._out_table:
-            self._out_table.clear_output(wait=True)
-            display(HTML(_display(self._rows).to_html(index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
+    def _context_frame(self) -> None:  # the roofline view has no KV-cache table
+        return None
 
 
 def roofline_explorer(model: str = "llama-3.1-8b", backends=BACKEND_NAMES, *, interactive: bool | None = None,

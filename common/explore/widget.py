@@ -172,12 +172,21 @@ class Explorer:
             display(self.figure)
         with self._out_table:
             self._out_table.clear_output(wait=True)
-            display(HTML(_display_table(self._rows).to_html(index=False, float_format=lambda v: f"{v:.3g}",
-                                                             na_rep="")))
+            display(HTML(self._table_frame().to_html(index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
         with self._out_context:
             self._out_context.clear_output(wait=True)
-            display(HTML("<b>Where the KV cache lives and whether it fits</b>" + self.context().drop(
-                columns=["weight_bytes"]).to_html(index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
+            context = self._context_frame()
+            if context is not None:
+                display(HTML("<b>Where the KV cache lives and whether it fits</b>" + context.to_html(
+                    index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
+
+    def _table_frame(self) -> pd.DataFrame:
+        """The table a live refresh shows (a view subclass shows its own)."""
+        return _display_table(self._rows)
+
+    def _context_frame(self) -> pd.DataFrame | None:
+        """The KV-cache fit table under it (None: a view that has none)."""
+        return self.context().drop(columns=["weight_bytes"])
 
 
 def explore(model: str = "llama-3.1-8b", backends=BACKEND_NAMES, *, interactive: bool | None = None,
