@@ -7,7 +7,8 @@ from common.chips import DTYPE_BYTES, get_chip
 from common.models import get_config
 from common.models.moe import ExpectedLoad
 from common.sim import simulate_llm
-from common.sim.machines.gpu import TILE
+
+TILE = get_chip("h200").fact("grouped_gemm_tile_m")  # the grouped MoE GEMM's thread-block rows (catalog fact)
 
 
 def _layer0(r, op):

@@ -21,6 +21,9 @@ OPS = ("matmul", "sdpa", "softmax", "layernorm", "gelu", "add", "clone")
 OP_SHAPES = {"matmul": "M K N", "sdpa": "B H S D"}  # the ops that take a fixed number of dimensions
 PHASES = ("prefill", "decode")
 DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp32")
+# How a mixture-of-experts layer uses several tensor-parallel chips (``common.sim.moe``): "expert" spreads the
+# experts over the chips (two all-to-alls a layer), "tensor" splits every expert's GEMMs (one all-reduce).
+MOE_PARALLEL = ("expert", "tensor")
 
 
 def _typed(value: object) -> str:
@@ -48,6 +51,15 @@ def phase_name(phase: object) -> str:
     if not isinstance(phase, str) or phase not in PHASES:
         raise unknown("phase", phase, PHASES)
     return phase
+
+
+def moe_parallel_name(value: object) -> str:
+    """The ``moe_parallel`` option: None -> "expert" (the default); anything not in MOE_PARALLEL: one DFAError line."""
+    if value is None:
+        return MOE_PARALLEL[0]
+    if not isinstance(value, str) or value not in MOE_PARALLEL:
+        raise unknown("moe_parallel", value, MOE_PARALLEL)
+    return value
 
 
 def model_config(model: object):

@@ -12,15 +12,23 @@
   footprint (``Workload.weight_bytes`` = n_params x dtype; the SRAM machines' ``spatial.resident_sizes``)
   holds all E experts, while a step reads only the D touched ones (the GEMMs read ``w[:D]``). At batch 1
   Mixtral streams 2 of its 8 experts per layer; by batch 16 nearly all 8.
-* ``after_run`` (called once by ``run.simulate``): on a tensor-parallel machine with n > 1 chips the experts
-  are spread over ep = min(n, E) chips (expert parallelism) and each MoE layer pays two all-to-alls, dispatch
-  before the expert GEMMs and combine after them. Each chip owns ceil(N / n) token rows and sends each row's k
-  copies, (ep - 1) / ep of them to other chips:
+* ``after_run`` (called once by ``run.simulate``): on a tensor-parallel machine with n > 1 chips the
+  ``moe_parallel`` option (``common.sim.args.MOE_PARALLEL``; default "expert", a stack may set it) picks how
+  the experts use them.
+  Either way each chip computes 1/n of every MoE layer's expert FLOPs and reads 1/n of the touched experts'
+  weight bytes (``Policy.share``); what differs is the communication:
+  "expert" (expert parallelism): the experts are spread over ep = min(n, E) chips and each MoE layer pays two
+  all-to-alls, dispatch before the expert GEMMs and combine after them. Each chip owns ceil(N / n) token rows
+  and sends each row's k copies, (ep - 1) / ep of them to other chips:
       bytes per chip per all-to-all = ceil(N / n) x k x C x dtype_bytes x (ep - 1) / ep,
       time = hop latency + bytes / (link_bandwidth / 2)   (the catalog's link figure is both directions per
   chip; an all-to-all over a switch or torus injects on all of a chip's links; the messages to the other chips
-  leave together, so one hop's latency, ``common.chips.catalog.links``, is paid once). Every later event moves back
-  by the all-to-all's time. The pipelined SRAM machines
+  leave together, so one hop's latency, ``common.chips.catalog.links``, is paid once).
+  "tensor": every expert's GEMMs are split over the n chips (w1 / w3 by columns, w2 by rows), every chip holds
+  all N token rows, no all-to-all; the layer's output is the sum of the chips' partial outputs: one all-reduce
+  of N x C x dtype_bytes after the expert GEMMs, the machine's own all-reduce (``Policy.allreduce_event``: a
+  ring on the GPU, a bidirectional ring over ICI on the TPU), as after a dense row-parallel MLP.
+  Every later event moves back by the inserted communication's time. The pipelined SRAM machines
   (LPU, WSE) need none: a layer's experts sit on the chips of its pipeline stage and the token already
   travels through them with the pipeline's hops.
   It also copies the config's ``unmodelled`` features (e.g. gpt-oss's sliding window) into the report notes.
@@ -35,7 +43,8 @@ from dataclasses import replace
 from common.chips import DTYPE_BYTES
 from common.errors import DFAError
 from common.models.moe import ExpectedLoad, MoE
-from common.sim.program import Event
+from common.sim.args import moe_parallel_name
+from common.sim.program import Event, Kernel, Op
 
 
 def plan_layer(layer, config, rows: int, dtype: str) -> dict:
@@ -85,13 +94,66 @@ def _expert_kernels(workload, programs) -> tuple[dict[str, set[str]], bool]:
     return kernels, repeated
 
 
+def _expert_spans(workload, programs, events) -> dict[str, list[float]]:
+    """Layer instance ("L3", or "" for a one-layer segment) -> [first expert GEMM start, last expert GEMM end]."""
+    kernels, repeated = _expert_kernels(workload, programs)
+    spans: dict[str, list[float]] = {}
+    for ev in events:
+        ops = set(ev.detail.get("ops", ()))
+        if ev.kind != "compute" or ev.kernel not in kernels or not ops <= kernels[ev.kernel]:
+            continue  # (Spyre's per-op events carry one of their kernel's ops)
+        key = ev.name.split(".")[0] if repeated else ""
+        if not repeated or key.startswith("L"):
+            span = spans.setdefault(key, [ev.start, ev.end])
+            span[0], span[1] = min(span[0], ev.start), max(span[1], ev.end)
+    return spans
+
+
+def _insert(events: list[Event], inserts: list[tuple[float, Event]]) -> list[Event]:
+    """Each (time, event) placed at its time plus the inserted events before it; later events move back."""
+    inserts = sorted(inserts, key=lambda x: x[0])
+    times, shifts, total = [t for t, _ in inserts], [], 0.0
+    for _, ev in inserts:
+        total += ev.duration
+        shifts.append(total)
+    out = []
+    for ev in events:  # every event from an insertion point on (1 ps of float slack) moves by what came before
+        i = bisect.bisect_right(times, ev.start + 1e-12)
+        out.append(replace(ev, start=ev.start + shifts[i - 1]) if i else ev)
+    for i, (t, ev) in enumerate(inserts):
+        out.append(replace(ev, start=t + (shifts[i - 1] if i else 0.0)))
+    out.sort(key=lambda ev: ev.start)
+    return out
+
+
+def _tensor_parallel(policy, workload, programs, events, moe) -> list[Event]:
+    """Every expert split over the chips: one all-reduce of the layer's N x C output after its expert GEMMs."""
+    nbytes = moe["rows"] * workload.config.d_model * DTYPE_BYTES[workload.dtype]
+    combine = Kernel("moe output", "matmul", [Op("moe_out", "aten.index_add", "copy", "native", 0.0, nbytes, {},
+                                                 params=("mlp.experts.down_proj",))], outputs={"moe_out": nbytes})
+    inserts = []
+    for key, (_, end) in _expert_spans(workload, programs, events).items():
+        ev = policy.allreduce_event(combine, end, policy.critical_engine)
+        name = f"{key}.allreduce(moe output)".lstrip(".")
+        inserts.append((end, replace(ev, name=name, kernel="", detail={**ev.detail, "moe_parallel": "tensor"})))
+    sent = inserts[0][1].bytes["link"] if inserts else 0.0
+    programs[0].notes.append(
+        f"mixture of experts: tensor parallel over {policy.n_chips} chips (moe_parallel='tensor'): every "
+        f"expert's GEMMs split {policy.n_chips} ways, {moe['experts_touched']} of {moe['experts']} experts "
+        f"touched per layer, no all-to-all; one all-reduce of the layer's output ({sent:.0f} B on the wire per "
+        "chip) after its expert GEMMs")
+    return _insert(events, inserts)
+
+
 def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
-    """Add the config's unmodelled-feature notes and, for expert parallelism, the all-to-all events."""
+    """Add the config's unmodelled-feature notes and, on several tensor-parallel chips, the MoE communication
+    (all-to-alls for expert parallelism, an all-reduce for tensor-parallel experts)."""
     config, moe = workload.config, workload.meta.get("moe")
     if config is not None and programs:
         programs[0].notes.extend(f"{config.name}: {n}" for n in config.unmodelled)
     if not moe:
         return events
+    _row_tile_note(policy, programs)
     if policy.parallelism != "tensor" or policy.n_chips == 1:
         where = "its pipeline stage's chips" if policy.parallelism != "tensor" else "the one chip"
         programs[0].notes.append(
@@ -104,27 +166,15 @@ def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
         raise DFAError(
             f"{policy.chip.name} has no published chip-to-chip bandwidth for expert parallelism; use --chips 1"
         )
+    if moe_parallel_name(policy.options.get("moe_parallel")) == "tensor":
+        return _tensor_parallel(policy, workload, programs, events, moe)
     n, e = policy.n_chips, moe["experts"]
     sent = all_to_all_bytes(moe["rows"], moe["top_k"], config.d_model, DTYPE_BYTES[workload.dtype], n, e)
     hop = policy.link_latency_s()
     duration = hop + sent / (policy.chip.link_bandwidth / 2)
-    kernels, repeated = _expert_kernels(workload, programs)
-    spans: dict[str, list[float]] = {}  # layer instance ("L3") -> [first expert start, last expert end]
-    for ev in events:
-        ops = set(ev.detail.get("ops", ()))
-        if ev.kind != "compute" or ev.kernel not in kernels or not ops <= kernels[ev.kernel]:
-            continue  # (Spyre's per-op events carry one of their kernel's ops)
-        key = ev.name.split(".")[0] if repeated else ""
-        if not repeated or key.startswith("L"):
-            span = spans.setdefault(key, [ev.start, ev.end])
-            span[0], span[1] = min(span[0], ev.start), max(span[1], ev.end)
-    inserts = sorted(
-        [(s, f"{k}.all-to-all dispatch") for k, (s, _) in spans.items()]
-        + [(t, f"{k}.all-to-all combine") for k, (_, t) in spans.items()]
-    )
-    inserts = [(t, name.lstrip(".")) for t, name in inserts]
     detail = {
         "algorithm": "all-to-all",
+        "moe_parallel": "expert",
         "chips": n,
         "expert_parallel": min(n, e),
         "replicas": n,
@@ -134,31 +184,28 @@ def after_run(policy, workload, programs, events: list[Event]) -> list[Event]:
         "hop_latency_s": hop,
         "formula": "hop latency + ceil(N/n) k C dtype_bytes (ep-1)/ep / (link_bandwidth/2)",
     }
-    times, out = [t for t, _ in inserts], []
-    for ev in events:  # every event from an insertion point on (1 ps of float slack) moves by the all-to-alls
-        shift = duration * bisect.bisect_right(times, ev.start + 1e-12)
-        out.append(replace(ev, start=ev.start + shift) if shift else ev)
-    for i, (t, name) in enumerate(inserts):
-        out.append(
-            Event(
-                name,
-                "comm",
-                policy.critical_engine,
-                t + i * duration,
-                duration,
-                0,
-                0.0,
-                {"link": sent},
-                "communication",
-                "",
-                duration,
-                dict(detail),
-            )
-        )
+    inserts = []
+    for k, (start, end) in _expert_spans(workload, programs, events).items():
+        for t, what in ((start, "dispatch"), (end, "combine")):
+            name = f"{k}.all-to-all {what}".lstrip(".")
+            inserts.append((t, Event(name, "comm", policy.critical_engine, t, duration, 0, 0.0, {"link": sent},
+                                     "communication", "", duration, dict(detail))))
     programs[0].notes.append(
-        f"mixture of experts: expert parallel over {min(n, e)} of {n} chips, 2 all-to-alls "
+        f"mixture of experts: expert parallel over {min(n, e)} of {n} chips (moe_parallel='expert'), 2 all-to-alls "
         f"per layer of {sent:.0f} B per chip each over {policy.chip.link_name or 'the links'} "
         f"(+ {hop * 1e6:.2f} us hop latency each)"
     )
-    out.sort(key=lambda ev: ev.start)
-    return out
+    return _insert(events, inserts)
+
+
+def _row_tile_note(policy, programs) -> None:
+    """Say how each expert's rows are padded in the grouped expert GEMM, and in which dtype it runs."""
+    tile = policy.expert_row_tile()
+    programs[0].notes.append(
+        f"grouped expert GEMM: each expert's token rows padded onto {tile[0]}-row tiles ({tile[1]})" if tile else
+        f"grouped expert GEMM on {policy.name}: no published row granularity for it, each expert's rows unpadded")
+    if policy.expert_dtype() != policy.dtype:
+        programs[0].notes.append(
+            f"mixture of experts: expert GEMMs in {policy.expert_dtype()} (moe_expert_dtype), the rest of the step "
+            f"in {policy.dtype}: they compute at the {policy.expert_dtype()} peak and read "
+            f"{DTYPE_BYTES[policy.expert_dtype()]} B per expert weight")

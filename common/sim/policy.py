@@ -7,10 +7,15 @@ questions. Costs follow one rule everywhere (``kernel_time``): a kernel takes at
 """
 from __future__ import annotations
 
-from common.chips import Chip, canonical_dtype, get_chip
+from common.chips import DTYPE_BYTES, Chip, canonical_dtype, get_chip
 from common.errors import DFAError
 from common.graph.costs import causal_fraction
 from common.sim.program import Event, Kernel
+
+
+def reads_experts(kernel: Kernel) -> bool:
+    """A grouped expert GEMM: a batched matmul whose weight is a mixture of experts' stacked (E, ., .) tensor."""
+    return any(o.mnk and o.mnk[0] > 1 and any(".experts." in p for p in o.params) for o in kernel.ops)
 
 
 class Policy:
@@ -46,6 +51,8 @@ class Policy:
             raise DFAError(f"chips must be >= 1, got {n_chips}")
         self.n_chips = n_chips or 1
         self.options = options
+        if options.get("moe_expert_dtype") is not None:  # a dtype the chip has, else one line naming its dtypes
+            self.chip.compute_peak(canonical_dtype(options["moe_expert_dtype"]))
 
     # ---- identity -------------------------------------------------------------------------------------
     @classmethod
@@ -56,6 +63,25 @@ class Policy:
     def native_dtype(self) -> str:
         """The 16-bit type the chip computes in natively (bf16 where supported, else fp16)."""
         return "bf16" if self.chip.supports("bf16") else "fp16"
+
+    # ---- mixture-of-experts layers (``common.sim.moe``) --------------------------------------------------
+    def expert_row_tile(self) -> tuple[int, str] | None:
+        """(rows, source): the row granularity of this machine's grouped expert GEMM, onto which each expert's
+        token rows are padded; None where no source gives one (no padding; the report notes say so)."""
+        return None
+
+    def expert_dtype(self) -> str:
+        """The dtype the expert GEMMs of MoE layers run in: the ``moe_expert_dtype`` option (a serving stack's
+        ``Stack.moe_expert_dtype``, e.g. a release whose MoE kernels had no fp8 path) or the step's own."""
+        return canonical_dtype(self.options.get("moe_expert_dtype") or self.dtype)
+
+    def kernel_dtype(self, kernel: Kernel) -> str:
+        return self.expert_dtype() if reads_experts(kernel) else self.dtype
+
+    def expert_weight_bytes(self, kernel: Kernel) -> float:
+        """Bytes of stacked expert weights ``kernel`` reads (its parameter inputs whose op reads ``.experts.``)."""
+        names = {p for o in kernel.ops if any(".experts." in q for q in o.params) for p in o.param_inputs}
+        return sum(b for p, b in kernel.inputs.items() if p in names)
 
     def notes(self) -> list[str]:
         out = []
@@ -134,12 +160,19 @@ class Policy:
                              efficiency=kernel.flops / kernel.padded_flops)
 
     def kernel_time(self, kernel: Kernel, share: float = 1.0) -> tuple[float, str, float, dict]:
-        """(duration, bound, floor, detail) of one kernel doing ``share`` of its work on one chip."""
+        """(duration, bound, floor, detail) of one kernel doing ``share`` of its work on one chip. An expert GEMM
+        run in another dtype than the step's (``expert_dtype``) computes at that dtype's peak and reads its
+        expert weights at that dtype's width: extra = weight bytes x (width_e / width - 1)."""
         flops = kernel.flops * share
-        compute = kernel.padded_flops * share / self.peak
-        floor = flops / self.peak
+        dt = self.kernel_dtype(kernel)
+        peak = self.peak if dt == self.dtype else self.chip.compute_peak(dt)[0]
+        compute = kernel.padded_flops * share / peak
+        floor = flops / peak
+        extra = self.expert_weight_bytes(kernel) * (DTYPE_BYTES[dt] / DTYPE_BYTES[self.dtype] - 1) \
+            if dt != self.dtype else 0.0
         mem = {}
         for level, nbytes in kernel.bytes.items():
+            nbytes += extra if level == self.main_level else 0.0
             spec_bw = self.chip.level(level).bandwidth
             bw = self.bandwidth(level)
             if bw:
@@ -191,10 +224,17 @@ class Policy:
         """Pick (or check) the chip count: the fewest chips whose main memory holds weights + KV cache."""
         self.note_causal(workload)
         capacity = self.chip.main_memory.total_capacity
-        need = max(1, -(-int(workload.resident_bytes) // int(capacity)))
+        resident = workload.resident_bytes + self.extra_expert_bytes(workload)
+        need = max(1, -(-int(resident) // int(capacity)))
         if self.parallelism == "tensor":  # tensor parallelism splits heads: keep a power of two
             need = 1 << (need - 1).bit_length()
-        self.apply_chip_count(workload, need, workload.resident_bytes)
+        self.apply_chip_count(workload, need, resident)
+
+    def extra_expert_bytes(self, workload) -> float:
+        """Resident bytes the experts add when stored at ``expert_dtype`` rather than the step's dtype."""
+        moe = workload.meta.get("moe") if getattr(workload, "meta", None) else None
+        ratio = DTYPE_BYTES[self.expert_dtype()] / DTYPE_BYTES[self.dtype] - 1
+        return moe["resident_expert_bytes"] * ratio if moe and ratio else 0.0
 
     def apply_chip_count(self, workload, need: int, total: float, what: str = "chips") -> None:
         """Check ``need`` chips (holding ``total`` bytes) against the limit and any --chips, then set n_chips."""

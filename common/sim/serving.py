@@ -81,7 +81,10 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
         add_warnings(report)
         return report
     st = get_stack(stack, backend)
-    kw = {**dict(st.options), **({"launch_s": st.launch_s.value} if st.launch_s else {}), **kw}
+    moe = {k: v for k, v in (("moe_expert_dtype", st.moe.expert_dtype), ("moe_parallel", st.moe.parallel))
+           if v is not None} if st.moe else {}
+    kw = {**dict(st.options), **moe, **({"launch_s": st.launch_s.value} if st.launch_s else {}),
+          **{k: v for k, v in kw.items() if v is not None or k not in moe}}
     spec = st.speculative if phase == "decode" else None
     published = spec is not None and _canonical(model) in spec.models
     use = spec is not None and (published if speculative is None else speculative)
@@ -118,7 +121,9 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
         "speculative": None if spec is None else {
             "applied": use, "published_for": list(spec.models), "draft_model": spec.draft_model,
             "draft_tokens": spec.draft_tokens, "acceptance": spec.acceptance, "source": spec.source},
-        "options": dict(st.options), "launch_s": st.launch_s.value if st.launch_s else None}
+        "options": dict(st.options), "launch_s": st.launch_s.value if st.launch_s else None,
+        "moe": None if st.moe is None else {"expert_dtype": st.moe.expert_dtype, "parallel": st.moe.parallel,
+                                            "source": st.moe.source}}
     _latency(report, st, backend, kw)
     add_warnings(report)
     return report

@@ -75,6 +75,16 @@ CUTLASS_SM75 = ("NVIDIA/cutlass include/cutlass/gemm/device/default_gemm_configu
                 "<OpClassTensorOp, Sm75>: ThreadblockShape GemmShape<128, 256, 32>, kStages = 2")
 # Ada (SM89) has no 16-bit default of its own there: it runs the SM80 tensor-op kernels (same cp.async pipeline).
 CUTLASS_SM89 = (f"assumption: Ada (SM89) runs the SM80 16-bit tensor-op configuration; {CUTLASS_SM80}")
+# The grouped (mixture-of-experts) GEMM computes each expert's rows in thread-block tiles of M rows: a partly
+# filled tile costs a whole one. Its 16-bit candidate tiles are the MoE GEMM heuristic's; the largest is the row
+# granularity charged (an occupancy heuristic may pick a smaller tile for a small M: not modelled, so the padding
+# charged is the most such a kernel pays).
+MOE_GEMM_TILES = ("NVIDIA/FasterTransformer src/fastertransformer/kernels/cutlass_kernels/cutlass_heuristic.cc "
+                  "(https://github.com/NVIDIA/FasterTransformer/blob/df4a7534860137e060e18d2ebf019906120ea204/src/"
+                  "fastertransformer/kernels/cutlass_kernels/cutlass_heuristic.cc), get_candidate_tiles, the "
+                  "CUTLASS grouped MoE GEMM that TensorRT-LLM's MoE GEMM runner inherited: 16-bit (not "
+                  "weight-only) candidates CtaShape32x128x64, CtaShape64x128x64, CtaShape128x128x64; the largest "
+                  "thread-block M, 128 rows, is the granularity charged")
 
 
 # Measured copy rates, one per part (none borrows another's); re-measure on a GPU with
@@ -104,7 +114,7 @@ def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dr
     tile_k, stages, gemm_src = gemm
     return make_chip(
         estimates=_gpu_estimates(copy, matmul),
-        facts={"gemm_tile_k": tile_k, "gemm_stages": stages, "compute_capability": cc},
+        facts={"gemm_tile_k": tile_k, "gemm_stages": stages, "compute_capability": cc, "grouped_gemm_tile_m": 128},
         name=name, vendor="NVIDIA", kind="gpu", peak_flops=peaks,
         matrix_unit=tc, compute_units=sms, compute_unit_name="SMs", clock_hz=clock,
         on_chip=(MemoryLevel("SMEM", smem_per_sm, 128 * sms * clock, count=sms, note="shared memory / L1 per SM"),
@@ -115,6 +125,7 @@ def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dr
                  "memory.SMEM": f"capacity: {src}; bandwidth: {CUDA_SMEM}", "memory.L2": src,
                  f"memory.{dram_name}": src, "link_bandwidth": src, "power_w": src,
                  "facts.gemm_tile_k": gemm_src, "facts.gemm_stages": gemm_src, "facts.compute_capability": CC_SRC,
+                 "facts.grouped_gemm_tile_m": MOE_GEMM_TILES,
                  **(extra_sources or {})},
     )
 

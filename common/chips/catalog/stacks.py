@@ -32,7 +32,15 @@ figures in benchmarks/fidelity.py. A term nobody publishes is absent and the rep
 * ``ttft_wait_steps`` decode steps a new request waits on average before its prefill runs (a scheduler that
                      runs several decode steps per scheduling round); charged to time to first token;
 * ``Speculative.models``  the targets the vendor says it speculates for; any other model gets the hardware
-                     figure, with the speculative one as an explicit what-if (``common.sim.serving``).
+                     figure, with the speculative one as an explicit what-if (``common.sim.serving``);
+* ``moe``            how the stack runs a mixture-of-experts layer (``MoEPath``), applied to the expert GEMMs of
+                     MoE layers only: ``expert_dtype``, the dtype its expert GEMMs run in where the stack's MoE
+                     kernels lack the step's dtype (TensorRT-LLM v0.9 had no fp8 Mixtral path: its expert GEMMs
+                     ran in fp16 while the rest of the engine ran fp8; they then compute at that dtype's peak and
+                     read 2 bytes per expert weight, ``common.sim.policy``); ``parallel``, the stack's expert
+                     placement on several chips ("tensor": every expert's GEMMs split over the chips, no
+                     all-to-all; "expert": experts spread over the chips, two all-to-alls a layer;
+                     ``common.sim.moe``). A caller's own ``moe_expert_dtype`` / ``moe_parallel`` wins.
 """
 from __future__ import annotations
 
@@ -48,6 +56,14 @@ class Speculative:
     acceptance: float  # accepted / drafted tokens
     source: str
     models: tuple[str, ...] = ()  # targets the vendor says it speculates for (elsewhere: a what-if only)
+
+
+@dataclass(frozen=True)
+class MoEPath:
+    """How a stack runs a mixture-of-experts layer; None fields: the simulator's default."""
+    expert_dtype: str | None  # the dtype of its expert GEMMs where not the step's (e.g. fp16 under an fp8 engine)
+    parallel: str | None  # "expert" | "tensor" on several chips
+    source: str
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,7 @@ class Stack:
     options: tuple[tuple[str, object], ...] = ()  # simulator options the stack implies (graphs, fuse)
     launch_s: Estimate | None = None  # host time per kernel launch, where the stack's path is not the chip's
     ttft_wait_steps: Estimate | None = None  # mean decode steps a new request waits before its prefill
+    moe: MoEPath | None = None  # how its mixture-of-experts layers run (expert GEMM dtype, expert placement)
 
 
 VLLM_818 = ("vllm-project/vllm PR #818 (2023-08-21, 'decouple tokenizer from the main scheduling thread'): "
@@ -105,6 +122,21 @@ TRT09_SESSION = ("the same performance.md at v0.9.0: every table row is gptSessi
                  "weights and FP8 KV cache ('quant_algo': 'FP8', 'kv_cache_quant_algo': 'FP8'); the low-latency "
                  "note says in-flight-batching latency numbers are 'soon' to come, so in-flight batching is not "
                  "what these figures measured")
+# TensorRT-LLM v0.9 and Mixtral: FP8 for Mixtral came one release later, so its MoE layers ran in 16-bit.
+TRT09_MOE_DTYPE = (
+    "NVIDIA TensorRT-LLM v0.10.0 release notes (https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v0.10.0), "
+    "Key Features: 'Added FP8 quantization support for Mixtral.'; the v0.9.0 README change log "
+    "(https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/README.md, 'Versions 0.9.0') names Mixtral only under "
+    "'OOTB functionality support' and the MoE router; NVIDIA/TensorRT-LLM issue #1229 "
+    "(https://github.com/NVIDIA/TensorRT-LLM/issues/1229): a maintainer, 2024-03-05, 'Mixtral with FP8 is almost "
+    "done for now, will be released in version 0.9.0', and a user, 2024-04-16, 'I still can't export an fp8 "
+    "quantized version of Mixtral 8x7B in version 0.9.0' (quantize.py fails). So the v0.9 Mixtral figures' expert "
+    "GEMMs ran in 16-bit (the examples' --dtype float16): an inference from these records, the v0.9 MoE plugin "
+    "source itself not read here; the rest of the engine as the tables' header says (fp8)")
+TRT_MOE_TP = ("NVIDIA TensorRT-LLM examples/mixtral/README.md, 'Parallelism Modes': 'In TP mode (default) expert "
+              "weight matrices are sliced evenly between all GPUs, so that all GPUs work together to calculate the "
+              "result for each expert'; expert parallelism only with '--moe_tp_mode 1' (default 2, tensor "
+              "parallel); the v0.9.0 performance.md rows say TP 2 and no EP")
 TRT09_SECOND_ORDER = (TRT_SECOND_ORDER[0], f"structure of the figures this stack is used for: {TRT09_SESSION}",
                       "XQA's own efficiency against the HBM floor: not published per shape; the blog's 2.4x is an "
                       "end-to-end ratio, not a kernel profile (a scale only, not fitted to)")
@@ -166,7 +198,9 @@ STACKS = (
           second_order=TRT_SECOND_ORDER),
     Stack("trtllm-v0.9", "gpu", "2024-04", "TensorRT-LLM v0.9.0 (gptSessionBenchmark, static batching), XQA "
           "generation kernel for grouped-query models (each KV head read once per group), FP8 weights and KV cache "
-          "on Hopper", second_order=TRT09_SECOND_ORDER + (f"KV re-reads: none charged: {TRT09_XQA}",)),
+          "on Hopper", second_order=TRT09_SECOND_ORDER + (f"KV re-reads: none charged: {TRT09_XQA}",),
+          moe=MoEPath("fp16", "tensor", f"expert GEMMs in fp16: {TRT09_MOE_DTYPE}; tensor-parallel experts: "
+                      f"{TRT_MOE_TP}")),
     Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice), "
           "as profiled on the MaxText engine",
           step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "

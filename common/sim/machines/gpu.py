@@ -12,8 +12,9 @@
   (1024^3 on an A100: 64 tiles on 108 SMs, 16 slabs + 2 = 0.59 x 0.89.) A causal flash-attention kernel skips
   the 128 x 128 score tiles above the diagonal (``Policy.skip_masked_tiles``): ~half of S^2 in a prefill.
 * Grouped expert GEMM (a batched matmul reading a mixture of experts' stacked weights, ``common.sim.moe``): each
-  expert is its own problem of M = its token rows, and a thread-block tile computes TILE rows whatever M is, so
-  M is quantised onto the tile:  row eff = M / (ceil(M/TILE) x TILE)  (25 rows of a decode step: 0.20), and
+  expert is its own problem of M = its token rows, and a thread-block tile computes tm rows whatever M is
+  (tm = the chip's ``grouped_gemm_tile_m``, catalog fact: the grouped MoE GEMM's thread-block M), so M is
+  quantised onto the tile:  row eff = M / (ceil(M/tm) x tm)  (25 rows on 128-row tiles: 0.20), and
   padded FLOPs are further divided by it. The weight-read floor is the HBM term: each touched expert's weights
   are read once per step whatever M is. Dense GEMMs keep the wave/K-loop rule (cuBLAS picks small-M kernels for
   them; their calibration is the measured matmul ceiling), so only MoE steps change.
@@ -27,15 +28,10 @@
 """
 from __future__ import annotations
 
-from common.sim.policy import Policy
+from common.sim.policy import Policy, reads_experts
 from common.sim.program import Event, Kernel
 
-TILE = 128  # thread-block tile edge (CUTLASS/cuBLAS default for large GEMMs)
-
-
-def _reads_experts(kernel: Kernel) -> bool:
-    """A grouped expert GEMM: a batched matmul whose weight is a mixture of experts' stacked (E, ., .) tensor."""
-    return any(o.mnk and o.mnk[0] > 1 and any(".experts." in p for p in o.params) for o in kernel.ops)
+TILE = 128  # thread-block tile edge of the dense GEMMs and flash attention (CUTLASS/cuBLAS default for large GEMMs)
 
 
 class GPUPolicy(Policy):
@@ -86,15 +82,19 @@ class GPUPolicy(Policy):
         kernel.tiling = {"tile": f"{TILE}x{TILE}x{tk}", "tiles": tiles, "waves": waves, "wave_efficiency": wave_eff,
                          "k_slabs": slabs, "stages": stages, "k_loop_efficiency": k_eff,
                          "efficiency": wave_eff * k_eff}
-        row_eff = m / (-(-m // TILE) * TILE) if _reads_experts(kernel) else 1.0  # grouped GEMM: M per expert
+        tm = self.expert_row_tile()[0] if reads_experts(kernel) else 0  # grouped GEMM: M per expert on tm rows
+        row_eff = m / (-(-m // tm) * tm) if tm else 1.0
         if row_eff < 1.0:
-            kernel.tiling.update(row_tile_efficiency=row_eff, efficiency=wave_eff * k_eff * row_eff)
+            kernel.tiling.update(row_tile=tm, row_tile_efficiency=row_eff, efficiency=wave_eff * k_eff * row_eff)
         kernel.padded_flops = kernel.flops / (wave_eff * k_eff * row_eff)
         self.skip_masked_tiles(kernel, TILE)  # flash attention skips the causal mask's upper tiles
 
-    def matmul_efficiency(self) -> float:
+    def expert_row_tile(self) -> tuple[int, str] | None:
+        return int(self.chip.fact("grouped_gemm_tile_m")), self.chip.sources["facts.grouped_gemm_tile_m"]
+
+    def matmul_efficiency(self, dtype: str | None = None) -> float:
         """Measured maximum achievable tensor-core rate / datasheet peak for this part and dtype (1.0 if none)."""
-        est = self.chip.estimates.get(f"matmul_efficiency_{self.dtype}")
+        est = self.chip.estimates.get(f"matmul_efficiency_{dtype or self.dtype}")
         return est.value if est else 1.0
 
     def kernel_time(self, kernel: Kernel, share: float = 1.0):
@@ -102,7 +102,7 @@ class GPUPolicy(Policy):
         padded FLOPs / (peak x matmul_efficiency). The floor (FLOPs / peak) is unchanged."""
         duration, bound, floor, detail = super().kernel_time(kernel, share)
         if kernel.kind in ("matmul", "attention"):
-            eff = self.matmul_efficiency()
+            eff = self.matmul_efficiency(self.kernel_dtype(kernel))
             detail["compute_s"] /= eff
             detail["matmul_efficiency"] = eff
             mem = max((v for key, v in detail.items() if key.endswith("_s") and key != "compute_s"), default=0.0)
