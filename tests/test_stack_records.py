@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from common.chips.catalog.stacks import STACKS, Stack
+from common.chips.catalog.stacks import STACKS, MoEPath, Stack
 from common.chips.types import Estimate
 from common.errors import DFAError
 from common.sim.serving import get_stack, simulate_served
@@ -31,6 +31,8 @@ def _problems(stack: Stack) -> list[str]:
             out.append(f"{name}: derivation names no source and no arithmetic: {term.derivation!r}")
     if stack.speculative is not None and not SOURCE.search(stack.speculative.source):
         out.append("speculative: no source")
+    if stack.moe is not None and not SOURCE.search(stack.moe.source):
+        out.append("moe: no source")
     text = " ".join((stack.description, *stack.second_order, *stack.not_published, stack.bound_reason,
                      *(t.derivation for t in (getattr(stack, n) for n in TERMS) if isinstance(t, Estimate)),
                      stack.speculative.source if stack.speculative else "",
@@ -53,6 +55,8 @@ def test_the_source_check_catches_a_planted_guess():
     assert "no source anywhere in the record" in problems  # its sources were in second_order, now removed
     bare = dataclasses.replace(guess, step_host_s=1e-3)
     assert any("bare float" in p for p in _problems(bare))
+    unsourced = dataclasses.replace(BY_NAME["trtllm-v0.9"], moe=MoEPath("fp16", "tensor", "it seemed slower"))
+    assert "moe: no source" in _problems(unsourced)
     empty = Stack("nothing", "gpu", "2024", "a name and nothing else")
     assert _problems(empty) == ["no source anywhere in the record"]
 

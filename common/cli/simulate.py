@@ -15,7 +15,7 @@ import os
 from common.errors import DFAError, unknown
 from common.models.config import CONFIGS  # torch-free, like everything imported here
 from common.sim import args as sim_args
-from common.sim.args import BACKEND_NAMES, DTYPE_CHOICES, OPS, PHASES
+from common.sim.args import BACKEND_NAMES, DTYPE_CHOICES, MOE_PARALLEL, OPS, PHASES
 
 MODEL_NAMES = tuple(CONFIGS)
 
@@ -30,6 +30,11 @@ def add_commands(sub) -> None:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=1024, help="prompt length (prefill) or cached tokens (decode)")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one file per backend)")
+    p.add_argument("--moe-parallel", default=None, metavar="MODE",
+                   help="how a mixture-of-experts layer uses several tensor-parallel chips: "
+                        f"{' | '.join(MOE_PARALLEL)} (expert: experts spread over the chips, two all-to-alls a "
+                        "layer; tensor: every expert split over the chips, one all-reduce; default: the stack's, "
+                        "else expert)")
     from common.chips.catalog.stacks import STACKS  # torch-free: the help lists what the catalog holds
     p.add_argument("--stack", default=None, metavar="NAME",
                    help="serving stack / software generation whose per-step costs to add ("
@@ -89,6 +94,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     sim_args.chip_count(args.chips)
     stack = getattr(args, "stack", None)
     _check_stack(stack, args.backend)
+    moe = getattr(args, "moe_parallel", None)
+    if moe is not None:
+        sim_args.moe_parallel_name(moe)
     _check_chip(args)
     was_on = gc.isenabled()
     gc.disable()  # importing torch and capturing make ~3e5 long-lived objects: collections would walk them all
@@ -96,7 +104,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         from common.sim.serving import simulate_served
         gc.freeze()  # torch's import-time objects live until exit: no later collection walks them
         reports = [simulate_served(args.model, b, stack=stack, phase=args.phase, batch=args.batch, seq=args.seq,
-                                   chip=args.chip, chips=args.chips, dtype=args.dtype) for b in _backends(args)]
+                                   chip=args.chip, chips=args.chips, dtype=args.dtype,
+                                   **({"moe_parallel": moe} if moe else {})) for b in _backends(args)]
     finally:
         if was_on:
             gc.enable()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from common.errors import DFAError, unknown
-from common.sim.args import BACKEND_NAMES, PHASES
+from common.sim.args import BACKEND_NAMES, PHASES, moe_parallel_name
 
 SHARES = ("compute", "memory", "communication", "scheduling")
 COLUMNS = ("machine", "chip", "chips", "stack", "time_s", "tokens_per_s", "tokens_per_s_per_user", "bottleneck",
@@ -27,7 +27,9 @@ class Choices:
     """What the learner picked. ``model``: a catalog name (``common.models.CONFIGS``) or a folder holding a Hugging
     Face ``config.json``; ``chips``/``chip_counts``: per backend, the catalog chip and how many (None: the backend's
     default part, and as many as its memory needs); ``stack``: a serving stack (``common.chips.catalog.stacks``),
-    applied to the backend it serves, the others simulated on the hardware alone."""
+    applied to the backend it serves, the others simulated on the hardware alone; ``moe_parallel``: how a
+    mixture-of-experts layer uses several tensor-parallel chips (``common.sim.args.MOE_PARALLEL``; None: the
+    stack's choice, else expert parallelism)."""
 
     model: str = "llama-3.1-8b"
     backends: tuple[str, ...] = BACKEND_NAMES
@@ -38,6 +40,7 @@ class Choices:
     stack: str | None = None
     chips: dict = field(default_factory=dict)
     chip_counts: dict = field(default_factory=dict)
+    moe_parallel: str | None = None
 
     def checked(self) -> Choices:
         """These choices, or a one-line DFAError naming the bad value and the valid ones."""
@@ -56,6 +59,8 @@ class Choices:
         model = os.fspath(self.model) if isinstance(self.model, os.PathLike) else self.model
         if not isinstance(model, str) or not model:
             raise DFAError(f"model must be a catalog name or a folder with a config.json, got {self.model!r}")
+        if self.moe_parallel is not None:
+            moe_parallel_name(self.moe_parallel)
         if self.stack is not None:
             from common.sim.serving import get_stack
             get_stack(self.stack)  # an unknown name lists the valid ones
@@ -91,7 +96,8 @@ def machine_row(choices: Choices, backend: str) -> dict:
     try:
         r = simulate_served(choices.model, backend, stack=stack, phase=choices.phase, batch=choices.batch,
                             seq=choices.seq, chip=choices.chips.get(backend), chips=choices.chip_counts.get(backend),
-                            dtype=choices.dtype)
+                            dtype=choices.dtype,
+                            **({"moe_parallel": choices.moe_parallel} if choices.moe_parallel else {}))
     except DFAError as exc:
         row["problem"] = str(exc).splitlines()[0]
         return row

@@ -203,7 +203,7 @@ def _row_tile_note(policy, programs) -> None:
     tile = policy.expert_row_tile()
     programs[0].notes.append(
         f"grouped expert GEMM: each expert's token rows padded onto {tile[0]}-row tiles ({tile[1]})" if tile else
-        f"grouped expert GEMM on {policy.name}: no published row granularity for it, each expert's rows unpadded")
+        f"grouped expert GEMM on {policy.name}: {policy.expert_rows_unpadded}; each expert's rows unpadded")
     if policy.expert_dtype() != policy.dtype:
         programs[0].notes.append(
             f"mixture of experts: expert GEMMs in {policy.expert_dtype()} (moe_expert_dtype), the rest of the step "

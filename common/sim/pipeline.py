@@ -295,6 +295,7 @@ def compile_graph(gm: fx.GraphModule, policy, *, layer: int | None = None) -> Pr
         k.layer = layer
         policy.tile(k)
         policy.place(k)
+        policy.widen_expert_weights(k)  # expert GEMMs a stack runs in a wider dtype read wider weights
     kinds = _graph_facts(gm)[1]
     on, _ = computed_dtypes(policy, ops, kinds)
     program = Program(policy.name, policy.chip.name, policy.n_chips, program_dtype(policy, ops, on), kernels)

@@ -65,6 +65,9 @@ class Policy:
         return "bf16" if self.chip.supports("bf16") else "fp16"
 
     # ---- mixture-of-experts layers (``common.sim.moe``) --------------------------------------------------
+    # why a machine without a row tile pads none (said in the report's notes)
+    expert_rows_unpadded = "no published row granularity for it"
+
     def expert_row_tile(self) -> tuple[int, str] | None:
         """(rows, source): the row granularity of this machine's grouped expert GEMM, onto which each expert's
         token rows are padded; None where no source gives one (no padding; the report notes say so)."""
@@ -82,6 +85,13 @@ class Policy:
         """Bytes of stacked expert weights ``kernel`` reads (its parameter inputs whose op reads ``.experts.``)."""
         names = {p for o in kernel.ops if any(".experts." in q for q in o.params) for p in o.param_inputs}
         return sum(b for p, b in kernel.inputs.items() if p in names)
+
+    def widen_expert_weights(self, kernel: Kernel) -> None:
+        """After ``place``: an expert GEMM in a wider ``expert_dtype`` than the step's reads its expert weights at
+        that width from main memory: + weight bytes x (width_e / width - 1)."""
+        ratio = DTYPE_BYTES[self.kernel_dtype(kernel)] / DTYPE_BYTES[self.dtype] - 1
+        if ratio and self.main_level in kernel.bytes:
+            kernel.bytes[self.main_level] += self.expert_weight_bytes(kernel) * ratio
 
     def notes(self) -> list[str]:
         out = []
@@ -162,17 +172,14 @@ class Policy:
     def kernel_time(self, kernel: Kernel, share: float = 1.0) -> tuple[float, str, float, dict]:
         """(duration, bound, floor, detail) of one kernel doing ``share`` of its work on one chip. An expert GEMM
         run in another dtype than the step's (``expert_dtype``) computes at that dtype's peak and reads its
-        expert weights at that dtype's width: extra = weight bytes x (width_e / width - 1)."""
+        expert weights at that dtype's width (``widen_expert_weights``)."""
         flops = kernel.flops * share
         dt = self.kernel_dtype(kernel)
         peak = self.peak if dt == self.dtype else self.chip.compute_peak(dt)[0]
         compute = kernel.padded_flops * share / peak
         floor = flops / peak
-        extra = self.expert_weight_bytes(kernel) * (DTYPE_BYTES[dt] / DTYPE_BYTES[self.dtype] - 1) \
-            if dt != self.dtype else 0.0
         mem = {}
         for level, nbytes in kernel.bytes.items():
-            nbytes += extra if level == self.main_level else 0.0
             spec_bw = self.chip.level(level).bandwidth
             bw = self.bandwidth(level)
             if bw:

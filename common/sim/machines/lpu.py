@@ -45,6 +45,8 @@ class LPUPolicy(Policy):
     kind = "lpu"
     default_chip = "groq-lpu"
     critical_engine = ENGINE
+    expert_rows_unpadded = ("activation rows stream one vector at a time through the weight-stationary MXM "
+                            "(K and N pad onto its edge), so no row tile applies")
     parallelism = "pipeline"
     # The MXM multiplies fp16 (or int8) operands with fp32 accumulation; values live in SRAM as fp16. Measured
     # max|compiled - eager| / max|eager| on tests/test_sim_compile.py's models (the 'test' LM prefill and decode

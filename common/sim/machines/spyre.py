@@ -126,6 +126,9 @@ class SpyrePolicy(SpyreTiming, Policy):
     kind = "spyre"
     default_chip = "spyre"
     critical_engine = "cores"
+    # a matmul's rows are not on sticks (A sticks on K, B and C on N) and are split over the cores
+    expert_rows_unpadded = ("a matmul's A operand lies in 128-byte sticks along K and its rows are split over the "
+                            "cores (torch-spyre), so no row tile is published")
     native = NATIVE
     decomposed = DECOMPOSED
     fallback = set(NEAREST_NATIVE)

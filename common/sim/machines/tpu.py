@@ -111,6 +111,11 @@ class TPUPolicy(Policy):
         rows = self.tile_fact("sublanes")
         return rows * self.tile_fact("sublane_packing_8bit") if DTYPE_BYTES[self.dtype] == 1 else rows
 
+    def expert_row_tile(self) -> tuple[int, str] | None:
+        """Each expert of the batched expert GEMM is its own (rows, K) operand: ``tile`` pads its rows onto the
+        sublane tile (its K and N onto the MXU edge); the MXU is weight-stationary, its rows stream through."""
+        return self.sublane_tile, f"the (sublanes, lanes) tile: {self.chip.sources['facts.sublanes']}"
+
     def layout(self, shape, nbytes: float, transposed: bool = False) -> tuple[tuple, tuple, float]:
         """(stored shape, padded shape, padded bytes) of an array of ``nbytes`` read through view ``shape``."""
         stored = tuple(int(d) for d in shape)
