@@ -79,9 +79,8 @@ CUTLASS_SM89 = (f"assumption: Ada (SM89) runs the SM80 16-bit tensor-op configur
 # filled tile costs a whole one. Its 16-bit candidate tiles are the MoE GEMM heuristic's; the largest is the row
 # granularity charged (an occupancy heuristic may pick a smaller tile for a small M: not modelled, so the padding
 # charged is the most such a kernel pays).
-MOE_GEMM_TILES = ("NVIDIA/FasterTransformer src/fastertransformer/kernels/cutlass_kernels/cutlass_heuristic.cc "
-                  "(https://github.com/NVIDIA/FasterTransformer/blob/df4a7534860137e060e18d2ebf019906120ea204/src/"
-                  "fastertransformer/kernels/cutlass_kernels/cutlass_heuristic.cc), get_candidate_tiles, the "
+MOE_GEMM_TILES = ("github.com/NVIDIA/FasterTransformer (commit df4a753) src/fastertransformer/kernels/"
+                  "cutlass_kernels/cutlass_heuristic.cc, get_candidate_tiles, the "
                   "CUTLASS grouped MoE GEMM that TensorRT-LLM's MoE GEMM runner inherited: 16-bit (not "
                   "weight-only) candidates CtaShape32x128x64, CtaShape64x128x64, CtaShape128x128x64; the largest "
                   "thread-block M, 128 rows, is the granularity charged")
