@@ -15,12 +15,16 @@ lengths, chips, software). None of these numbers is used by common/sim or common
 * A figure whose stack names a first-order cost nobody publishes (``Stack.not_published``: ``groq-2024``,
   ``cerebras-2024-08``) is checked as a bound by benchmarks/fidelity.py, not against the ratio goal; the Groq
   figures' band comes from ``simulate_served`` (``report.band``: fewest chips to the largest deployment on record).
+* ``proxy``: a figure measured on other software that stands in for its stack (the PyTorch blog's hand-written
+  eager loop on ``hf-generate``) says why; every stack also needs a figure measured on its own software
+  (tests/test_stack_records.py), e.g. hf-generate's transformers ``generate()`` rows from optimum's benchmark.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from common.sim import simulate_op
+from common.sim.lab_figures import hf_generate_simulated
 from common.sim.serving import simulate_served
 
 REF = "shared/reference/accelerators.md"
@@ -64,6 +68,19 @@ SGL_VLLM = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (2024-09)
 # Little's law: users in flight = request rate x median end-to-end latency (4/s x 1.56 s = 6.3 for SGLang, 4/s x
 # 1.69 s = 6.8 for vLLM); the decode context is the mean, 202 + 179 / 2 = 292.
 SHAREGPT_IN, SHAREGPT_CTX = 202, 292
+# transformers generate() itself, in eager PyTorch: the unquantized rows of optimum's GPTQ benchmark as of
+# 2024-02-15 (the README's earlier versions ran transformers 4.32 / 4.35, whose Llama had no SDPA path).
+OPTIMUM_BENCH = ("huggingface/optimum tests/benchmark/README.md, 'GPTQ benchmark', as committed in 4e98776 "
+                 "(2024-02-15, PR #1695 'Add end-to-end Marlin benchmark'): 'AutoGPTQ 0.7.0, PyTorch 2.2.0, "
+                 "bitsandbytes 0.42.0, transformers 4.37.2', 'a single NVIDIA A100-SXM4-80GB GPU'; rows with "
+                 "quantization None = meta-llama/Llama-2-13b-chat-hf in fp16, https://github.com/huggingface/"
+                 "optimum/blob/4e987762cdd33c237a63538c181b1ccfa4d7648a/tests/benchmark/README.md")
+OPTIMUM_SW = ("transformers 4.37.2 model.generate() (benchmark_gptq.py at the same commit: from_pretrained("
+              "torch_dtype=torch.float16), no attn_implementation, so SDPA, the default from 4.36 on torch >= 2.1.1; "
+              "the default DynamicCache, which torch.cat's each layer's whole K and V every step, a copy the simulated "
+              "in-place cache write does not charge (it can only add time); greedy, min_new_tokens = max_new_tokens; "
+              "no torch.compile, no static cache; timed with CUDA events around generate(), mean of the batches "
+              "after a warmup)")
 
 
 @dataclass
@@ -78,6 +95,7 @@ class Figure:
     backend: str
     stack: str | None  # the catalog Stack it is simulated on (None: hardware alone)
     simulate: callable
+    proxy: str = ""  # why a figure measured on other software stands in for ``stack`` (empty: measured on it)
 
 
 def decode_tps(model, backend, chip, *, stack, batch=1, seq=1024, chips=None, dtype=None):
@@ -226,6 +244,36 @@ def _online(engine, stack, batch, tpot_ms, ttft_ms):
                                               prompt=SHAREGPT_IN))]
 
 
+
+def generate_tps(model, chip, *, batch, prompt, new_tokens, dtype):
+    """Output tokens/s of one ``model.generate(max_new_tokens=new_tokens)`` as the labs simulate it on hf-generate
+    (``common.sim.lab_figures.hf_generate_simulated``: ttft + (new_tokens - 1) x tpot at the mean context)."""
+    r = hf_generate_simulated(model, chip, prompt=prompt, new_tokens=new_tokens, batch=batch, dtype=dtype)
+    dec = simulate_served(model, "gpu", stack="hf-generate", phase="decode", batch=batch,
+                          seq=prompt + new_tokens // 2, chip=chip, dtype=dtype)
+    return r["tokens_per_s"], dec
+
+
+def _hf_generate():
+    """optimum's decode rows (a 1-token prompt, 512 generated: 'essentially measuring the decode step'; the
+    README's throughput = batch / per-token latency = batch x 512 / generate time) and its prefill row (a
+    512-token prompt, max_new_tokens = 1: the first token), Llama-2-13B fp16 on one A100-SXM4-80GB."""
+    cond = "llama-2-13b (Llama-2-13b-chat-hf), fp16, 1 x A100-SXM4-80GB"
+    rows = [Figure(f"transformers generate(), Llama-2-13B fp16, batch {b}, 1 in / 512 out, A100 80GB", pub, "tok/s",
+                   OPTIMUM_BENCH, f"{cond}, batch {b}, prompt 1, 512 new tokens, 'Decode benchmark' table, "
+                   f"per-token latency {ms} ms", OPTIMUM_SW, "gpu", "hf-generate",
+                   lambda b=b: generate_tps("llama-2-13b", "a100-80gb", batch=b, prompt=1, new_tokens=512,
+                                            dtype="fp16"))
+            for b, ms, pub in ((1, 30.43, 32.86), (16, 40.24, 397.61))]
+    rows.append(Figure("transformers generate() first token 98.89 ms, Llama-2-13B fp16, batch 1, 512 in, A100 80GB",
+                       round(512 / 0.09889), "prompt tok/s", OPTIMUM_BENCH,
+                       f"{cond}, batch 1, prompt 512, max_new_tokens 1, 'Prefill benchmark' table; compared as "
+                       "512 / 98.89 ms", OPTIMUM_SW, "gpu", "hf-generate",
+                       lambda: prefill_tps("llama-2-13b", "gpu", "a100-80gb", stack="hf-generate", prompt=512,
+                                           dtype="fp16")))
+    return rows
+
+
 FIGURES = [
     Figure("vLLM, Llama-3.1-8B bf16, batch 1 decode, A100-40GB", 75, "tok/s", f"{REF} (vLLM)",
            "llama-3.1-8b, bf16, batch 1, context 1024, 1 x A100-40GB", "vLLM (2023-08 generation)", "gpu",
@@ -274,7 +322,10 @@ FIGURES = [
     Figure("Eager PyTorch decode loop, Llama-2-7B bf16, batch 1, A100-80GB", 25.5, "tok/s", PT_BLOG,
            "llama-2-7b, bf16, batch 1, context 128 assumed, 1 x A100-80GB (330 W limit in the source)",
            "eager PyTorch (the blog's starting point, not transformers itself: the same eager launch path)", "gpu",
-           "hf-generate", lambda: decode_tps("llama-2-7b", "gpu", "a100-80gb", stack="hf-generate", seq=128)),
+           "hf-generate", lambda: decode_tps("llama-2-7b", "gpu", "a100-80gb", stack="hf-generate", seq=128),
+           proxy="a hand-written eager decode loop, not transformers: the same one-kernel-per-op launch path "
+           "with less Python per token, so still an upper-bound check of hf-generate"),
+    *_hf_generate(),
     *_online("vLLM v0.6.0", "vllm-v0.6", 7, 14.14, 100.48),
     *_online("SGLang v0.3.0", "sglang-v0.3", 6, 13.17, 31.98),
 ]

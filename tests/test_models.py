@@ -211,7 +211,7 @@ def test_n_params_formula_equals_counted():
 
 
 @pytest.mark.parametrize("name, published", [
-    ("qwen2.5-0.5b", 4.94e8), ("llama-2-7b", 6.74e9), ("llama-2-70b", 6.9e10),
+    ("qwen2.5-0.5b", 4.94e8), ("llama-2-7b", 6.74e9), ("llama-2-13b", 1.302e10), ("llama-2-70b", 6.9e10),
     ("llama-3.1-8b", 8.03e9), ("llama-3.1-70b", 7.06e10),
 ])
 def test_n_params_match_published_totals(name, published):
