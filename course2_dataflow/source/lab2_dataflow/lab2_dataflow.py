@@ -1318,7 +1318,7 @@ from common.errors import DFAError
 from common.explore import predict, widgets_can_render
 from common.landscape import download_map, keep_on_drive, open_map, upload_map
 
-KEEP_ON_DRIVE = False  # Colab only: True keeps your map (and your predictions) on Google Drive for the next courses
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map and your predictions on Google Drive
 if KEEP_ON_DRIVE and not FAST:
     keep_on_drive()
 lm = open_map(2, scratch=FAST)

@@ -1252,7 +1252,7 @@ plt.show()
 from common.explore import predict, widgets_can_render
 from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 
-KEEP_ON_DRIVE = False  # Colab only: True keeps your map (and your predictions) on Google Drive for the next courses
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map and your predictions on Google Drive
 if KEEP_ON_DRIVE and not FAST:
     keep_on_drive()
 lm = open_map(3, scratch=FAST)  # CI and the autograder (FAST) write a scratch map: grading never touches yours

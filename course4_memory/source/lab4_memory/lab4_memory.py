@@ -1217,7 +1217,7 @@ for case, got in zip(context_cases(seed), data["cases"], strict=True):
 from common.explore import predict, widgets_can_render
 from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 
-KEEP_ON_DRIVE = False  # Colab only: True keeps your map (and your predictions) on Google Drive for the next courses
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map and your predictions on Google Drive
 if KEEP_ON_DRIVE and not FAST:
     keep_on_drive()
 lm = open_map(4, scratch=FAST)
