@@ -1348,7 +1348,7 @@ for backend in ("gpu", "tpu", "lpu", "wse", "spyre"):
                  "bound by": r.bottleneck, **{k: f"{v / r.time_s:.0%}" for k, v in r.attribution.items()}})
 print(f"SIMULATED TinyTransformerBlock({D_MODEL}, {N_HEADS}), batch 2 x 64 tokens, 16-bit:")
 print(pd.DataFrame(rows).to_string(index=False))
-try:  # the reveal: less time per step ranks first
+try:  # the reveal; score = steps per second (1 / step time), more ranks first
     P_BLOCK.reveal({backend: 1 / r.time_s for backend, r in runs.items()})
     print(f"saved {lm.save()}")
 except DFAError as exc:  # no ranking committed yet

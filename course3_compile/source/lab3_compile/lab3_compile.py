@@ -1276,7 +1276,7 @@ res["main_bytes"] = [row[f"bytes_{get_chip(row['chip']).main_memory.name}"] for 
 print("SIMULATED SwiGLU of llama-3.1-8b, prefill 512 tokens, bf16:")
 print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(index=False))
 main = res.pivot(index="backend", columns="program", values="main_bytes")
-try:  # the reveal: the share of main-memory bytes fusion saves, most first
+try:  # the reveal; score = the share of main-memory bytes fusion saves, most first
     P_FUSION.reveal(1 - main["fused"] / main["op by op"])
     print(f"saved {lm.save()}")
 except DFAError as exc:  # no ranking committed yet

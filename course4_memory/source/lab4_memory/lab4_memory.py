@@ -1309,7 +1309,7 @@ for system, chip in SYSTEM_CHIPS.items():
     except NotImplementedError:
         print("kv_sweep is not written yet: the figure shows only the Spyre counters, the table stays empty")
         break
-try:  # the reveal (once kv_sweep is written): longest-context step time over shortest, most slow-down first
+try:  # the reveal (once kv_sweep is written); score = step time at the longest context / at the shortest
     if SWEEPS:
         P_SWEEP.reveal({system: df["time_s"].iloc[-1] / df["time_s"].iloc[0] for system, df in SWEEPS.items()})
         print(f"saved {lm.save()}")
