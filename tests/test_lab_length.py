@@ -47,6 +47,20 @@ def test_the_model_counts_what_a_learner_reads_and_writes_and_nothing_hidden():
     assert part.minutes == pytest.approx(want, abs=0.05)
 
 
+def test_a_prediction_commit_costs_its_line_not_a_stub():
+    """Committing a prediction has no spec, API or check: it is timed by the written question after the reveal."""
+    def part(solution):
+        nb = new_notebook(cells=[new_markdown_cell("## Part 1 — x"), new_code_cell(
+            f"P = predict('q')\n### BEGIN SOLUTION\n{solution}\n### END SOLUTION\n")])
+        return estimate(nb).frame().set_index("section").loc["Part 1 — x"]
+
+    commit = part("P_BLOCK.commit(['lpu', 'wse', 'gpu'])")
+    assert (commit.given_lines, commit.stubs, commit.solution_lines) == (1, 0, 1)
+    mixed = part("P_BLOCK.commit(['lpu', 'wse', 'gpu'])\nx = compute()")  # real code beside it: a stub
+    assert (mixed.stubs, mixed.solution_lines) == (1, 2)
+    assert part("x = compute()").stubs == 1
+
+
 def test_the_header_must_state_the_estimate_and_a_core_lab_must_fit():
     minutes = round(estimate(_lab()).core_minutes)
     nb = _lab(f"about {minutes} minutes")

@@ -11,8 +11,11 @@ must do in each section::
 The rates are assumptions stated here, once (see `Rates`), and calibrated against the one walkthrough the
 project has (110 to 160 minutes for the core labs as they stood then; this model gives 105 to 149 for
 those notebooks). Lines are non-blank, non-comment code lines; hidden tests and mark schemes are not counted,
-because a learner never sees them. Cells after a ``## Going further`` heading are optional: they are reported
-but not counted in the core time, which the lab standard wants between 90 and 120 minutes.
+because a learner never sees them. A solution that only commits a prediction (``P.commit(...)``, see
+``common.explore.predict``) is not a stub: there is no spec to read, no API to look up and no check to pass; its
+thinking is the written question that follows the reveal, timed by that question's points, so it costs its
+lines only. Cells after a ``## Going further`` heading are optional: they are reported but not counted in the
+core time, which the lab standard wants between 90 and 120 minutes.
 
     from common.grading.authoring.lab_length import estimate
     est = estimate(nbformat.read("lab2_dataflow.ipynb", 4))
@@ -29,6 +32,7 @@ from common.grading.courses import standard
 
 CORE_RANGE = (90, 120)  # LAB_STANDARD: a core lab is 90 to 120 minutes of the learner's own work
 GOING_FURTHER = standard.GOING_FURTHER
+PREDICTION_COMMIT = re.compile(r"[A-Za-z_]\w*\.commit\(")  # a learner's prediction (common.explore.predict)
 SECTION = re.compile(r"^##\s+(.+?)\s*$", re.MULTILINE)
 EXPECTED = re.compile(r"\*\*Expected time:\*\*\s*(?:about\s+)?(\d+)\s*minutes", re.IGNORECASE)
 
@@ -54,26 +58,32 @@ RATES = Rates()
 
 
 def _code_lines(source: str) -> tuple[int, int, int]:
-    """(given lines, solution lines, stubs) of a code cell; hidden tests are not counted."""
+    """(given lines, solution lines, stubs) of a code cell; hidden tests are not counted, and a solution region
+    of prediction commits only is no stub (module docstring)."""
     given = solution = stubs = 0
-    region = None
+    region, lines = None, []
     for line in source.splitlines():
         text = line.strip()
         if "### BEGIN SOLUTION" in text:
-            region, stubs = "solution", stubs + 1
+            region, lines = "solution", []
             continue
         if "### BEGIN HIDDEN TESTS" in text:
             region = "hidden"
             continue
         if "### END SOLUTION" in text or "### END HIDDEN TESTS" in text:
+            if region == "solution":
+                solution += len(lines)
+                stubs += 0 if lines and all(PREDICTION_COMMIT.match(t) for t in lines) else 1
             region = None
             continue
         if not text or text.startswith("#"):
             continue
         if region == "solution":
-            solution += 1
+            lines.append(text)
         elif region is None:
             given += 1
+    if region == "solution":  # a region left open is still work to do
+        solution, stubs = solution + len(lines), stubs + 1
     return given, solution, stubs
 
 

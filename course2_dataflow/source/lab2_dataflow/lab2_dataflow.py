@@ -29,7 +29,7 @@
 # - write a static list scheduler for P processing elements and compare it with dynamic scheduling under cost noise (makespan, utilisation, Gantt charts)
 # - read the TPU and Spyre compilers' schedules of the attention: MXU passes and padding, DMA edges, what bounds them
 #
-# **Expected time:** about 119 minutes (plus about 15 optional)  
+# **Expected time:** about 120 minutes (plus about 15 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; no accelerator needed (the machines are simulated)
 
 # %% [markdown] include="grading"
@@ -1306,15 +1306,57 @@ print(f"SIMULATED Spyre: {spyre.time_s * 1e6:.2f} µs, of which scheduling {att_
 # %% [markdown]
 # ## Analysis
 #
-# Answer in a few sentences each; numbers from your own runs make an answer convincing.
+# A few sentences each, with your numbers.
 
 # %% [markdown]
-# **Q1 (comparative prediction).** *Before* running the next cell, predict how the whole block (batch 2, 64
-# tokens, 16-bit) is scheduled on a **GPU** (H100: kernels launched from the host onto a stream), a **Groq LPU**
-# (one compile-time, cycle-exact schedule) and a **Cerebras WSE** (the graph laid out in space on the wafer,
-# every layer on its own region): how many schedulable units does each make of it, when is each unit's start
-# decided (compile time or run time), and what bounds the step on each (compute, memory, scheduling overhead,
-# communication)? Then run the cell and explain what you got wrong.
+# **Q1 (comparative prediction).** The cell after next simulates the whole block (batch 2, 64 tokens, 16-bit)
+# on the five machines. Before it runs, commit your ranking by step time, fastest first (at least the GPU, LPU
+# and WSE).
+
+# %%
+from common.errors import DFAError
+from common.explore import predict, widgets_can_render
+from common.landscape import download_map, keep_on_drive, open_map, upload_map
+
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map and your predictions on Google Drive
+if KEEP_ON_DRIVE and not FAST:
+    keep_on_drive()
+lm = open_map(2, scratch=FAST)
+P_BLOCK = predict("course2.lab2.block-step", "TinyTransformerBlock, batch 2 x 64 tokens, 16-bit: fastest first",
+                  kind="ranking", choices=("gpu", "tpu", "lpu", "wse", "spyre"), lm=lm, course=2)
+if widgets_can_render():
+    display(P_BLOCK.form())  # pick and commit here, or call P_BLOCK.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_block", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, fastest first (three or more machines), committed before the next cell runs the simulator.
+### BEGIN SOLUTION
+P_BLOCK.commit(["lpu", "wse", "tpu", "spyre", "gpu"])
+### END SOLUTION
+
+# %%
+from common.sim import simulate
+from common.sim.workload import graph_workload
+
+block16 = TinyTransformerBlock(D_MODEL, N_HEADS).half()
+x16 = torch.randn(2, 64, D_MODEL, dtype=torch.float16)
+workload = graph_workload(block16, (x16,), dtype="fp16")   # captured once, on fake tensors
+rows, runs = [], {}
+for backend in ("gpu", "tpu", "lpu", "wse", "spyre"):
+    r = runs[backend] = simulate(workload, backend, dtype=make_policy(backend).dtype)
+    rows.append({"system": backend.upper(), "chip": r.chip, "dtype": r.dtype, "kernels": len(r.programs[0].kernels),
+                 "engines": ", ".join(sorted({e.engine for e in r.events})), "time (µs)": round(r.time_s * 1e6, 2),
+                 "bound by": r.bottleneck, **{k: f"{v / r.time_s:.0%}" for k, v in r.attribution.items()}})
+print(f"SIMULATED TinyTransformerBlock({D_MODEL}, {N_HEADS}), batch 2 x 64 tokens, 16-bit:")
+print(pd.DataFrame(rows).to_string(index=False))
+try:  # the reveal; score = steps per second (1 / step time), more ranks first
+    P_BLOCK.reveal({backend: 1 / r.time_s for backend, r in runs.items()})
+    print(f"saved {lm.save()}")
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# Where was your ranking wrong, and why? For the GPU, LPU and WSE: the unit each schedules, whether its start is
+# fixed at compile or run time, and what bounds the step (compute, memory, scheduling, communication).
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1327,22 +1369,6 @@ print(f"SIMULATED Spyre: {spyre.time_s * 1e6:.2f} µs, of which scheduling {att_
 # not by compute. The simulator agrees: GPU scheduling-bound, LPU compute-bound, WSE communication-bound.
 # === END MARK SCHEME ===
 
-# %%
-from common.sim import simulate
-from common.sim.workload import graph_workload
-
-block16 = TinyTransformerBlock(D_MODEL, N_HEADS).half()
-x16 = torch.randn(2, 64, D_MODEL, dtype=torch.float16)
-workload = graph_workload(block16, (x16,), dtype="fp16")   # captured once, on fake tensors
-rows = []
-for backend in ("gpu", "tpu", "lpu", "wse", "spyre"):
-    r = simulate(workload, backend, dtype=make_policy(backend).dtype)
-    att = r.attribution
-    rows.append({"system": backend.upper(), "chip": r.chip, "dtype": r.dtype, "kernels": len(r.programs[0].kernels),
-                 "engines": ", ".join(sorted({e.engine for e in r.events})), "time (µs)": round(r.time_s * 1e6, 2),
-                 "bound by": r.bottleneck, **{k: f"{v / r.time_s:.0%}" for k, v in att.items()}})
-print(f"SIMULATED TinyTransformerBlock({D_MODEL}, {N_HEADS}), batch 2 x 64 tokens, 16-bit:")
-print(pd.DataFrame(rows).to_string(index=False))
 
 # %% [markdown]
 # **Q2 (Part 3).** When did your static schedule beat the dynamic one, and when did it lose? Explain both with
@@ -1397,8 +1423,8 @@ print(pd.DataFrame(rows).to_string(index=False))
 # `spyre.programs[0].kernels` and their `ops`). Two more rows come from your code: the block's graph size, and its compute- / memory-bound
 # ops on each system's chip.
 #
-# One map serves all six courses; its catalog and simulator rows are rebuilt when missing. On Colab,
-# `KEEP_ON_DRIVE = True` keeps it on Google Drive.
+# One map serves all courses; missing catalog and simulator rows are rebuilt. On Colab,
+# `KEEP_ON_DRIVE = True` (Analysis, Q1) keeps it on Drive.
 
 # %%
 from common.landscape import SYSTEMS
@@ -1453,13 +1479,6 @@ grader.assert_equal(landscape_consistency(rows, *part4_reports()), [], name="fus
 ### END HIDDEN TESTS
 
 # %%
-import tempfile
-
-from common.landscape import download_map, keep_on_drive, open_map, upload_map
-
-KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
-if KEEP_ON_DRIVE and not FAST:
-    keep_on_drive()
 SYSTEM_CHIPS = {"GPU": "h100-sxm", "TPU": "tpu-v5e", "WSE": "wse-3", "LPU": "groq-lpu", "Spyre": "spyre"}
 try:
     stats_now = graph_stats(gm)
@@ -1467,7 +1486,6 @@ except NotImplementedError:
     stats_now = {"nodes": len(gm.graph.nodes), "edges": sum(len(n.all_input_nodes) for n in gm.graph.nodes)}
 # Bound-ness at each system's native 16-bit type: the same graph, traced and counted in fp16 (2-byte tensors).
 gm16 = fx.symbolic_trace(TinyTransformerBlock(D_MODEL, N_HEADS).half())
-lm = open_map(2, scratch=FAST)
 if row_problems(MY_ROWS, ATTRIBUTES):
     print("landscape rows not written yet (MY_ROWS): the map below shows the other rows")
 else:

@@ -11,6 +11,8 @@ NOT_LISTED = {
     "order of cells asks them not to, and no test can tell the two apart",
     "winner": "optional (Going further), ungraded",
     "kernel_graph": "optional (Going further), ungraded",
+    "predict_block": "ungraded: the learner's own ranking, committed before the simulator runs and judged only in "
+    "the reveal (kept beside the map, timed and hashed; a change after the reveal is flagged)",
 }
 
 SHORTCUTS = [

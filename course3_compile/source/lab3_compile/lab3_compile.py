@@ -607,7 +607,7 @@ else:
     print(pd.DataFrame([{**e, "inputs": inputs_summary(e["inputs"])} for e in COMPILE_LOG]).to_string(index=False))
 
 # %% [markdown]
-# **What it means** (torch 2.13, transformers 5.25; trust your own output). The forward is **one graph** in
+# **What it means** (torch 2.13, transformers 5.25; check yours). The forward is **one graph** in
 # prefill and decode: masks, rotary embeddings and the cache update are tensor code.
 # The cost is **recompiles**: call 1 compiles for a cache of `SEQ`; call 2 (one longer) fails its shape guards and
 # *automatic dynamic shapes* compiles a graph with the cache length as a symbol (`s…`), reused from then on.
@@ -824,9 +824,8 @@ grader.assert_equal(canon(data.get("decoder")), canon(_fg(_ca(_m, _args, _kw, fa
 # ### The simulator: op by op vs fused, per memory level
 #
 # `fusion_savings(gm)` simulates an aten graph twice on each machine: **op by op** (one kernel per op, every
-# intermediate through main memory, like eager) and **fused** (the backend's own fusion rules, `common.sim`). The
-# table gives bytes per memory level, kernels and SIMULATED time, for a prefill-sized bf16 activation chain (fake
-# tensors: nothing is computed).
+# intermediate through main memory, like eager) and **fused** (the backend's own fusion rules, `common.sim`):
+# bytes per memory level, kernels and SIMULATED time, here for a prefill-sized bf16 activation chain (fake tensors).
 
 # %%
 class FFNChain(nn.Module):  # RMSNorm-free epilogue chain of a transformer MLP: gelu(x*a+b) * sigmoid(x)
@@ -977,9 +976,9 @@ grader.assert_equal(bool(_fused["spill_bytes"] > 0), True, name="the fused Spyre
 # `sticks(shape, elem_bytes, stick_bytes, dim=-1)`, with the sticks along `dim` (a restickified tensor has them
 # along another dimension) → dict with `sticks` = rows x ceil(shape[dim] / per_stick) (rows: the product of the
 # other dims), `device_shape` = (sticks per row, *the other dims in order, elements per stick) as a tuple, and
-# `padding_bytes` = sticks x stick_bytes − numel x elem_bytes. Worked example: (100, 150) fp16 → 300 sticks, device
+# `padding_bytes` = sticks x stick_bytes − numel x elem_bytes. Example: (100, 150) fp16 → 300 sticks, device
 # shape (3, 100, 64), padding 300 x 128 − 30000 = 8400 B; with `dim=0`: 2 x 150 = 300 sticks, device shape
-# (2, 150, 64), the same padding. The checks pass the catalog's numbers (`get_chip(...).fact(...)`) and others.
+# (2, 150, 64), the same padding. The checks use catalog numbers and others.
 
 # %% nbgrader={"grade": false, "grade_id": "tiling", "locked": false, "schema_version": 3, "solution": true, "task": false}
 import math
@@ -1121,10 +1120,10 @@ for _shape in ((100, 192, 300), (4096, 4096, 1000)):  # the key agrees with the 
 #
 # **Spec.** `schedule_overhead(report)`: on the report's critical engine (`report.critical_engine`: `"stream"` on
 # the GPU, `"tensorcore"` on the TPU, `"cores"` on Spyre), a dict with `busy_s` (summed duration of its `compute`
-# events), `named_s` (summed duration of its other events: fill/drain syncs, launches), `idle_s` (`report.time_s`
-# minus the union of all its events' intervals: gaps where it waits), `gaps` (int: idle stretches over 1 ns, also
-# before the first and after the last event) and `overhead_share` = (named_s + idle_s) / time_s. Events (any order):
-# `report.events`, each with `.engine`, `.kind`, `.start`, `.end`, `.duration`.
+# events), `named_s` (summed duration of its other events: syncs, launches), `idle_s` (`report.time_s`
+# minus the union of its events' intervals: gaps where it waits), `gaps` (int: idle stretches over 1 ns, also
+# before the first and after the last event) and `overhead_share` = (named_s + idle_s) / time_s. Events
+# (unordered): `report.events` (`.engine`, `.kind`, `.start`, `.end`, `.duration`).
 
 # %% nbgrader={"grade": false, "grade_id": "schedule_overhead", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def schedule_overhead(report):
@@ -1241,15 +1240,51 @@ plt.show()
 # %% [markdown]
 # ## Analysis
 #
-# Answer in the cells below (markdown). Two to six sentences each; quote numbers from your runs.
+# Two to six sentences each, with your numbers.
 
 # %% [markdown]
-# **Q1 (comparative prediction).** *Before* running the next cell: the SwiGLU block of the reference decoder at
-# 8B scale (d_model 4096, FFN 14336) in prefill of 512 tokens, bf16: `down(silu(gate(x)) * up(x))`. Predict, for
-# the **GPU**, **TPU** and **Spyre** compilers (Part 4's rules: `common/sim/machines/gpu.py`, `tpu.py`, `spyre.py`), how
-# many kernels the block becomes and whether fusion cuts its main-memory bytes much, a little or not at all
-# (which values are intermediates, which are weights, what order the ops come in). Then run the cell and explain
-# what you got wrong.
+# **Q1 (comparative prediction).** The cell after next compiles the SwiGLU block of the 8B decoder (d_model 4096,
+# FFN 14336; prefill, 512 tokens, bf16), `down(silu(gate(x)) * up(x))`, by Part 4's **GPU**, **TPU** and
+# **Spyre** rules. Before it runs, commit your ranking of the three by the share of main-memory bytes fusion
+# saves, most first.
+
+# %%
+from common.explore import predict, widgets_can_render
+from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
+
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map and your predictions on Google Drive
+if KEEP_ON_DRIVE and not FAST:
+    keep_on_drive()
+lm = open_map(3, scratch=FAST)  # CI and the autograder (FAST) write a scratch map: grading never touches yours
+P_FUSION = predict("course3.lab3.swiglu-fusion", "SwiGLU at 8B, prefill 512, bf16: most main-memory bytes saved first",
+                   kind="ranking", choices=("gpu", "tpu", "spyre"), lm=lm, course=3)
+if widgets_can_render():
+    display(P_FUSION.form())  # pick and commit here, or call P_FUSION.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_fusion", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, most bytes saved first (all three), committed before the next cell runs the simulator.
+### BEGIN SOLUTION
+P_FUSION.commit(["tpu", "spyre", "gpu"])
+### END SOLUTION
+
+# %%
+one_layer = replace(get_config("llama-3.1-8b"), n_layers=1)  # one layer is enough: fake tensors
+big = build_model(one_layer, fake=True, dtype=torch.bfloat16)
+ffn_gm = capture_aten(big.layers[0].mlp, (torch.empty(1, 512, 4096, dtype=torch.bfloat16),))
+res = fusion_savings(ffn_gm, ("gpu", "tpu", "spyre"))
+res["main_bytes"] = [row[f"bytes_{get_chip(row['chip']).main_memory.name}"] for _, row in res.iterrows()]
+print("SIMULATED SwiGLU of llama-3.1-8b, prefill 512 tokens, bf16:")
+print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(index=False))
+main = res.pivot(index="backend", columns="program", values="main_bytes")
+try:  # the reveal; score = the share of main-memory bytes fusion saves, most first
+    P_FUSION.reveal(1 - main["fused"] / main["op by op"])
+    print(f"saved {lm.save()}")
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# How many kernels did each make of the block; which values are intermediates, which weights? Where was it wrong,
+# and why?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_predict", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1262,23 +1297,10 @@ plt.show()
 # (long prompts, pointwise-heavy blocks).
 # === END MARK SCHEME ===
 
-# %%
-import dataclasses
-
-from common.models import get_config
-
-one_layer = dataclasses.replace(get_config("llama-3.1-8b"), n_layers=1)  # one layer is enough: fake tensors
-big = build_model(one_layer, fake=True, dtype=torch.bfloat16)
-ffn_gm = capture_aten(big.layers[0].mlp, (torch.empty(1, 512, 4096, dtype=torch.bfloat16),))
-res = fusion_savings(ffn_gm, ("gpu", "tpu", "spyre"))
-res["main_bytes"] = [row[f"bytes_{get_chip(row['chip']).main_memory.name}"] for _, row in res.iterrows()]
-print("SIMULATED SwiGLU of llama-3.1-8b, prefill 512 tokens, bf16:")
-print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(index=False))
-
 # %% [markdown]
-# **Q2 (Part 4).** Which backend's time did not change with fusion, and why — where did its intermediates live
-# before fusion, and what bounds the chain there? Under which LX budget did Spyre's fused bundle spill, and what
-# happened to its LPDDR5 bytes and its time? When would a compiler rather *not* fuse?
+# **Q2 (Part 4).** Which backend's time did not change with fusion, and why: where did its intermediates live
+# before, and what bounds the chain? Under which LX budget did Spyre's fused bundle spill, and what happened to
+# its LPDDR5 bytes and time? When would a compiler rather *not* fuse?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_no_gain", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1292,9 +1314,9 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q3 (Part 6).** In the two Gantt charts, where does the time that is neither compute nor memory show up on the
-# GPU and on the TPU, and why is it a different kind of overhead? What would CUDA graphs (`graphs=True`) or a
-# bigger batch change on each?
+# **Q3 (Part 6).** In the two Gantt charts, where is the time that is neither compute nor memory on the GPU and
+# on the TPU, and why are the two overheads different? What would CUDA graphs (`graphs=True`) or a bigger batch
+# change on each?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_schedule", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1309,8 +1331,8 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 # %% [markdown]
 # ## Landscape map
 #
-# Course 3's rows for the five systems: three attributes in your own words, plus the simulated kernels per decoder
-# layer. What each attribute asks:
+# Course 3's rows for the five systems: three attributes you write, plus simulated kernels per decoder layer. Each
+# attribute asks:
 #
 # - **IR stages**: the representations a model passes through, from the framework to what the chip runs.
 # - **fusion strategy**: which ops the compiler puts into one kernel or program.
@@ -1318,17 +1340,11 @@ print(res[["backend", "program", "kernels", "time_s", "main_bytes"]].to_string(i
 #
 # **Spec.** `MY_ROWS = {attribute: {system: text}}` for every attribute in `ATTRIBUTES` and all five systems, 3 to
 # 25 words each, in your own words, different per system. The check is structural; the grader reads whether each
-# names the right mechanism and whether the TPU, LPU and Spyre tiling rows state Part 5's catalog figures (no others).
+# names the right mechanism and the TPU, LPU and Spyre tiling rows state only Part 5's catalog figures.
 
 # %%
-import tempfile
-
-from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 from common.landscape.rows import add_rows, row_problems
 
-KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
-if KEEP_ON_DRIVE and not FAST:
-    keep_on_drive()
 ATTRIBUTES = ("IR stages", "fusion strategy", "tiling decision")
 
 # %% nbgrader={"grade": false, "grade_id": "landscape_rows", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1382,8 +1398,6 @@ grader.assert_equal(rows_without_figures(_rows), [], name="TPU, LPU and Spyre ti
 ### END HIDDEN TESTS
 
 # %%
-# CI and the autograder (FAST) write a scratch map: grading never touches yours.
-lm = open_map(3, scratch=FAST)
 if row_problems(MY_ROWS, ATTRIBUTES):
     print("landscape rows not written yet: the map below has your earlier courses and Course 3's simulated rows")
 else:
@@ -1403,18 +1417,18 @@ plt.show()
 # %% [markdown]
 # ## Wrap-up
 #
-# - **Capture first**: a graph break (`.item()`, `print`, a Python `if` on a tensor) splits the program and nothing
+# - **Capture first**: a graph break (`.item()`, `print`, a Python `if` on a tensor) splits the program; nothing
 #   fuses across it. Express data-dependent choices as tensor ops.
 # - **AOTAutograd** hands backends functional aten graphs, forward and backward; the decomposition table decides
-#   which ops a backend sees whole.
-# - **Compile time is paid once**, by the first request, and again at every recompile (a growing KV cache):
-#   measure it apart from the steady state. A real `transformers` forward is one graph; `generate()`'s loop is not.
+#   which ops it sees whole.
+# - **Compile time is paid by the first request**, and again at every recompile (a growing KV cache):
+#   measure it apart from steady state. A real `transformers` forward is one graph; `generate()`'s loop is not.
 # - **Fusion removes a write and a read per intermediate**; it pays where that trip was on the critical path and
 #   the fused working set fits the scratchpad.
-# - **Tiles and layouts pad** differently per target: one dimension can be clean on one, wasteful on another.
-# - **Who schedules** decides where overhead shows up: host launches (GPU) or fill/drain in a static program (TPU).
+# - **Tiles and layouts pad** per target: a dimension clean on one wastes on another.
+# - **Who schedules** decides the overhead: host launches (GPU) or fill/drain in a static program (TPU).
 #
-# Next: the **Dataflow Deep Dive** (`deepdive3_spyre`) walks a Spyre-like lowering pipeline stage by stage.
+# Next: the **Dataflow Deep Dive** (`deepdive3_spyre`) walks a Spyre-like lowering pipeline.
 
 # %% [markdown]
 # ## Going further (optional)

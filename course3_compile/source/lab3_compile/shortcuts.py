@@ -399,4 +399,6 @@ NOT_LISTED = {
     "break_even": "optional (Going further), ungraded",
     "bytes_saved": "optional (Going further), ungraded",
     "clean_dim": "optional (Going further), ungraded",
+    "predict_fusion": "ungraded: the learner's own ranking, committed before the simulator runs and judged only in "
+    "the reveal (kept beside the map, timed and hashed; a change after the reveal is flagged)",
 }

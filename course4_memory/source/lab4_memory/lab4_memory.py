@@ -1210,8 +1210,29 @@ for case, got in zip(context_cases(seed), data["cases"], strict=True):
 # stick on the other dimension) — and what does not fit the LX budget spills back to LPDDR5. On the WSE and the
 # LPU the cache stays in SRAM: more context, more wafers or chips.
 #
-# **Before you run the sweep, write your prediction in Analysis Q3.**
-#
+# **Predict first.** Before you write `kv_sweep`, commit a ranking of three or more systems by how much this
+# decode step slows from the shortest to the longest context, most first.
+
+# %%
+from common.explore import predict, widgets_can_render
+from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
+
+KEEP_ON_DRIVE = False  # Colab only: True keeps your map and your predictions on Google Drive
+if KEEP_ON_DRIVE and not FAST:
+    keep_on_drive()
+lm = open_map(4, scratch=FAST)
+P_SWEEP = predict("course4.lab4.kv-slowdown", f"{MODEL} decode, batch {SWEEP_BATCH}: most slow-down over SWEEP_SEQS "
+                  "first", kind="ranking", choices=tuple(SYSTEM_CHIPS), lm=lm, course=4)
+if widgets_can_render():
+    display(P_SWEEP.form())  # pick and commit here, or call P_SWEEP.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_sweep", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, most slow-down first (three or more systems), committed before the sweep runs.
+### BEGIN SOLUTION
+P_SWEEP.commit(["Spyre", "LPU", "GPU", "WSE", "TPU"])
+### END SOLUTION
+
+# %% [markdown]
 # **Spec.** `kv_sweep(model, backend, seqs, batch)`: one simulated decode step per `s` in `seqs`; a `DataFrame`
 # with columns `seq`, `kv_bytes` (your `kv_bytes` for the `s + 1` positions the step holds, in the report's
 # `dtype`), `chips` (`report.chips`), `time_s` and `bound` (`report.bottleneck`).
@@ -1288,6 +1309,12 @@ for system, chip in SYSTEM_CHIPS.items():
     except NotImplementedError:
         print("kv_sweep is not written yet: the figure shows only the Spyre counters, the table stays empty")
         break
+try:  # the reveal (once kv_sweep is written); score = step time at the longest context / at the shortest
+    if SWEEPS:
+        P_SWEEP.reveal({system: df["time_s"].iloc[-1] / df["time_s"].iloc[0] for system, df in SWEEPS.items()})
+        print(f"saved {lm.save()}")
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
 spyre_runs = [simulate_llm(MODEL, "spyre", phase="decode", batch=SWEEP_BATCH, seq=s) for s in SWEEP_SEQS]
 fig, (ax, ax2) = plt.subplots(1, 2, figsize=(16, 5.6), layout="constrained", width_ratios=[1.6, 1])
 for system, df in SWEEPS.items():
@@ -1324,7 +1351,7 @@ plt.show()
 # %% [markdown]
 # ## Analysis
 #
-# Answer in a few sentences each; numbers from your own runs make an answer convincing.
+# A few sentences each, with your numbers.
 
 # %% [markdown]
 # **Q1 (Part 1).** At the tile that fits, which moved fewer off-chip bytes in your run — the scratchpad or the
@@ -1364,22 +1391,7 @@ plt.show()
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q3 (comparative prediction — write it BEFORE running the Part 4 sweep).** For the 8B model at batch 4, predict
-# for at least three of GPU, TPU, WSE, LPU and Spyre how the decode step time changes from the shortest to the
-# longest context of `SWEEP_SEQS` (about x1.1, x2, x5?). Then run the cell below and explain the biggest miss.
-
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
-# === BEGIN MARK SCHEME ===
-# Prediction from bytes per step: GPU and TPU stream weights (16 GB) + KV from HBM, so time grows with
-# (16 GB + KV) / bandwidth - about x2-3 once KV reaches ~30-60 GB - unless more chips are added (the TPU goes from
-# 2 to 4-8 chips, which splits both weights and KV: only ~x1.3-1.6). The WSE reads SRAM at PB/s: time is fabric and
-# scheduling, it grows ~x2 mostly because a second wafer joins the pipeline. The LPU must hold the cache in SRAM:
-# chips grow with context (73 -> 220-370) and the token crosses every chip, so ~x3-4. Spyre is hit hardest: every
-# step streams the whole cache from LPDDR5 at ~150 GB/s, and once a layer's K/V outgrow LX they are re-sticked and
-# spilled, adding LPDDR5 traffic - x5 at 64k, x10 at 128k. Typical miss: forgetting that adding chips (TPU, GPU at
-# 128k) makes the step *faster*. Full marks: a ratio per system committed before the run, and the biggest miss
-# explained by its mechanism (chips added, LPDDR5 streaming and spills, SRAM pipeline length).
-# === END MARK SCHEME ===
+# **Q3 (Part 4's prediction).** What ratio did you expect per system? Explain the biggest miss.
 
 # %%
 rows = []
@@ -1393,11 +1405,25 @@ for system, df in SWEEPS.items():
 print(f"SIMULATED decode of {MODEL}, batch {SWEEP_BATCH}:")
 print(pd.DataFrame(rows).to_string(index=False))
 
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Prediction from bytes per step: GPU and TPU stream weights (16 GB) + KV from HBM, so time grows with
+# (16 GB + KV) / bandwidth - about x2-3 once KV reaches ~30-60 GB - unless more chips are added (the TPU goes from
+# 2 to 4-8 chips, which splits both weights and KV: only ~x1.3-1.6). The WSE reads SRAM at PB/s: time is fabric and
+# scheduling, it grows ~x2 mostly because a second wafer joins the pipeline. The LPU must hold the cache in SRAM:
+# chips grow with context (73 -> 220-370) and the token crosses every chip, so ~x3-4. Spyre is hit hardest: every
+# step streams the whole cache from LPDDR5 at ~150 GB/s, and once a layer's K/V outgrow LX they are re-sticked and
+# spilled, adding LPDDR5 traffic - x5 at 64k, x10 at 128k. Typical miss: forgetting that adding chips (TPU, GPU at
+# 128k) makes the step *faster*. Full marks: the ratio expected for each system (its ranking committed before
+# the sweep), and the biggest miss explained by its mechanism (chips added, LPDDR5 streaming and spills, SRAM
+# pipeline length).
+# === END MARK SCHEME ===
+
 # %% [markdown]
 # **Q4 (Parts 2 and 3).** The profiled decoder grows its cache with `torch.cat`, and your `memory_ops` says what a
 # cat moves. For Llama-3.1-8B in bf16, one sequence with 8192 cached tokens: how many bytes does growing the cache
-# by one token move this way (all layers), against the bytes of the new token itself, and how long does that take
-# at the copy bandwidth you measured?
+# by one token move this way (all layers), against the new token's own bytes, and how long at the copy bandwidth
+# you measured?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_cat_growth", "locked": false, "points": 1, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1426,17 +1452,13 @@ print(pd.DataFrame(rows).to_string(index=False))
 # the mechanism (which memory, who moves the bytes); where your Part 4 sweep needed more chips or wafers for a
 # longer context, say so. The check below tests the shape only; the grader also reads the words.
 #
-# One map serves all six courses; its catalog and simulator rows are rebuilt when missing. On Colab,
-# `KEEP_ON_DRIVE = True` keeps it on Google Drive.
+# One map serves all courses; missing catalog and simulator rows are rebuilt. On Colab,
+# `KEEP_ON_DRIVE = True` (Part 4's prediction cell) keeps it on Drive.
 
 # %%
-from common.landscape import SYSTEMS, download_map, keep_on_drive, open_map, upload_map
 from common.landscape.courses import alignment_constraints
 from common.landscape.rows import add_rows, row_problems
 
-KEEP_ON_DRIVE = False  # Colab only: True keeps your map on Google Drive for the next courses
-if KEEP_ON_DRIVE and not FAST:
-    keep_on_drive()
 chips = {s: get_chip(SYSTEM_CHIPS[s]) for s in SYSTEMS}
 ALIGNMENT = alignment_constraints()  # catalog facts: the layout rule of each system's memory
 ATTRIBUTES = ("on-chip memory managed by", "KV-cache strategy")
@@ -1509,7 +1531,6 @@ try:
     src = "learner"
 except NotImplementedError:
     beside, src = dict(zip(LIMITS["system"], LIMITS["max_tokens"], strict=True)), "catalog"
-lm = open_map(4, scratch=FAST)
 for s in SYSTEMS:
     c = chips[s]
     lm.add(s, "on-chip memory (B)", float(sum(lv.total_capacity for lv in c.on_chip)), course=4, source="catalog",

@@ -8,6 +8,8 @@ NOT_LISTED = {
     "same_capacity": "optional (Going further), ungraded",
     "paged_allocator": "optional (Going further), ungraded",
     "waste": "optional (Going further), ungraded",
+    "predict_sweep": "ungraded: the learner's own ranking, committed before the simulator runs and judged only in "
+    "the reveal (kept beside the map, timed and hashed; a change after the reveal is flagged)",
 }
 
 _HONEST_PLAN = '''
