@@ -1,12 +1,17 @@
-"""The what-if explorer as a person uses it: a real JupyterLab server, a real Chromium driven by Playwright, the
-explorer cell run with Shift+Enter, the batch slider moved with the keyboard, and the figure and the table read
-off the page before and after. A screenshot of the result goes to the test's tmp_path, and to benchmarks/results/explorer_browser.png when
-$DFA_SAVE_SCREENSHOT is set (so a plain run leaves the checkout as it was).
+"""The what-if explorer as a person uses it: a real JupyterLab server, a real Chromium driven by Playwright, a
+release lab as learners get it, its explorer cell run with Shift+Enter, the batch slider moved with the keyboard,
+and the figure and the table read off the page before and after. A screenshot of the result goes to the test's
+tmp_path, and to benchmarks/results/explorer_browser.png when $DFA_SAVE_SCREENSHOT is set (so a plain run leaves
+the checkout as it was).
 
-The notebook is a small one the test writes (``explore("llama-3.1-8b")``) unless ``DFA_EXPLORER_NOTEBOOK`` names
-another, e.g. a release lab with an explorer cell: it is copied (with its folder) into the server's temporary root,
-every cell above the first one that calls ``explore(`` runs first, then that cell. Without Playwright, Chromium or
-JupyterLab the test skips naming the missing piece; with ``DFA_REQUIRE_BROWSER=1`` (CI) that is a failure."""
+The notebook is the release Lab 1 (``RELEASE_LAB``), or the one ``DFA_EXPLORER_NOTEBOOK`` names (any notebook with
+a cell that calls ``explore(``): its folder is copied into the server's temporary root. The server runs with
+``DFA_FAST=1`` (the lab's FAST sizes) and without the variables that make the explorer print instead of drawing
+widgets (``STATIC_ENV``). Before the explorer cell, only the cells it builds on run (the setup and parameters
+cells and the backward slice of its names, ``fixtures/notebook_cells.py``), each to its end, so a graded stub
+that raises NotImplementedError stops nothing; the explorer cell's output must hold no error. Without Playwright,
+Chromium or JupyterLab the test skips naming the missing piece; with ``DFA_REQUIRE_BROWSER=1`` (CI) that is a
+failure."""
 
 from __future__ import annotations
 
@@ -24,11 +29,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from fixtures.notebook_cells import cells_needed
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "benchmarks" / "results" / "explorer_browser.png"
 EXPLORER_CALL = "explore("
-SMALL_NOTEBOOK = 'from common.explore import explore\nex = explore("llama-3.1-8b")'
+# Lab 1's explorer cell builds on its setup and parameters cells alone; Lab 4's (course4_memory/release/lab4_memory)
+# also on a cell that loads an LLM, about 20 s more on CI's two cores, for the same explorer.
+RELEASE_LAB = REPO / "course1_landscape" / "release" / "lab1_landscape" / "lab1_landscape.ipynb"
 # What makes the explorer print instead of drawing widgets (common/explore/widget.py STATIC_ENV): a person's
 # JupyterLab has none of them, so the server must not inherit them from CI.
 STATIC_ENV = ("NBGRADER_EXECUTION", "CI", "DFA_STATIC")
@@ -70,22 +78,15 @@ def browser_pieces():
 
 
 def _notebook_into(root: Path) -> tuple[str, int, list[int]]:
-    """Put the notebook to open under ``root``; its path relative to ``root``, the index of its explorer cell and
-    the indices of its code cells."""
-    given = os.environ.get("DFA_EXPLORER_NOTEBOOK")
-    if given:
-        source = Path(given).resolve()
-        shutil.copytree(source.parent, root / source.parent.name)  # a lab may read files beside it
-        relative = f"{source.parent.name}/{source.name}"
-        nb = nbformat.read(source, as_version=4)
-    else:
-        relative = "explorer.ipynb"
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SMALL_NOTEBOOK)])
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-        nbformat.write(nb, root / relative)
+    """Copy the notebook to open, with its folder (a lab may read files beside it), under ``root``; its path
+    relative to ``root``, the index of its explorer cell and the code cells to run up to it, in order."""
+    source = Path(os.environ.get("DFA_EXPLORER_NOTEBOOK") or RELEASE_LAB).resolve()
+    shutil.copytree(source.parent, root / source.parent.name, ignore=shutil.ignore_patterns("dfa_out"))
+    relative = f"{source.parent.name}/{source.name}"
+    nb = nbformat.read(source, as_version=4)
     index = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and EXPLORER_CALL in c.source), None)
     assert index is not None, f"{relative} has no code cell that calls {EXPLORER_CALL}"
-    return relative, index, [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    return relative, index, cells_needed(nb.cells, index)
 
 
 def _free_port() -> int:
@@ -111,13 +112,14 @@ def _wait_served(port: int, token: str, server: subprocess.Popen, log: Path, dea
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory, browser_pieces):
     """A JupyterLab server on a free port with a token, a temporary root and config, kernels importing this
-    checkout's ``common``; yields (url of the notebook, explorer cell index)."""
+    checkout's ``common``; yields (url of the notebook, explorer cell index, the cells to run up to it)."""
     root = tmp_path_factory.mktemp("lab_root")
     home = tmp_path_factory.mktemp("lab_home")
-    relative, index, code_cells = _notebook_into(root)
+    relative, index, to_run = _notebook_into(root)
     token, port = secrets.token_hex(16), _free_port()
     env = {k: v for k, v in os.environ.items() if k not in STATIC_ENV}
-    env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    env.update(DFA_FAST="1",  # the lab's FAST sizes; unlike NBGRADER_EXECUTION it leaves the widgets live
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
                MPLBACKEND="module://matplotlib_inline.backend_inline")
@@ -130,11 +132,12 @@ def lab_server(tmp_path_factory, browser_pieces):
         server = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
              "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
-             f"--IdentityProvider.token={token}", *(["--allow-root"] if os.geteuid() == 0 else [])],
+             f"--IdentityProvider.token={token}", "--KernelManager.shutdown_wait_time=1",
+             *(["--allow-root"] if os.geteuid() == 0 else [])],
             cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_served(port, token, server, log, time.monotonic() + 120)
-        yield f"http://127.0.0.1:{port}/lab/tree/{relative}?reset&token={token}", index, code_cells
+        yield f"http://127.0.0.1:{port}/lab/tree/{relative}?reset&token={token}", index, to_run
     finally:
         server.terminate()
         try:
@@ -144,12 +147,23 @@ def lab_server(tmp_path_factory, browser_pieces):
             server.wait()
 
 
+def _explorer(cell):
+    """The explorer's widget box (controls, status, figure, tables); a lab's cell may print and draw more below."""
+    return cell.locator(".jp-OutputArea-output .widget-vbox").first
+
+
 def _cell_output(cell):
     """What a person sees of the explorer: the figure's image bytes, the table's text, the batch readout."""
-    image = cell.locator(".jp-OutputArea-output img")
+    image = _explorer(cell).locator("img")
     return {"images": image.count(), "figure": image.first.get_attribute("src") if image.count() else None,
-            "table": cell.locator(".jp-OutputArea-output table").first.inner_text(),
+            "table": _explorer(cell).locator("table").first.inner_text(),
             "batch": _batch_slider(cell).locator(".widget-readout").inner_text().strip()}
+
+
+def _errors(cell) -> list[str]:
+    """The error outputs of a cell (a traceback, or a one-line SetupError/DFAError), as text."""
+    stderr = cell.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+    return [text for text in stderr.all_inner_texts() if "Traceback" in text or "Error" in text]
 
 
 def _batch_slider(cell):
@@ -182,7 +196,7 @@ def _changed(cell, before: dict, timeout_s: float) -> dict:
 def test_explorer_answers_a_slider_in_jupyterlab(lab_server, browser_pieces, tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
-    url, index, code_cells = lab_server
+    url, index, to_run = lab_server
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_pieces, headless=True)
         try:
@@ -199,18 +213,20 @@ def test_explorer_answers_a_slider_in_jupyterlab(lab_server, browser_pieces, tmp
             if select.is_visible():
                 select.click()
                 expect(idle).to_be_visible(timeout=120_000)
-            if index:  # a lab: what the explorer cell builds on runs first, from the Run menu as a person would
-                cell.click()
-                page.get_by_role("menuitem", name="Run", exact=True).click()
-                page.get_by_text("Run All Above Selected Cell").click()
-                above = max(i for i in code_cells if i < index)  # the last one to run
-                _wait_ran(page.locator(".jp-Notebook .jp-Cell").nth(above), 600)
+            # What the explorer cell builds on, one cell at a time as a person would (select, Ctrl+Enter, wait):
+            # a failing cell does not cancel the ones after it, as "Run All Above" would.
+            for i in to_run[:-1]:
+                above = page.locator(".jp-Notebook .jp-Cell").nth(i)
+                above.locator(".jp-InputPrompt").click()
+                page.keyboard.press("Control+Enter")
+                _wait_ran(above, 600)
             cell.locator(".jp-InputArea-editor").click()
             expect(cell.locator(".cm-content")).to_be_focused()
             page.keyboard.press("Shift+Enter")
             _wait_ran(cell, 180)
-            expect(cell.locator(".jp-OutputArea-output img")).to_have_count(1)
-            expect(cell.locator(".jp-OutputArea-output table")).to_have_count(2)  # the machines; the KV-cache fit
+            assert not _errors(cell), f"the explorer cell failed:\n{_errors(cell)[0]}"
+            expect(_explorer(cell).locator("img")).to_have_count(1)
+            expect(_explorer(cell).locator("table")).to_have_count(2)  # the machines; the KV-cache fit
             before = _cell_output(cell)
             handle = _batch_slider(cell).locator(".noUi-handle")
             handle.focus()

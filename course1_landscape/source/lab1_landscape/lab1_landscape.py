@@ -78,7 +78,10 @@ def attempt(what, fn, *args, **kwargs):
 # %% tags=["parameters"]
 import os
 
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # the autograder and CI set this: small sizes, short runs
+# FAST: small sizes, short runs. CI and the autograder run it (nbgrader sets NBGRADER_EXECUTION; papermill
+# passes FAST=True).
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 MODEL = "tiny-block"  # Parts 1-4's small decoder (common.models): 2 layers, d_model 64, byte vocabulary
 BATCH, SEQ = 4, 64  # the forward pass you measure on this CPU (batch, sequence length)
 GEMM_SIZES = None  # N of the N x N GEMM sweep; None: 64 ... 1024 (fast: 64 ... 256)

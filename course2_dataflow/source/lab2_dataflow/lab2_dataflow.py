@@ -43,7 +43,8 @@ import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
 # passes FAST=True), which shortens sequences and sweeps but keeps every step of the lab.
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 D_MODEL = 256       # width of the TinyTransformerBlock of this lab (its MLP is 4x wider)
 N_HEADS = 4
 CHIP = "h100-sxm"   # the catalog chip whose roofline costs every node (Parts 1 and 3)

@@ -47,7 +47,9 @@
 # %% tags=["parameters"]
 import os
 
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))  # CI and the autograder set this
+# CI and the autograder run FAST (nbgrader sets NBGRADER_EXECUTION; papermill passes FAST=True).
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 D_MODEL = 512  # one pre-norm transformer block: model width,
 HEADS = 8  # attention heads: head_dim D_MODEL / HEADS is 64, one fp16 stick
 FFN = 2048  # and MLP width

@@ -44,7 +44,8 @@ import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
 # passes FAST=True): Part 3 then compiles one sub-block of the real model instead of all of it, timing is shorter.
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 MODEL = "test"   # the reference decoder (common.models): 2 layers, d_model 32 - small enough to compile on 2 CPUs
 LLM_NAME = "qwen2.5-0.5b-instruct"  # Part 3's real model (common.models.load_llm): Qwen2.5-0.5B-Instruct
 LLM_LAYERS = None  # None: all 24 layers (fast: a 2-layer cut of the same config); 4 compiles about 5x sooner

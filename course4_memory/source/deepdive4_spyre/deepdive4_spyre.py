@@ -49,7 +49,8 @@
 import os
 
 # Learner defaults. CI and the autograder run FAST (nbgrader sets NBGRADER_EXECUTION; papermill passes FAST=True).
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 MODEL = "tiny-block"        # the small reference decoder (d_model 64, 4 heads of head_dim 16, 2 KV heads, 2 layers)
 SEQ = 64                    # tokens already in the KV cache: the decode step reads SEQ + 1 positions
 BIG_MODEL = "qwen2.5-0.5b"  # the smallest real decoder config in common.models (24 layers), fake tensors only

@@ -53,7 +53,8 @@ import os
 
 # Learner defaults. CI and the autograder run the FAST setting (nbgrader sets NBGRADER_EXECUTION; papermill
 # passes FAST=True): smaller matrices, fewer decode steps, shorter sweeps, a 2-layer cut of the real LLM.
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 MODEL = "llama-3.1-8b"               # KV arithmetic and simulated decode (captured on fake tensors: no weights)
 LLM_NAME = "qwen2.5-0.5b-instruct"  # the real LLM you run, with generate(), and profile on this machine
 

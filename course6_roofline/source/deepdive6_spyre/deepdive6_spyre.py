@@ -41,7 +41,8 @@
 import os
 
 # Learner defaults; CI and the autograder run FAST (nbgrader sets NBGRADER_EXECUTION; papermill passes FAST=True).
-FAST = bool(os.environ.get("NBGRADER_EXECUTION"))
+# DFA_FAST=1 picks the same FAST setting but keeps the explorer's widgets live (NBGRADER_EXECUTION makes it print).
+FAST = bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("DFA_FAST"))
 MODEL = "llama-3.1-8b"   # the reference decoder at 8B scale, on fake tensors
 
 # %%
