@@ -1027,8 +1027,8 @@ plt.show()
 # %% [markdown]
 # ## Analysis
 #
-# **The five stacks.** What each failure layer looks like elsewhere. Answer in the cells below (a few
-# sentences each; numbers from your own runs make an answer convincing).
+# **The five stacks.** What each failure layer looks like elsewhere: a few sentences each, with numbers from your
+# own runs.
 
 # %% [markdown]
 # **Q1 (Bug 1).** The transfer counters of the failing copy were right and its output was wrong. Which layer
@@ -1044,21 +1044,20 @@ plt.show()
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q2 (comparative prediction).** Before the simulators answer: rank the five machines by the SIMULATED time of
-# one step of your **performance bug's** model, fastest first. Think of what each does with the op that falls back
-# on Spyre: a kernel, a lowering, or a host round trip. `common.explore.predict` keeps your ranking beside your
-# landscape map, with its time and a hash; the reveal sets it beside the simulated order and adds both to the map.
-# A ranking changed after the reveal is kept and marked as such, never judged in place of the first.
+# **Q2 (comparative prediction).** Before the simulators answer, rank the five machines by the SIMULATED time of
+# one step of your **performance bug's** model, fastest first: what does each do with the op Spyre falls back on?
+# As in Lab 1, your ranking is kept with its time and a hash beside your landscape map; the reveal judges it
+# against the simulated order, adds both to the map, and marks a ranking changed after it.
 
 # %%
 from common.errors import DFAError
-from common.explore import predict, widgets_can_render
+from common import explore
 from common.landscape import open_map
 
 lm = open_map(5, scratch=FAST)  # your landscape map: the prediction is kept beside it
-P_SLOW = predict("course5.lab5.perf-bug-rank", "your perf bug's model, one step: fastest first", kind="ranking",
-                 choices=("gpu", "tpu", "wse", "lpu", "spyre"), lm=lm, course=5)
-if widgets_can_render():
+P_SLOW = explore.predict("course5.lab5.perf-bug-rank", "your perf bug's model, one step: fastest first",
+                         kind="ranking", choices=("gpu", "tpu", "wse", "lpu", "spyre"), lm=lm, course=5)
+if explore.widgets_can_render():
     display(P_SLOW.form())  # pick and commit here, or call P_SLOW.commit([...]) in the next cell
 
 # %% nbgrader={"grade": false, "grade_id": "predict_slow", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -1085,9 +1084,8 @@ except DFAError as exc:  # no ranking committed yet
     print(exc)
 
 # %% [markdown]
-# **Q2 (why).** How does your performance bug's op show up on GPU (Inductor), TPU (XLA), the Groq LPU and the
-# Cerebras WSE: a host round trip, nothing at all, or a compile error, and in which layer of the taxonomy? Explain
-# where your ranking missed, and what the simulator does *not* model.
+# **Q2 (why).** On GPU (Inductor), TPU (XLA), the LPU and the WSE, is that op a host round trip, nothing at all,
+# or a compile error, and in which layer? Where did your ranking miss, and what does the simulator *not* model?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===

@@ -1367,18 +1367,18 @@ plt.show()
 
 # %% [markdown]
 # **Q2 (comparative prediction).** Before the simulator answers, rank the GPU (H100), the TPU (v5e), the LPU and
-# Spyre by tokens/s for one decode step of the 8B model at batch 1, fastest first, from the ridge points and memory
-# levels of Part 1. As in Lab 1, your ranking is kept beside your landscape map with its time and a hash; the
-# reveal judges it against the simulated order and adds both to the map; a change made after it is marked.
+# Spyre by tokens/s for one decode step of the 8B model at batch 1, fastest first, from Part 1's ridge points and
+# memory levels. As in Lab 1, your ranking is kept with its time and a hash beside your landscape map; the reveal
+# judges it against the simulated order, adds both to the map, and marks a ranking changed after it.
 
 # %%
-from common.explore import predict, widgets_can_render
+from common import explore  # (not `predict`: that name is your Part 5 function)
 from common.landscape import open_map
 
 lm = open_map(6, scratch=FAST)  # your landscape map: the prediction is kept beside it
-P_DECODE = predict("course6.lab6.decode-8b-rank", f"{MODEL} decode, batch 1: fastest first", kind="ranking",
-                   choices=("gpu", "tpu", "lpu", "spyre"), lm=lm, course=6)
-if widgets_can_render():
+P_DECODE = explore.predict("course6.lab6.decode-8b-rank", f"{MODEL} decode, batch 1: fastest first",
+                           kind="ranking", choices=("gpu", "tpu", "lpu", "spyre"), lm=lm, course=6)
+if explore.widgets_can_render():
     display(P_DECODE.form())  # pick and commit here, or call P_DECODE.commit([...]) in the next cell
 
 # %% nbgrader={"grade": false, "grade_id": "predict_decode", "locked": false, "schema_version": 3, "solution": true, "task": false}
