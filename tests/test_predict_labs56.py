@@ -18,6 +18,7 @@ LABS = {  # lab -> the prediction's variable in it
     "course1_landscape/source/lab1_landscape/lab1_landscape.ipynb": "P70B",
     "course5_debug/source/lab5_debug/lab5_debug.ipynb": "P_SLOW",
     "course6_roofline/source/lab6_roofline/lab6_roofline.ipynb": "P_DECODE",
+    "course6_roofline/source/deepdive6_spyre/deepdive6_spyre.ipynb": "P_RATIO",
 }
 SIMULATORS = {"simulate_llm", "compile_graph", "simulate_op"}  # what computes an outcome the lab reveals
 
