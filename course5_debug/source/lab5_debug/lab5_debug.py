@@ -1028,8 +1028,8 @@ plt.show()
 # %% [markdown]
 # ## Analysis
 #
-# **The five stacks.** What each failure layer looks like elsewhere. Answer in the cells below (a few
-# sentences each; numbers from your own runs make an answer convincing).
+# **The five stacks.** What each failure layer looks like elsewhere: a few sentences each, with numbers from your
+# own runs.
 
 # %% [markdown]
 # **Q1 (Bug 1).** The transfer counters of the failing copy were right and its output was wrong. Which layer
@@ -1045,19 +1045,27 @@ plt.show()
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q2 (comparative prediction).** *Before* running the next cell, predict for GPU (Inductor), TPU (XLA), the
-# Groq LPU and the Cerebras WSE how your **performance bug's** op would show up: a host round trip, nothing at
-# all, or a compile error — and which layer of the taxonomy each belongs to. Then run the cell (the simulators
-# of all five) and explain the differences, including what the simulator does *not* model.
+# **Q2 (comparative prediction).** Before the simulators answer, rank the five machines by the SIMULATED time of
+# one step of your **performance bug's** model, fastest first: what does each do with the op Spyre falls back on?
+# As in Lab 1, your ranking is kept with its time and a hash beside your landscape map; the reveal judges it
+# against the simulated order, adds both to the map, and marks a ranking changed after it.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
-# === BEGIN MARK SCHEME ===
-# GPU: the op has a CUDA kernel (or Inductor's extern fallback) — no host round trip. TPU/XLA: cumsum, tril and
-# repeat lower to HLO — native, nothing visible. LPU and WSE: no host to fall back to — an op without a kernel is
-# a compile error (coverage layer), and these ops are supported, so nothing. Only Spyre pays the sync + PCIe +
-# host + relaunch. The simulators agree (fallback_ops > 0 only on Spyre); they do not model compile errors for
-# uncovered ops on WSE/LPU, nor Inductor's extern kernels breaking fusion on the GPU.
-# === END MARK SCHEME ===
+# %%
+from common.errors import DFAError
+from common import explore
+from common.landscape import open_map
+
+lm = open_map(5, scratch=FAST)  # your landscape map: the prediction is kept beside it
+P_SLOW = explore.predict("course5.lab5.perf-bug-rank", "your perf bug's model, one step: fastest first",
+                         kind="ranking", choices=("gpu", "tpu", "wse", "lpu", "spyre"), lm=lm, course=5)
+if explore.widgets_can_render():
+    display(P_SLOW.form())  # pick and commit here, or call P_SLOW.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_slow", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, fastest first (three or more machines), committed before the next cell runs the simulators.
+### BEGIN SOLUTION
+P_SLOW.commit(["lpu", "wse", "tpu", "gpu", "spyre"])
+### END SOLUTION
 
 # %%
 from common.debug.divergence import compile_graph
@@ -1070,6 +1078,24 @@ for backend in ("gpu", "tpu", "wse", "lpu", "spyre"):
                  "SIMULATED time (us)": round(c.report.time_s * 1e6, 2), "bottleneck": c.report.bottleneck})
 print(f"your perf model ({type(bug.model).__name__}) on the five simulated systems:")
 print(pd.DataFrame(rows).to_string(index=False))
+try:  # the score is steps per second: higher is faster
+    P_SLOW.reveal({r["system"]: 1e6 / r["SIMULATED time (us)"] for r in rows})
+    lm.save()
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# **Q2 (why).** On GPU (Inductor), TPU (XLA), the LPU and the WSE, is that op a host round trip, nothing at all,
+# or a compile error, and in which layer? Where did your ranking miss, and what does the simulator *not* model?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# GPU: the op has a CUDA kernel (or Inductor's extern fallback) — no host round trip. TPU/XLA: cumsum, tril and
+# repeat lower to HLO — native, nothing visible. LPU and WSE: no host to fall back to — an op without a kernel is
+# a compile error (coverage layer), and these ops are supported, so nothing. Only Spyre pays the sync + PCIe +
+# host + relaunch. The simulators agree (fallback_ops > 0 only on Spyre); they do not model compile errors for
+# uncovered ops on WSE/LPU, nor Inductor's extern kernels breaking fusion on the GPU.
+# === END MARK SCHEME ===
 
 # %% [markdown]
 # **Q3 (method).** Your hang was reported by the runtime either as a DMA timeout or as a deadlock: which was
@@ -1181,7 +1207,7 @@ grader.assert_equal(("a hang surfaces as", "Spyre") in misses, False, name="your
 # %%
 from common.landscape.courses import fill_course
 
-lm = open_map(5, scratch=FAST)
+# lm: the map the Analysis opened (open_map(5, scratch=FAST)), with your Q2 prediction in it
 if not FAST:  # the simulator's row of this course (the autograder's scratch map does without it)
     fill_course(lm, 5)
 if row_problems(MY_ROWS, ATTRIBUTES):

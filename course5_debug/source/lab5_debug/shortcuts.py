@@ -368,3 +368,4 @@ def bisect_stack(model, args, backends=STACK, seed=0):
 # Stubs under "Going further (optional)": ungraded, so there is no score for a shortcut to win.
 NOT_LISTED = {cell: "optional (Going further), ungraded" for cell in
               ("overflow_locate", "overflow_layer", "fix_overflow", "split_time")}
+NOT_LISTED["predict_slow"] = "ungraded: the learner's own ranking (Analysis Q2), judged only in the reveal, no points"

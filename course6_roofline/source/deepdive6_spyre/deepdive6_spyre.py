@@ -512,9 +512,41 @@ except NotImplementedError:
 
 # %% [markdown]
 # **Q1 (comparative prediction).** Spyre's LPDDR5 ridge (~730 FLOP/B) is about 3x the TPU v5e's HBM ridge (~240)
-# and 2.5x the H100's (~300). Predict, for the 8B decode step at batch 1, how the three compare in tokens/s and
-# which level binds each; then predict the batch size at which each one's *weight* matmuls would reach their
-# main-memory ridge. Check the first part with `simulate_llm` (GPU, TPU, Spyre).
+# and 2.5x the H100's (~300). Before the simulator answers: for the 8B decode step at batch 1, how many times more
+# tokens/s does the H100 give than Spyre? Commit one number; the reveal runs `simulate_llm` on the GPU, the TPU and
+# Spyre, sets the simulated ratio beside yours (a hit within a factor 2), adds both to your landscape map, and
+# marks a number changed after it.
+
+# %%
+from common import explore
+from common.landscape import open_map
+
+lm = open_map(6, scratch=FAST)  # your landscape map: the prediction is kept beside it
+P_RATIO = explore.predict("course6.deepdive6.h100-over-spyre", f"{MODEL} decode, batch 1: H100 / Spyre tokens/s",
+                          kind="value", system="spyre", lm=lm, course=6)
+if explore.widgets_can_render():
+    display(P_RATIO.form())  # type and commit here, or call P_RATIO.commit(...) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_ratio", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ratio (one number: H100 tokens/s / Spyre tokens/s), committed before the next cell runs the simulator.
+### BEGIN SOLUTION
+P_RATIO.commit(16.0)
+### END SOLUTION
+
+# %%
+compared = {s: simulate_llm(MODEL, s, phase="decode", batch=1, seq=SEQ) for s in ("gpu", "tpu", "spyre")}
+print(f"SIMULATED decode of {MODEL}, batch 1, KV {SEQ}:")
+print(pd.DataFrame({s: {"chips": f"{r.chips}x {r.chip}", "tokens/s": r.tokens_per_s, "bottleneck": r.bottleneck}
+                    for s, r in compared.items()}).T.to_string(float_format=lambda v: f"{v:.3g}"))
+try:
+    P_RATIO.reveal(compared["gpu"].tokens_per_s / compared["spyre"].tokens_per_s)
+    lm.save()
+except DFAError as exc:  # no number committed yet
+    print(exc)
+
+# %% [markdown]
+# **Q1 (why).** Which level binds each of the three, and where does the TPU fall? Then predict the batch size at
+# which each one's *weight* matmuls would reach their main-memory ridge.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -560,14 +592,12 @@ except NotImplementedError:
 # %%
 import tempfile
 
-from common.landscape import open_map
-
 try:
     ridges = {"Spyre": level_ridges("spyre", "fp16")["LX"], "TPU": level_ridges("tpu-v5e", "bf16")["VMEM"]}
 except NotImplementedError:
     ridges = {"Spyre": SPYRE.compute_peak("fp16")[0] / SPYRE.estimate("lx_bandwidth"),
               "TPU": TPU.compute_peak("bf16")[0] / TPU.estimate("vmem_bandwidth")}
-lm = open_map(6, scratch=FAST)
+# lm: the map the Analysis opened (open_map(6, scratch=FAST)), with your Q1 prediction in it
 for system, ridge in ridges.items():
     lm.add(system, "scratchpad ridge (FLOP/B, est. bandwidth)", float(ridge), course=6, source="learner",
            overwrite=True)

@@ -2,6 +2,10 @@
 names (tests/test_shortcut_notebooks.py inserts each one after its test cells, reruns them, then restores the honest
 cell)."""
 
+NOT_LISTED = {
+    "predict_ratio": "ungraded: the learner's own number (Analysis Q1), judged only in the reveal, no points",
+}
+
 SHORTCUTS = [
     # the simulated events' bytes instead of the hardware counters
     dict(

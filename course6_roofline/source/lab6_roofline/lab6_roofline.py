@@ -1367,19 +1367,26 @@ plt.show()
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q2 (comparative prediction).** *Before* running the next cell, predict for one decode step of the 8B model at
-# batch 1 on the GPU (H100), the TPU (v5e), the LPU and Spyre: rank them by tokens/s and say what bounds each
-# (memory level, communication or scheduling), from the ridge points and memory levels of Part 1. Then run the
-# cell and explain any surprise.
+# **Q2 (comparative prediction).** Before the simulator answers, rank the GPU (H100), the TPU (v5e), the LPU and
+# Spyre by tokens/s for one decode step of the 8B model at batch 1, fastest first, from Part 1's ridge points and
+# memory levels. As in Lab 1, your ranking is kept with its time and a hash beside your landscape map; the reveal
+# judges it against the simulated order, adds both to the map, and marks a ranking changed after it.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
-# === BEGIN MARK SCHEME ===
-# All four are memory-bound in principle (decode intensity ~1 FLOP/B, left of every ridge). Ranking by main-memory
-# bandwidth per step: LPU first (model spread over many chips' SRAM, 80 TB/s each; but chip-to-chip links and the
-# pipeline appear in the attribution), then H100 (3.35 TB/s HBM), TPU v5e (2 chips x 819 GB/s), Spyre last
-# (204.8 GB/s LPDDR5). The simulator agrees with the order; on the LPU part of the time is communication, on the
-# GPU without CUDA graphs a visible share is scheduling (host launches).
-# === END MARK SCHEME ===
+# %%
+from common import explore  # (not `predict`: that name is your Part 5 function)
+from common.landscape import open_map
+
+lm = open_map(6, scratch=FAST)  # your landscape map: the prediction is kept beside it
+P_DECODE = explore.predict("course6.lab6.decode-8b-rank", f"{MODEL} decode, batch 1: fastest first",
+                           kind="ranking", choices=("gpu", "tpu", "lpu", "spyre"), lm=lm, course=6)
+if explore.widgets_can_render():
+    display(P_DECODE.form())  # pick and commit here, or call P_DECODE.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_decode", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, fastest first (three or more machines), committed before the next cell runs the simulator.
+### BEGIN SOLUTION
+P_DECODE.commit(["lpu", "gpu", "tpu", "spyre"])
+### END SOLUTION
 
 # %%
 rows = []
@@ -1394,6 +1401,24 @@ for system in ("GPU", "TPU", "LPU", "Spyre"):
                  "bottleneck": r.bottleneck, **{k: f"{v / r.time_s:.0%}" for k, v in att.items()}})
 print(f"SIMULATED decode of {MODEL}, batch 1, KV {SEQ}:")
 print(pd.DataFrame(rows).sort_values("tokens/s", ascending=False).to_string(index=False))
+try:
+    P_DECODE.reveal({row["system"]: row["tokens/s"] for row in rows})
+    lm.save()
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# **Q2 (why).** What bounds each of the four (memory level, communication or scheduling)? Where did your ranking
+# miss, and what explains the surprise?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# All four are memory-bound in principle (decode intensity ~1 FLOP/B, left of every ridge). Ranking by main-memory
+# bandwidth per step: LPU first (model spread over many chips' SRAM, 80 TB/s each; but chip-to-chip links and the
+# pipeline appear in the attribution), then H100 (3.35 TB/s HBM), TPU v5e (2 chips x 819 GB/s), Spyre last
+# (204.8 GB/s LPDDR5). The simulator agrees with the order; on the LPU part of the time is communication, on the
+# GPU without CUDA graphs a visible share is scheduling (host launches).
+# === END MARK SCHEME ===
 
 # %% [markdown]
 # **Q3 (Parts 3–5).** Your hierarchical roofline showed an op that is compute-bound for HBM but bound by the
@@ -1457,9 +1482,8 @@ try:
 except NotImplementedError:
     ridges = {}
     print("system_ridges is not written yet: the map gets no ridge-point row until it is")
-# Your map is the one all courses share (open_map); CI and the autograder (FAST) write a scratch copy instead,
-# so grading never touches a learner's map.
-lm = open_map(6, scratch=FAST)
+# lm: the map the Analysis opened (open_map(6, scratch=FAST)), with your Q2 prediction in it: the one all courses
+# share, or under CI and the autograder (FAST) a scratch copy, so grading never touches a learner's map.
 for system in SYSTEMS:
     rl = roofline_for_chip(SYSTEM_CHIPS[system], DTYPES)
     lm.add(system, "peak FLOP/s", rl.peak_flops, course=6, source="catalog", overwrite=True)
