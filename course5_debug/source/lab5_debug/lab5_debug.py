@@ -30,7 +30,7 @@
 # - bisect eager → aot_eager → inductor on your GPU (else the CPU) and tell a real bug from rounding noise against an fp64 truth
 # - bound a timing region, split it into kernel, transfer and host time, compare with the optimum, and remove a CPU fallback
 #
-# **Expected time:** about 117 minutes (plus about 22 optional)  
+# **Expected time:** about 120 minutes (plus about 22 optional)  
 # **Runtime:** Colab CPU runtime (2 vCPUs) or any laptop; a GPU, when there is one, runs Part 3's measured cells (the Spyre stack is simulated)
 
 # %% [markdown] include="grading"
@@ -1047,8 +1047,7 @@ plt.show()
 # %% [markdown]
 # **Q2 (comparative prediction).** Before the simulators answer, rank the five machines by the SIMULATED time of
 # one step of your **performance bug's** model, fastest first: what does each do with the op Spyre falls back on?
-# As in Lab 1, your ranking is kept with its time and a hash beside your landscape map; the reveal judges it
-# against the simulated order, adds both to the map, and marks a ranking changed after it.
+# The reveal sets it beside the simulated order and adds both to your map.
 
 # %%
 from common.errors import DFAError

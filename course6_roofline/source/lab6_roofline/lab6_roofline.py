@@ -1349,7 +1349,7 @@ plt.show()
 # %% [markdown]
 # ## Analysis
 #
-# Answer in the cells below (a few sentences each; numbers from your own runs make an answer convincing).
+# A few sentences each; cite numbers from your own runs.
 
 # %% [markdown]
 # **Q1 (Part 2).** Which ops of the decode step are memory-bound on the GPU, and why? Why does batching move
@@ -1369,8 +1369,7 @@ plt.show()
 # %% [markdown]
 # **Q2 (comparative prediction).** Before the simulator answers, rank the GPU (H100), the TPU (v5e), the LPU and
 # Spyre by tokens/s for one decode step of the 8B model at batch 1, fastest first, from Part 1's ridge points and
-# memory levels. As in Lab 1, your ranking is kept with its time and a hash beside your landscape map; the reveal
-# judges it against the simulated order, adds both to the map, and marks a ranking changed after it.
+# memory levels. The reveal sets it beside the simulated order and adds both to your map.
 
 # %%
 from common import explore  # (not `predict`: that name is your Part 5 function)
@@ -1436,11 +1435,10 @@ except DFAError as exc:  # no ranking committed yet
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Q4 (Part 2, simulated vs measured).** Read the simulated ÷ measured table of the real model. Why do the
-# simulator and your measurement differ, and why by a different factor for the matmul group in prefill than in
-# decode, and for the whole step than for the sum of its groups? Name at least two things the simulated chip does
-# differently from what ran here, and one cost of the real step the simulator does not count. (On a CPU runtime,
-# say what the ratio compares; on a GPU, whether the points sit under the fp32 or the 16-bit roof, and why.)
+# **Q4 (Part 2, simulated vs measured).** In the simulated ÷ measured table of the real model, why does the
+# factor differ between the prefill and decode matmul groups, and between the whole step and its groups' sum?
+# Name two things the simulated chip does differently from what ran here, and one real cost it does not count.
+# (On a CPU, say what the ratio compares; on a GPU, which roof the points sit under.)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "q_sim_measured", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -1460,14 +1458,12 @@ except DFAError as exc:  # no ranking committed yet
 # %% [markdown]
 # ## Landscape map
 #
-# Add this course's rows to the accelerator landscape map — for each of the five systems its peak FLOP/s and
-# main-memory bandwidth (catalog), its ridge point (your `system_ridges`) and what bounds a decode step (from the
-# simulator) — then render the map so far. This is the capstone figure of the specialization.
+# Add this course's rows to the landscape map — each system's peak FLOP/s and main-memory bandwidth (catalog),
+# ridge point (your `system_ridges`) and what bounds a decode step (simulator) — and render it: the capstone figure.
 #
-# The map is one file for all six courses (`~/.local/share/dataflow-labs/landscape_map.json`, or `$DFA_LANDSCAPE`):
-# the rows of Courses 1 to 5 that come from the catalog and the simulators are rebuilt if it lacks them; the rows
-# you wrote stay where you saved them. The last cell exports the whole map as `landscape_map.png` and
-# `landscape_map.csv` next to this notebook (on Colab, `download_map(png, csv)` saves them to your computer).
+# The map is one file for all six courses (`~/.local/share/dataflow-labs/landscape_map.json`, or `$DFA_LANDSCAPE`);
+# catalog and simulator rows it lacks are rebuilt, yours stay. The last cell exports it as `landscape_map.png` and
+# `.csv` (on Colab, `download_map(png, csv)` downloads them).
 
 # %%
 import tempfile
@@ -1519,8 +1515,7 @@ if not FAST:
 # - **Scheduling is the third ceiling**: launches and bubbles cap small ops at $F/t_0$, whatever their intensity.
 # - **Predict, then measure**: a missed prediction points at what the model leaves out.
 #
-# Next: the **Dataflow Deep Dive** (`deepdive6_spyre`) builds the roofline of IBM Spyre's LPDDR5 / LX hierarchy
-# from its hardware counters and compares it with the TPU's HBM / VMEM.
+# Next: **Deep Dive 6** (`deepdive6_spyre`) builds Spyre's LPDDR5 / LX roofline from its counters.
 
 
 # %% [markdown]
