@@ -51,3 +51,16 @@ def test_the_goal_counts_only_sourced_rows():
     rows.append({"backend": "gpu", "ratio": 0.4, "group": "sourced"})
     assert not per_architecture(rows)["gpu"]["goal_met"]  # one figure beyond 2x
     assert error_factor(0.8) == error_factor(1.25)
+
+
+def test_the_committed_json_and_table_are_one_run():
+    """fidelity.py writes both files from one list of rows: a merge that keeps one side of either shows here."""
+    import json
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    rows = json.loads((results / "fidelity.json").read_text(encoding="utf-8"))["rows"]
+    table = (results / "fidelity.md").read_text(encoding="utf-8")
+    stale = [r["figure"] for r in rows if r.get("simulated") is not None
+             and f"| {r['figure']} | {r['published']:,} {r['unit']} | {r['simulated']:,} {r['unit']}" not in table]
+    assert stale == [], f"fidelity.json and fidelity.md disagree on: {stale}"

@@ -1,98 +1,155 @@
-"""Labs 2-4 ask a comparative prediction: each creates it, takes the learner's commit in an ungraded solution
-cell, and only then runs the lab's own simulation and reveals it from that result (never from a literal),
-inside ``try/except DFAError`` so the blank release (no commit) still runs top to bottom."""
+"""Predict, then reveal, in the labs: the comparative prediction of a lab's Analysis is created, committed in
+its own ungraded answer cell, and only then revealed, by a cell that runs the simulator and hands its result
+(never a literal) to ``reveal`` inside ``try/except DFAError`` (the blank release commits nothing and must
+still run top to bottom). Read from the source notebooks (``common.cli check`` keeps them equal to the .py)."""
+from __future__ import annotations
+
 import ast
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from common.grading.courses import standard
+from common.grading.courses.standard import nbgrader_meta
 
 REPO = Path(__file__).resolve().parents[1]
-LABS = {  # lab -> the prediction object's name and the simulator call whose result the reveal reads
-    "course2_dataflow/source/lab2_dataflow/lab2_dataflow.ipynb": ("P_BLOCK", "simulate"),
-    "course3_compile/source/lab3_compile/lab3_compile.ipynb": ("P_FUSION", "fusion_savings"),
-    "course4_memory/source/lab4_memory/lab4_memory.ipynb": ("P_SWEEP", "kv_sweep"),
+LABS = {  # lab -> the prediction's variable in it
+    "course1_landscape/source/lab1_landscape/lab1_landscape.ipynb": "P70B",
+    "course2_dataflow/source/lab2_dataflow/lab2_dataflow.ipynb": "P_BLOCK",
+    "course3_compile/source/lab3_compile/lab3_compile.ipynb": "P_FUSION",
+    "course4_memory/source/lab4_memory/lab4_memory.ipynb": "P_SWEEP",
+    "course5_debug/source/lab5_debug/lab5_debug.ipynb": "P_SLOW",
+    "course6_roofline/source/lab6_roofline/lab6_roofline.ipynb": "P_DECODE",
+    "course6_roofline/source/deepdive6_spyre/deepdive6_spyre.ipynb": "P_RATIO",
 }
+# what computes an outcome a lab reveals (common.sim, and the learner's kv_sweep in Lab 4, which runs it)
+SIMULATORS = {"simulate_llm", "simulate", "compile_graph", "simulate_op", "fusion_savings", "kv_sweep"}
 
 
-def _calls(tree: ast.AST, attr: str, owner: str | None = None) -> list[ast.Call]:
-    """Calls ``owner.attr(...)`` (``owner`` None: any call of a function or method named ``attr``)."""
-    found = []
+def _tree(cell) -> ast.Module:
+    # IPython magics (%run, !pip) are not Python; they never hold a prediction
+    return ast.parse("\n".join(line for line in cell.source.splitlines() if line.lstrip()[:1] not in ("%", "!")))
+
+
+def _calls(tree, var: str, method: str) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == method and isinstance(n.func.value, ast.Name) and n.func.value.id == var]
+
+
+def _called_names(tree) -> set[str]:
+    return {n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)}
+
+
+def _bound_names(tree) -> set[str]:
+    """Names a cell binds outside comprehensions (assignments and for-loop targets)."""
+    targets = [t for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets]
+    targets += [n.target for n in ast.walk(tree) if isinstance(n, ast.For | ast.AugAssign | ast.AnnAssign)]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _free_names(expr) -> set[str]:
+    inner = {n.id for c in ast.walk(expr) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
+             if isinstance(n, ast.Name)}
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - inner
+
+
+def _catches_dfaerror(tree, call: ast.Call) -> bool:
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
-            base = getattr(f.value, "id", None) if isinstance(f, ast.Attribute) else None
-            if name == attr and (owner is None or base == owner):
-                found.append(node)
-    return found
+        if isinstance(node, ast.Try) and any(call in ast.walk(stmt) for stmt in node.body):
+            if any(h.type is not None and "DFAError" in ast.unparse(h.type) for h in node.handlers):
+                return True
+    return False
 
 
-def _code(cell) -> ast.Module:
-    lines = [line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-    return ast.parse("\n".join(lines))
-
-
-def prediction_problems(nb, name: str, simulator: str) -> list[str]:
-    """What is wrong with how ``nb`` orders and reveals the prediction ``name`` (empty when sound)."""
-    cells = [(i, c, _code(c)) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    created = [i for i, _, t in cells if any(isinstance(n, ast.Assign) and _calls(n.value, "predict")
-                                             and any(getattr(x, "id", None) == name for x in n.targets)
-                                             for n in ast.walk(t))]
-    commits = [(i, c) for i, c, t in cells if _calls(t, "commit", name)]
-    reveals = [(i, t) for i, _, t in cells if _calls(t, "reveal", name)]
-    if len(created) != 1 or len(commits) != 1 or len(reveals) != 1:
-        return [f"{name}: want one predict(...), one commit cell and one reveal cell, got {len(created)}, "
-                f"{len(commits)}, {len(reveals)}"]
+def prediction_problems(nb, var: str) -> list[str]:
+    """What is wrong with how ``nb`` predicts with ``var`` (empty when the order and the reveal are right)."""
+    code = [(i, c, _tree(c)) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    created = [i for i, _, t in code for n in ast.walk(t) if isinstance(n, ast.Assign)
+               and any(isinstance(x, ast.Name) and x.id == var for x in n.targets)
+               and isinstance(n.value, ast.Call) and "predict" in ast.unparse(n.value.func)]
+    commits = [(i, c) for i, c, t in code if _calls(t, var, "commit")]
+    reveals = [(i, t, call) for i, _, t in code for call in _calls(t, var, "reveal")]
+    if not (created and commits and reveals):
+        return [f"{var}: needs a predict(...) cell, a {var}.commit cell and a {var}.reveal cell "
+                f"(found {len(created)}, {len(commits)}, {len(reveals)})"]
     problems = []
-    (commit_at, commit), (reveal_at, tree) = commits[0], reveals[0]
-    meta = standard.nbgrader_meta(commit)
-    if not (meta.get("solution") and not meta.get("grade") and "### BEGIN SOLUTION" in commit.source):
-        problems.append(f"{name}: the commit is not an ungraded nbgrader solution cell")
-    if not created[0] < commit_at < reveal_at:
-        problems.append(f"{name}: created at cell {created[0]}, committed at {commit_at}, revealed at {reveal_at}: "
-                        "the commit must come after the prediction and before the reveal")
-    if not _calls(tree, simulator):
-        problems.append(f"{name}: the reveal cell does not run {simulator}(...)")
-    arg = _calls(tree, "reveal", name)[0].args[0]
-    numbers = [n.value for n in ast.walk(arg) if isinstance(n, ast.Constant) and isinstance(n.value, (int, float))
-               and n.value not in (0, 1, -1)]
-    read = {n.id for n in ast.walk(arg) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    assigned = {t.id for n in ast.walk(tree) for t in ast.walk(n) if isinstance(t, ast.Name)
-                and isinstance(t.ctx, ast.Store)}
-    if numbers or not read & assigned:
-        problems.append(f"{name}: the outcome passed to reveal is not computed in the reveal cell "
-                        f"(literal numbers {numbers}, names {sorted(read)})")
-    guarded = any(isinstance(n, ast.Try) and _calls(ast.Module(body=n.body, type_ignores=[]), "reveal", name)
-                  and any("DFAError" in ast.unparse(h.type) for h in n.handlers if h.type) for n in ast.walk(tree))
-    if not guarded:
-        problems.append(f"{name}: the reveal is not inside try/except DFAError (the blank release has no commit)")
+    for i, cell in commits:
+        meta = nbgrader_meta(cell)
+        if not (meta.get("solution") and not meta.get("grade") and not meta.get("points")):
+            problems.append(f"cell {i}: the commit is not in an ungraded answer cell (grade false, solution true)")
+        if "### BEGIN SOLUTION" not in cell.source:
+            problems.append(f"cell {i}: the commit is not between ### BEGIN/END SOLUTION (the release keeps it)")
+    first_reveal = min(i for i, _, _ in reveals)
+    if not created[0] < min(i for i, _ in commits) < first_reveal:
+        problems.append(f"{var}: created in cell {created[0]}, committed in {[i for i, _ in commits]}, revealed in "
+                        f"{first_reveal}: the commit must come after the prediction and before the reveal")
+    for i, tree, call in reveals:
+        outcome = call.args[0] if call.args else None
+        if outcome is None:
+            problems.append(f"cell {i}: {var}.reveal() is given no outcome")
+            continue
+        try:
+            ast.literal_eval(outcome)
+            problems.append(f"cell {i}: {var}.reveal is given a literal, not the simulator's result")
+        except ValueError:
+            pass
+        if not _called_names(tree) & SIMULATORS:
+            problems.append(f"cell {i}: the reveal cell runs no simulator ({sorted(SIMULATORS)})")
+        elif not _free_names(outcome) & _bound_names(tree):
+            problems.append(f"cell {i}: {var}.reveal's outcome is not computed in the cell that runs the simulator")
+        if not _catches_dfaerror(tree, call):
+            problems.append(f"cell {i}: {var}.reveal is not inside try/except DFAError (the blank release "
+                            "commits nothing)")
     return problems
 
 
-@pytest.mark.parametrize("path", list(LABS), ids=lambda p: Path(p).stem)
-def test_each_lab_commits_its_prediction_before_the_simulator_reveals_it(path):
-    nb = nbformat.read(REPO / path, as_version=4)
-    assert prediction_problems(nb, *LABS[path]) == []
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: Path(p).stem)
+def test_each_lab_commits_its_prediction_before_the_simulator_reveals_it(lab):
+    nb = nbformat.read(REPO / lab, as_version=4)
+    assert prediction_problems(nb, LABS[lab]) == []
 
 
-def test_the_check_finds_a_commit_after_the_reveal_and_a_hard_coded_outcome():
-    path = next(iter(LABS))
-    nb = nbformat.read(REPO / path, as_version=4)
-    name, simulator = LABS[path]
-    commit_at = next(i for i, c in enumerate(nb.cells) if f"{name}.commit(" in c.source)
-    reveal_at = next(i for i, c in enumerate(nb.cells) if f"{name}.reveal(" in c.source)
-    late = nbformat.from_dict(nb)
-    late.cells.insert(reveal_at + 1, late.cells.pop(commit_at))  # commit moved after the reveal
-    assert any("before the reveal" in p for p in prediction_problems(late, name, simulator))
-    literal = nbformat.from_dict(nb)
-    cell = literal.cells[reveal_at]
-    start = cell.source.index(f"{name}.reveal(")
-    end = cell.source.index("\n", start)
-    cell.source = cell.source[:start] + f'{name}.reveal({{"gpu": 3.0, "lpu": 9.0, "wse": 5.0}})' + cell.source[end:]
-    assert any("not computed in the reveal cell" in p for p in prediction_problems(literal, name, simulator))
-    unguarded = nbformat.from_dict(nb)
-    unguarded.cells[reveal_at].source = unguarded.cells[reveal_at].source.replace("except DFAError", "except KeyError")
-    assert any("try/except DFAError" in p for p in prediction_problems(unguarded, name, simulator))
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: Path(p).stem)
+def test_the_release_leaves_the_commit_to_the_learner_and_the_map_is_open_before(lab):
+    var = LABS[lab]
+    release = nbformat.read(REPO / lab.replace("/source/", "/release/"), as_version=4)
+    committed = [i for i, c in enumerate(release.cells) if c.cell_type == "code" and _calls(_tree(c), var, "commit")]
+    assert committed == []  # the blank release commits nothing: the learner does, in the form or the answer cell
+    src = nbformat.read(REPO / lab, as_version=4).cells
+    opened = min(i for i, c in enumerate(src) if c.cell_type == "code" and ("open_map(" in c.source))
+    created = min(i for i, c in enumerate(src) if c.cell_type == "code" and f"{var} = " in c.source)
+    assert opened <= created and "lm=" in src[created].source  # kept beside the learner's map (lm.path)
+
+
+def _lab(*cells):
+    return new_notebook(cells=[new_markdown_cell("## Analysis"), *cells])
+
+
+def _answer(source):
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": False, "solution": True, "grade_id": "p", "locked": False}
+    return cell
+
+
+CREATE = new_code_cell("P = explore.predict('q', 'fastest first', choices=('gpu', 'tpu', 'lpu'), lm=lm)")
+COMMIT = _answer("### BEGIN SOLUTION\nP.commit(['lpu', 'gpu', 'tpu'])\n### END SOLUTION")
+REVEAL = new_code_cell("r = {s: simulate_llm('m', s).tokens_per_s for s in ('gpu', 'tpu', 'lpu')}\n"
+                       "try:\n    P.reveal(r)\nexcept DFAError as exc:\n    print(exc)")
+
+
+def test_the_check_accepts_the_pattern_and_names_each_violation():
+    assert prediction_problems(_lab(CREATE, COMMIT, REVEAL), "P") == []
+    assert "before the reveal" in " ".join(prediction_problems(_lab(CREATE, REVEAL, COMMIT), "P"))
+    literal = new_code_cell("simulate_llm('m', 'gpu')\ntry:\n    P.reveal({'gpu': 1.0, 'tpu': 2.0, 'lpu': 3.0})\n"
+                            "except DFAError:\n    pass")
+    assert "a literal" in " ".join(prediction_problems(_lab(CREATE, COMMIT, literal), "P"))
+    unguarded = new_code_cell("r = {s: simulate_llm('m', s).tokens_per_s for s in 'ab'}\nP.reveal(r)")
+    assert "try/except DFAError" in " ".join(prediction_problems(_lab(CREATE, COMMIT, unguarded), "P"))
+    no_sim = new_code_cell("r = OUTCOME\ntry:\n    P.reveal(r)\nexcept DFAError:\n    pass")
+    assert "runs no simulator" in " ".join(prediction_problems(_lab(CREATE, COMMIT, no_sim), "P"))
+    graded = _answer(COMMIT.source)
+    graded.metadata["nbgrader"].update(grade=True, points=1)
+    assert "ungraded answer cell" in " ".join(prediction_problems(_lab(CREATE, graded, REVEAL), "P"))
+    assert "needs a predict" in " ".join(prediction_problems(_lab(CREATE, REVEAL), "P"))

@@ -44,6 +44,7 @@ from common.chips import DTYPE_BYTES
 from common.errors import DFAError
 from common.models.moe import ExpectedLoad, MoE
 from common.sim.args import moe_parallel_name
+from common.sim.policy import is_expert_op
 from common.sim.program import Event, Kernel, Op
 
 
@@ -88,7 +89,7 @@ def _expert_kernels(workload, programs) -> tuple[dict[str, set[str]], bool]:
     for program, seg in zip(programs, workload.segments, strict=True):
         if seg.name == "layer":
             for k in program.kernels:
-                if any(".experts." in p for o in k.ops for p in o.params):
+                if any(is_expert_op(o) for o in k.ops):
                     kernels.setdefault(k.name, set()).update(k.op_names)
             repeated = repeated or seg.repeat > 1 or len([s for s in workload.segments if s.name == "layer"]) > 1
     return kernels, repeated

@@ -13,9 +13,15 @@ from common.graph.costs import causal_fraction
 from common.sim.program import Event, Kernel
 
 
+def is_expert_op(op) -> bool:
+    """An op that reads a mixture of experts' stacked (E, ., .) weights (``common.models.moe`` names them
+    ``...experts.<w>``)."""
+    return any(".experts." in p for p in op.params)
+
+
 def reads_experts(kernel: Kernel) -> bool:
     """A grouped expert GEMM: a batched matmul whose weight is a mixture of experts' stacked (E, ., .) tensor."""
-    return any(o.mnk and o.mnk[0] > 1 and any(".experts." in p for p in o.params) for o in kernel.ops)
+    return any(o.mnk and o.mnk[0] > 1 and is_expert_op(o) for o in kernel.ops)
 
 
 class Policy:
@@ -79,11 +85,14 @@ class Policy:
         return canonical_dtype(self.options.get("moe_expert_dtype") or self.dtype)
 
     def kernel_dtype(self, kernel: Kernel) -> str:
+        """The dtype ``kernel`` computes in (checked only when an expert dtype is set: ``kernel_time`` is hot)."""
+        if not self.options.get("moe_expert_dtype"):
+            return self.dtype
         return self.expert_dtype() if reads_experts(kernel) else self.dtype
 
     def expert_weight_bytes(self, kernel: Kernel) -> float:
         """Bytes of stacked expert weights ``kernel`` reads (its parameter inputs whose op reads ``.experts.``)."""
-        names = {p for o in kernel.ops if any(".experts." in q for q in o.params) for p in o.param_inputs}
+        names = {p for o in kernel.ops if is_expert_op(o) for p in o.param_inputs}
         return sum(b for p, b in kernel.inputs.items() if p in names)
 
     def widen_expert_weights(self, kernel: Kernel) -> None:

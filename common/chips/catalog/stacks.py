@@ -127,12 +127,12 @@ TRT09_MOE_DTYPE = (
     "NVIDIA TensorRT-LLM v0.10.0 release notes (https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v0.10.0), "
     "Key Features: 'Added FP8 quantization support for Mixtral.'; the v0.9.0 README change log "
     "(https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/README.md, 'Versions 0.9.0') names Mixtral only under "
-    "'OOTB functionality support' and the MoE router; NVIDIA/TensorRT-LLM issue #1229 "
-    "(https://github.com/NVIDIA/TensorRT-LLM/issues/1229): a maintainer, 2024-03-05, 'Mixtral with FP8 is almost "
-    "done for now, will be released in version 0.9.0', and a user, 2024-04-16, 'I still can't export an fp8 "
-    "quantized version of Mixtral 8x7B in version 0.9.0' (quantize.py fails). So the v0.9 Mixtral figures' expert "
-    "GEMMs ran in 16-bit (the examples' --dtype float16): an inference from these records, the v0.9 MoE plugin "
-    "source itself not read here; the rest of the engine as the tables' header says (fp8)")
+    "'OOTB functionality support' and the MoE router; the TensorRT-LLM thread 'When will FP8 be available for "
+    "Mixtral?' (https://github.com/NVIDIA/TensorRT-LLM/issues/1229): a maintainer, 2024-03-05, 'Mixtral with "
+    "FP8 is almost done for now, will be released in version 0.9.0', and a user, 2024-04-16, 'I still can't "
+    "export an fp8 quantized version of Mixtral 8x7B in version 0.9.0' (quantize.py fails). So the v0.9 "
+    "Mixtral figures' expert GEMMs ran in 16-bit (the examples' --dtype float16): an inference from these "
+    "records, the v0.9 MoE plugin source itself not read here; the rest of the engine as the tables' header says (fp8)")
 TRT_MOE_TP = ("NVIDIA TensorRT-LLM examples/mixtral/README.md, 'Parallelism Modes': 'In TP mode (default) expert "
               "weight matrices are sliced evenly between all GPUs, so that all GPUs work together to calculate the "
               "result for each expert'; expert parallelism only with '--moe_tp_mode 1' (default 2, tensor "
@@ -158,8 +158,8 @@ LLAMA_SPEC = ("devquasar.com 'Speculative Decoding tradeoffs GPU with large mode
 # ---- GPU stacks of 2023-2024 that learners compare: eager PyTorch, gpt-fast, vLLM >= 0.6, SGLang ----
 # Eager PyTorch (transformers' generate(), or any Python decode loop): one kernel per aten op (SDPA's attention is
 # one kernel), each launched from Python, no CUDA graph.
-EAGER_OP = ("github.com/pytorch/pytorch/issues/41383 ('Large overhead (7 microseconds) for PyTorch operation', 2020): a "
-            "maintainer (ngimel) measures x*x at ~2 us a call, about half of it Python argument parsing (the C++ "
+EAGER_OP = ("github.com/pytorch/pytorch/issues/41383 ('Large overhead (7 microseconds) for PyTorch operation', 2020): "
+            "a maintainer (ngimel) measures x*x at ~2 us a call, about half of it Python argument parsing (the C++ "
             "call ~1 us); on top of the chip's kernel_launch_s (cudaLaunchKernel plus dispatcher)")
 HF_NOT_PUBLISHED = ("Python time per nn.Module call and per generate() step (logits processors, stopping "
                     "criteria, the cache update) on top of each op's dispatch; nobody publishes it for a GPU",)
