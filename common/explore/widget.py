@@ -95,7 +95,9 @@ class Explorer:
 
     def context_figure(self, seqs=SEQS, **changes):
         """Draw where each machine's context runs out over ``seqs`` (on the chips that hold the current choice,
-        or ``chip_counts``); saved beside ``static_path`` (``*_context.png``) where widgets cannot render."""
+        or ``chip_counts``); saved beside ``static_path`` (``*_context.png``) where widgets cannot render. It is
+        shown as the cell's result (end the cell with this call; a ``plt.show()`` after it shows nothing): the
+        figure leaves pyplot in both modes, so the inline backend draws no second copy."""
         import matplotlib.pyplot as plt
 
         choices = self.choices.changed(**changes) if changes else self.choices
@@ -107,8 +109,7 @@ class Explorer:
             path = self.static_path.with_name(self.static_path.stem + "_context.png")
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=110)
-        else:  # the cell's result shows it; left in pyplot, the inline backend would show a second copy
-            fig_mod.leave_pyplot(fig)
+        fig_mod.leave_pyplot(fig)  # the cell's result shows it; left in pyplot, the inline backend adds a copy
         return fig
 
     def show(self) -> None:
