@@ -15,6 +15,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from common.cli import build_parser
@@ -134,11 +135,14 @@ def test_readme_instructor_block_runs_as_written(tmp_path):
     auto, manual = _points(course.source_notebook("lab1_landscape"))
     # every autograded point; the manually graded answers wait for the instructor
     assert len(alice) == 1 and float(alice[0]["score"]) == auto and float(alice[0]["max_score"]) == auto + manual
+    # and no cell of the graded run shows an error (tests/test_grading_notebooks.py leaves Lab 1 to this test)
+    executed = nbformat.read(course.autograded_dir / "alice" / "lab1_landscape" / "lab1_landscape.ipynb", as_version=4)
+    assert [f"{o.get('ename')}: {o.get('evalue')}" for c in executed.cells for o in c.get("outputs", [])
+            if o.output_type == "error"] == []
 
 
 def _points(notebook: Path) -> tuple[float, float]:
     """(autograded, manually graded) points of a source notebook, from its nbgrader cell metadata."""
-    import nbformat
 
     auto = manual = 0.0
     for cell in nbformat.read(notebook, as_version=4).cells:

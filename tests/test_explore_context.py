@@ -83,3 +83,15 @@ def test_the_explorers_context_is_a_what_if_and_its_figure_is_saved(tmp_path):
         e.context(speed=3)
     fig = e.context_figure([1024, 8192])
     assert (tmp_path / "x_context.png").exists() and "SIMULATED" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize("interactive", [False, True], ids=["static", "live"])
+def test_the_context_figure_is_the_cells_result_and_leaves_pyplot(tmp_path, interactive):
+    """Shown once, as the cell's result, in both modes: a figure left in pyplot would be drawn again by the
+    inline backend under a static run, and a ``plt.show()`` after a live call would show nothing."""
+    import matplotlib.pyplot as plt
+
+    e = explore(MODEL, ("lpu",), interactive=interactive, show=False, static_path=tmp_path / "x.png")
+    fig = e.context_figure([1024, 8192])
+    assert not plt.fignum_exists(fig.number) and fig.axes  # out of pyplot, still drawn
+    assert (tmp_path / "x_context.png").exists() != interactive  # saved only where widgets cannot render

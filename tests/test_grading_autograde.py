@@ -153,13 +153,25 @@ except MemoryError:
 while True:
     hog.append(bytearray(2**27))
 """
+# Forks until the process limit refuses, every child holding its slot (the sandbox's own test,
+# tests/test_grading_sandbox.py, counts them and checks the host is left with none). A bomb that also loops
+# forever added nothing here the uninterruptible loop does not test (the time limit ends both the same way, with
+# the retry at doubled limits), and cost CI a minute of both cores.
 FORK_BOMB = """
-import os
+import os, time
+children = 0
 while True:
     try:
-        os.fork()
+        pid = os.fork()
     except OSError:
-        pass
+        break
+    if pid == 0:
+        time.sleep(600)
+        os._exit(0)
+    children += 1
+print("fork refused after", children, "children")
+def arithmetic_intensity(flops, bytes_moved):
+    return 0.0
 """
 STDERR_SPAM = """
 import sys
@@ -494,6 +506,8 @@ def test_hostile_submissions_gain_nothing_and_honest_grades_stand(course):
     assert "read-only" in texts["monkeypatched_checker"]
     assert "50 GB refused" in texts["memory_bomb"] and "MemoryError" in texts["memory_bomb"]
     assert "CellTimeoutError" in texts["infinite_loop"]
+    assert "fork refused after" in texts["fork_bomb"], texts["fork_bomb"][-500:]  # capped
+    assert by_student["fork-bomb"].status == "completed", by_student["fork-bomb"].line()  # and the rest ran
     # looping submissions hit the time limit, were retried once at doubled limits, and still gained nothing
     for name in ("infinite-loop", "uninterruptible-loop"):
         assert by_student[name].status == "time_limit", by_student[name].line()

@@ -99,6 +99,29 @@ def test_a_value_prediction_is_judged_by_its_ratio(lm):
     p2.commit(100)
     assert p2.reveal(150.0)["hit"].tolist() == ["hit"]
 
+    with pytest.raises(DFAError, match="tolerance must be a number > 1"):
+        predict("q3", "?", kind="value", lm=lm, tolerance=1.0)
+
+
+def test_a_tight_tolerance_separates_close_values(lm):
+    # the Course 4 Deep Dive's 72/64 bytes ratios lie within 1.07-1.25: a factor 2 would make every answer a hit
+    near = predict("q6", "ratio", kind="value", system="spyre", lm=lm, tolerance=1.1)
+    near.commit(1.2)
+    assert near.reveal(1.25)["hit"].tolist() == ["hit"]
+    far = predict("q7", "ratio", kind="value", system="spyre", lm=lm, tolerance=1.1)
+    far.commit(1.07)
+    assert far.reveal(1.25)["hit"].tolist() == ["miss"]  # 1.25 / 1.07 = 1.17 > 1.1
+
+
+def test_tied_scores_keep_the_learners_order(lm):
+    # equal scores (e.g. two compilers with 9 device programs each) are one place shared: either order is a hit
+    tied = {"gpu": 1 / 12, "tpu": 1 / 11, "wse": 1 / 9, "lpu": 1 / 9, "spyre": 1 / 2}
+    for qid, order in (("q8", ["spyre", "wse", "lpu", "tpu", "gpu"]), ("q9", ["spyre", "lpu", "wse", "tpu", "gpu"])):
+        p = ranking(lm, qid)
+        p.commit(order)
+        table = p.reveal(tied)
+        assert table["hit"].tolist() == ["hit"] * 5 and table.attrs["kendall_tau"] == 1.0
+
 
 @pytest.mark.parametrize("kind, value, words", [
     ("ranking", ["gpu", "tpu"], "rank at least 3"), ("ranking", ["gpu", "gpu", "tpu"], "each machine once"),

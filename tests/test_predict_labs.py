@@ -17,8 +17,11 @@ REPO = Path(__file__).resolve().parents[1]
 LABS = {  # lab -> the prediction's variable in it
     "course1_landscape/source/lab1_landscape/lab1_landscape.ipynb": "P70B",
     "course2_dataflow/source/lab2_dataflow/lab2_dataflow.ipynb": "P_BLOCK",
+    "course2_dataflow/source/deepdive2_spyre/deepdive2_spyre.ipynb": "P_PROGRAMS",
     "course3_compile/source/lab3_compile/lab3_compile.ipynb": "P_FUSION",
+    "course3_compile/source/deepdive3_spyre/deepdive3_spyre.ipynb": "P_BYTES",
     "course4_memory/source/lab4_memory/lab4_memory.ipynb": "P_SWEEP",
+    "course4_memory/source/deepdive4_spyre/deepdive4_spyre.ipynb": "P_ALIGN",
     "course5_debug/source/lab5_debug/lab5_debug.ipynb": "P_SLOW",
     "course6_roofline/source/lab6_roofline/lab6_roofline.ipynb": "P_DECODE",
     "course6_roofline/source/deepdive6_spyre/deepdive6_spyre.ipynb": "P_RATIO",

@@ -69,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     # ``args.started`` (a perf_counter reading) lets a command report true wall time. Run as the ``dfa``
     # command (argv None), the clock starts with the process; called from Python, it starts here.
     started = time.perf_counter() - (process_age_s() if argv is None else 0.0)
+    if argv is None:  # the dfa command's own process (not a caller's Python): skip an import nbformat never uses
+        from common.grading.sandbox.quick_start import skip_unused_iri_check
+
+        skip_unused_iri_check()
     parser = build_parser()
     args = parser.parse_args(argv)
     args.started = started

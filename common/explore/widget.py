@@ -95,7 +95,9 @@ class Explorer:
 
     def context_figure(self, seqs=SEQS, **changes):
         """Draw where each machine's context runs out over ``seqs`` (on the chips that hold the current choice,
-        or ``chip_counts``); saved beside ``static_path`` (``*_context.png``) where widgets cannot render."""
+        or ``chip_counts``); saved beside ``static_path`` (``*_context.png``) where widgets cannot render. It is
+        shown as the cell's result (end the cell with this call; a ``plt.show()`` after it shows nothing): the
+        figure leaves pyplot in both modes, so the inline backend draws no second copy."""
         import matplotlib.pyplot as plt
 
         choices = self.choices.changed(**changes) if changes else self.choices
@@ -107,8 +109,7 @@ class Explorer:
             path = self.static_path.with_name(self.static_path.stem + "_context.png")
             path.parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, dpi=110)
-        else:  # the cell's result shows it; left in pyplot, the inline backend would show a second copy
-            fig_mod.leave_pyplot(fig)
+        fig_mod.leave_pyplot(fig)  # the cell's result shows it; left in pyplot, the inline backend adds a copy
         return fig
 
     def show(self) -> None:
@@ -172,13 +173,14 @@ class Explorer:
             display(self.figure)
         with self._out_table:
             self._out_table.clear_output(wait=True)
-            display(HTML(self._table_frame().to_html(index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
+            display(HTML(_scrolling(self._table_frame().to_html(index=False, float_format=lambda v: f"{v:.3g}",
+                                                                na_rep=""))))
         with self._out_context:
             self._out_context.clear_output(wait=True)
             context = self._context_frame()
             if context is not None:
-                display(HTML("<b>Where the KV cache lives and whether it fits</b>" + context.to_html(
-                    index=False, float_format=lambda v: f"{v:.3g}", na_rep="")))
+                display(HTML("<b>Where the KV cache lives and whether it fits</b>" + _scrolling(context.to_html(
+                    index=False, float_format=lambda v: f"{v:.3g}", na_rep=""))))
 
     def _table_frame(self) -> pd.DataFrame:
         """The table a live refresh shows (a view subclass shows its own)."""
@@ -187,6 +189,11 @@ class Explorer:
     def _context_frame(self) -> pd.DataFrame | None:
         """The KV-cache fit table under it (None: a view that has none)."""
         return self.context().drop(columns=["weight_bytes"])
+
+
+def _scrolling(table_html: str) -> str:
+    """A table wider than the notebook scrolls sideways instead of losing its last columns at the edge."""
+    return f'<div style="overflow-x: auto; max-width: 100%">{table_html}</div>'
 
 
 def explore(model: str = "llama-3.1-8b", backends=BACKEND_NAMES, *, interactive: bool | None = None,

@@ -34,9 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.grading.courses import standard
 from common.grading.sandbox.limits import measure_load_factor, scaled_seconds
-from common.grading.verdicts.judge import probe_payloads
+from common.grading.sandbox.quick_start import skip_unused_iri_check
 
 KERNEL_NAME = "dfa-sandbox"
 NOT_RUN = "[not run by the grader: an ungraded 'Going further' cell; run it yourself in the lab]\n"
@@ -134,8 +133,13 @@ def coalesce_streams(outputs: list) -> list:
 
 
 def _streaming_execute_class():
+    # imported here, not at the top: the parent imports this module for copy_regular_files, and the runner's
+    # main() first skips an import they would pay for (quick_start)
     from nbformat.v4 import new_code_cell, new_output
     from nbgrader.preprocessors import Execute
+
+    from common.grading.courses import standard
+    from common.grading.verdicts.judge import probe_payloads
 
     class StreamingExecute(Execute):
         """nbgrader's Execute, reporting each code cell as soon as it ran and capping its output."""
@@ -242,9 +246,6 @@ def run(result_fd: int, config: dict) -> int:
 
     _silence_standard_streams()
     _make_undumpable()
-    # jsonschema imports this optional URI-syntax checker if present; building its grammar takes ~2 s, and
-    # nbformat's schema never checks IRIs. Skipping it halves the runner's start-up, once per submission.
-    sys.modules.setdefault("rfc3987_syntax", None)
     executor = None
     try:
         import nbformat
@@ -339,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         rest = args.kernel_args[1:] if args.kernel_args[:1] == ["--"] else args.kernel_args
         exec_kernel(json.loads(args.config), rest)
         return 1  # not reached
+    skip_unused_iri_check()  # before anything imports nbformat: a second off every sandboxed run's start
     return run(args.result_fd, json.loads(args.config))
 
 

@@ -811,27 +811,28 @@ grader.assert_equal(sorted(data["records"]["pairs"]), sorted([a, b] for a, b in 
 # Answer in the cells below (a few sentences each, with numbers from your runs; graded by hand).
 
 # %% [markdown]
-# **Question 1 (comparative prediction).** Before running the cell below, predict for this same attention half:
-# how many device programs (kernels / fusions / bundles) would the simulated **GPU**, **TPU**, **Cerebras WSE**,
-# **Groq LPU** and **Spyre** compilers produce, and which of them keeps the attention scores `(B, H, T, T)` out of
-# main memory?
-# Explain each from its execution model (kernels on a stream, XLA fusions on one TensorCore, kernels laid out
-# in space over the wafer's SRAM, a compile-time schedule over on-chip SRAM, SuperDSC bundles over LX
-# scratchpads). Then run the cell and explain any
-# difference from your prediction, using your `edge_table` (what fraction of edges stayed in LX on Spyre).
+# **Question 1 (comparative prediction).** The cell after next compiles this same attention half for the
+# simulated **GPU**, **TPU**, **Cerebras WSE**, **Groq LPU** and **Spyre**. Before it runs, commit your ranking by
+# the number of device programs (kernels / fusions / bundles) each compiler produces, **fewest first** (three or
+# more machines). The reveal scores each machine by 1 / device programs; machines with the same count tie, and a
+# tie is settled in your favour (tied machines keep the order you gave them).
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "dd2_q_machines", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
-# === BEGIN MARK SCHEME ===
-# Spyre: the layer norm feeds Q, K and V, so the greedy fusion puts the whole chain (LN, three projections, the
-# Q·Kᵀ-softmax-·V chain, the output projection and the residual) into **one** bundle; only the causal mask's
-# `arange` (a CPU fallback = a graph break) and its comparison sit outside: 2 device bundles + 1 host op; most edges
-# (~90 %) stay in LX — only the mask crosses LPDDR5. GPU: one kernel per op or small fusion (~12), with a
-# flash-attention kernel keeping scores in SMEM but every other intermediate in HBM. TPU: XLA fusions (~11), the
-# attention fusion keeps scores in VMEM. WSE and LPU: ~6-9 kernels placed in space / scheduled at compile time,
-# everything in on-chip SRAM (no DRAM traffic at all for a model this small).
-# Full marks: counts within a few, the reason for Spyre's single bundle (fusion follows producer->consumer edges;
-# a fallback breaks it), and where the scores live on each.
-# === END MARK SCHEME ===
+# %%
+from common.errors import DFAError
+from common.explore import predict, widgets_can_render
+from common.landscape import open_map
+
+LM = open_map(2, LANDSCAPE_PATH, scratch=FAST)  # your landscape map: the prediction is kept beside it
+P_PROGRAMS = predict("course2.deepdive2.device-programs", f"{CONFIG} attention half: fewest device programs first",
+                     kind="ranking", choices=("gpu", "tpu", "wse", "lpu", "spyre"), lm=LM, course=2)
+if widgets_can_render():
+    display(P_PROGRAMS.form())  # pick and commit here, or call P_PROGRAMS.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_programs", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, fewest device programs first (three or more machines), committed before the next cell compiles.
+### BEGIN SOLUTION
+P_PROGRAMS.commit(["spyre", "lpu", "wse", "tpu", "gpu"])
+### END SOLUTION
 
 # %%
 from common.sim import simulate
@@ -853,6 +854,31 @@ print(f"SIMULATED: {CONFIG} x + attention(ln1(x)), batch {BATCH}, seq {SEQ}, eac
 print(COMPARE.to_string())
 print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX" if ON_CHIP is not None
       else "Spyre: edge_table is not written yet (share of edges in LX unknown)")
+try:  # the reveal; score = 1 / device programs, so the fewest rank first
+    P_PROGRAMS.reveal({backend: 1 / n for backend, n in COMPARE["device programs"].items()})
+    print(f"saved {LM.save()}")
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# **Question 1 (why).** How many device programs did each produce, and which of them keeps the attention scores
+# `(B, H, T, T)` out of main memory? Explain each from its execution model (kernels on a stream, XLA fusions on one
+# TensorCore, kernels laid out in space over the wafer's SRAM, a compile-time schedule over on-chip SRAM, SuperDSC
+# bundles over LX scratchpads), say where your ranking was wrong and why, using your `edge_table` (what fraction
+# of edges stayed in LX on Spyre).
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd2_q_machines", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+# Spyre: the layer norm feeds Q, K and V, so the greedy fusion puts the whole chain (LN, three projections, the
+# Q·Kᵀ-softmax-·V chain, the output projection and the residual) into **one** bundle; only the causal mask's
+# `arange` (a CPU fallback = a graph break) and its comparison sit outside: 2 device bundles + 1 host op; most edges
+# (~90 %) stay in LX — only the mask crosses LPDDR5. GPU: one kernel per op or small fusion (~12), with a
+# flash-attention kernel keeping scores in SMEM but every other intermediate in HBM. TPU: XLA fusions (~11), the
+# attention fusion keeps scores in VMEM. WSE and LPU: ~6-9 kernels placed in space / scheduled at compile time,
+# everything in on-chip SRAM (no DRAM traffic at all for a model this small).
+# Full marks: counts within a few, the reason for Spyre's single bundle (fusion follows producer->consumer edges;
+# a fallback breaks it), and where the scores live on each.
+# === END MARK SCHEME ===
 
 # %% [markdown]
 # **Question 2 (layout and work division).** (a) Which op needed the restickify, what layout did its input have
@@ -885,9 +911,7 @@ print(f"Spyre: {ON_CHIP:.0%} of the op->op edges stay in LX" if ON_CHIP is not N
 # **simulated**; the ones your own code computed are **learner**.
 
 # %%
-from common.landscape import open_map
-
-LM = open_map(2, LANDSCAPE_PATH, scratch=FAST)
+# LM: the map the Analysis opened (open_map(2, LANDSCAPE_PATH, scratch=FAST)), with your Q1 prediction in it
 system = {"gpu": "GPU", "tpu": "TPU", "wse": "WSE", "lpu": "LPU", "spyre": "Spyre"}
 for backend, n in COMPARE["device programs"].items():
     LM.add(system[backend], "device programs for the attention half", int(n), course=2, source="simulated",

@@ -890,10 +890,47 @@ except NotImplementedError:
 # === END MARK SCHEME ===
 
 # %% [markdown]
-# **Question 3 (comparative prediction, before running the next cell).** For this block, predict the ranking of
-# **main-memory bytes** moved by the GPU (H100, HBM), the TPU v5e (HBM) and Spyre (LPDDR5) backends, and say for each
-# where the K^T transpose is handled (a separate copy, or folded into an operand read). Write your prediction first,
-# then run the check cell below and add to your answer what it showed and why.
+# **Question 3 (comparative prediction).** The cell after next compiles this block for the GPU (H100, HBM), the
+# TPU v5e (HBM) and Spyre (LPDDR5). Before it runs, commit your ranking by **main-memory bytes** moved, fewest
+# first; the reveal scores each backend by 1 / main-memory bytes.
+
+# %%
+from common.errors import DFAError
+from common.explore import predict, widgets_can_render
+from common.landscape import open_map
+
+LM = open_map(3, LANDSCAPE_PATH, scratch=FAST)  # your landscape map: the prediction is kept beside it
+P_BYTES = predict("course3.deepdive3.main-memory-bytes", f"{WORKLOAD.name}: fewest main-memory bytes first",
+                  kind="ranking", choices=("gpu", "tpu", "spyre"), lm=LM, course=3)
+if widgets_can_render():
+    display(P_BYTES.form())  # pick and commit here, or call P_BYTES.commit([...]) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_bytes", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ranking, fewest main-memory bytes first (all three), committed before the next cell compiles.
+### BEGIN SOLUTION
+P_BYTES.commit(["spyre", "tpu", "gpu"])
+### END SOLUTION
+
+# %%
+rows, main_bytes = [], {}
+for backend, dtype in (("gpu", "fp16"), ("tpu", "bf16"), ("spyre", "fp16")):
+    r = simulate(WORKLOAD, backend, dtype=dtype)  # each chip's 16-bit type; the traced byte counts are the same
+    main = next(lv for lv in r.bytes if lv in r.main_levels)
+    main_bytes[backend] = r.bytes[main]
+    rows.append({"backend": backend, "chip": r.chip, "kernels": len(r.programs[0].kernels), "main memory": main,
+                 "main-memory MB": r.bytes[main] / 1e6, "time µs": r.time_s * 1e6, "bottleneck": r.bottleneck})
+print(f"SIMULATED, {WORKLOAD.name}:")
+print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+try:  # the reveal; score = 1 / main-memory bytes, so the fewest rank first
+    P_BYTES.reveal({backend: 1 / b for backend, b in main_bytes.items()})
+    print(f"saved {LM.save()}")
+except DFAError as exc:  # no ranking committed yet
+    print(exc)
+
+# %% [markdown]
+# **Question 3 (why).** Explain the ranking the check showed, and where yours differed: for each backend, where is
+# the K^T transpose handled (a separate copy, or folded into an operand read), and what keeps its intermediates
+# in (or out of) main memory?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_compare", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
@@ -907,16 +944,6 @@ except NotImplementedError:
 # Full marks: a ranking with reasons, the three ways the transpose is handled, and what the check showed.
 # === END MARK SCHEME ===
 
-# %%
-rows = []
-for backend, dtype in (("gpu", "fp16"), ("tpu", "bf16"), ("spyre", "fp16")):
-    r = simulate(WORKLOAD, backend, dtype=dtype)  # each chip's 16-bit type; the traced byte counts are the same
-    main = next(lv for lv in r.bytes if lv in r.main_levels)
-    rows.append({"backend": backend, "chip": r.chip, "kernels": len(r.programs[0].kernels), "main memory": main,
-                 "main-memory MB": r.bytes[main] / 1e6, "time µs": r.time_s * 1e6, "bottleneck": r.bottleneck})
-print(f"SIMULATED, {WORKLOAD.name}:")
-print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-
 # %% [markdown]
 # ## Landscape map
 #
@@ -925,9 +952,7 @@ print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3g}
 # copies comes from your own `needs_restickify` when it is written (**learner**).
 
 # %%
-from common.landscape import open_map
-
-LM = open_map(3, LANDSCAPE_PATH, scratch=FAST)
+# LM: the map the Analysis opened (open_map(3, LANDSCAPE_PATH, scratch=FAST)), with your Q3 prediction in it
 try:
     n_rs = len({e.producer for e in EDGES.itertuples()
                 if needs_restickify(tuple(e.shape), tuple(e.strides), bool(e.is_weight)) is True})

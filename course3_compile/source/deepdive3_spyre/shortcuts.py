@@ -2,6 +2,12 @@
 names (tests/test_shortcut_notebooks.py inserts each one after its test cells, reruns them, then restores the honest
 cell)."""
 
+NOT_LISTED = {
+    "predict_bytes": "ungraded: the learner's own ranking (Analysis Q3), committed before the simulator runs and "
+    "judged only in the reveal (kept beside the map, timed and hashed; a change after the reveal is flagged), "
+    "no points",
+}
+
 SHORTCUTS = [
     dict(
         cell="lowering_summary",

@@ -818,23 +818,29 @@ for label, st in (("default budget", BIG), ("32 kB budget", TIGHT)):
 # Answer in a few sentences each, with numbers from your runs.
 
 # %% [markdown]
-# **Q1 (comparative prediction, then check).** Change `tiny-block`'s `head_dim` from 64 to 72. *Before running the
-# next cell*, predict the ratio (LPDDR5/HBM bytes per decode token at 72) / (at 64) on three simulated systems:
-# a **GPU** (HBM read through caches in 32-byte sectors; the simulator charges unpadded bytes), a **TPU v5e**
-# (arrays stored in (8, 128) tiles: the last dimension padded to 128 lanes) and **Spyre** (128-byte sticks = 64
-# fp16). Which one pays for the misalignment, and why does the TPU not pay *more* at 72 than at 64? Then run the
-# cell and explain any difference from your prediction.
+# **Q1 (comparative prediction).** Change `tiny-block`'s `head_dim` from 64 to 72. The cell after next simulates
+# the decode step on a **GPU** (HBM read through caches in 32-byte sectors; the simulator charges unpadded bytes), a
+# **TPU v5e** (arrays stored in (8, 128) tiles: the last dimension padded to 128 lanes) and **Spyre** (128-byte
+# sticks = 64 fp16). Before it runs, commit one number: Spyre's ratio (LPDDR5 bytes per decode token at 72) / (at
+# 64). The simulated ratios lie close together (between about 1 and 1.3), so a hit here means within a factor 1.1,
+# not the usual 2.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "dd4_q_alignment", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
-# === BEGIN MARK SCHEME ===
-#
-# Useful bytes grow by well under 72/64 = 1.125 (weights of d_model-sized projections grow; the norms, embedding and
-# LM head do not), so GPU ≈ 1.07. TPU: both 64 and 72 pad to 128 lanes, so per-head tensors cost the same at 64
-# and 72 — the ratio is ≈ the GPU's (~1.07); it already paid 2x at 64. Spyre: 64 fills one stick exactly, 72 needs
-# two (56 of 128 slots padding): KV-cache reads, the K^T restickify and per-head activations almost double →
-# ≈ 1.25 in the simulator. Full marks: Spyre highest with the stick reason; GPU ≈ TPU ratio with the lane
-# reason; the numbers from the check cell compared with the prediction.
-# === END MARK SCHEME ===
+# %%
+from common.errors import DFAError
+from common.explore import predict, widgets_can_render
+from common.landscape import open_map
+
+LM = open_map(4, LANDSCAPE_PATH, scratch=FAST)  # your landscape map: the prediction is kept beside it
+P_ALIGN = predict("course4.deepdive4.spyre-head-dim-72-over-64", f"{MODEL} decode: Spyre bytes, head_dim 72 / 64",
+                  kind="value", system="spyre", lm=LM, course=4, tolerance=1.1)
+if widgets_can_render():
+    display(P_ALIGN.form())  # type and commit here, or call P_ALIGN.commit(...) in the next cell
+
+# %% nbgrader={"grade": false, "grade_id": "predict_align", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# Your ratio (one number: Spyre's bytes per token at head_dim 72 / at 64), committed before the next cell runs.
+### BEGIN SOLUTION
+P_ALIGN.commit(1.2)
+### END SOLUTION
 
 # %%
 import dataclasses
@@ -851,6 +857,26 @@ ALIGN = pd.DataFrame(rows).pivot(index="system", columns="head_dim", values="mai
 ALIGN["ratio 72/64"] = ALIGN[72] / ALIGN[64]
 print(f"SIMULATED {MODEL} decode ({SEQ} cached): main-memory bytes per token")
 print(ALIGN.round(3).to_string())
+try:  # the reveal: Spyre's simulated ratio beside yours
+    P_ALIGN.reveal(ALIGN.loc["spyre", "ratio 72/64"])
+    print(f"saved {LM.save()}")
+except DFAError as exc:  # no number committed yet
+    print(exc)
+
+# %% [markdown]
+# **Q1 (why).** Give the three ratios the cell showed. Which system pays for the misalignment, and why does the TPU
+# not pay *more* at 72 than at 64? Explain any difference from your prediction.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "dd4_q_alignment", "locked": false, "points": 3, "schema_version": 3, "solution": true, "task": false}
+# === BEGIN MARK SCHEME ===
+#
+# Useful bytes grow by well under 72/64 = 1.125 (weights of d_model-sized projections grow; the norms, embedding and
+# LM head do not), so GPU ≈ 1.07. TPU: both 64 and 72 pad to 128 lanes, so per-head tensors cost the same at 64
+# and 72 — the ratio is ≈ the GPU's (~1.07); it already paid 2x at 64. Spyre: 64 fills one stick exactly, 72 needs
+# two (56 of 128 slots padding): KV-cache reads, the K^T restickify and per-head activations almost double →
+# ≈ 1.25 in the simulator. Full marks: Spyre highest with the stick reason; GPU ≈ TPU ratio with the lane
+# reason; the numbers from the check cell compared with the prediction.
+# === END MARK SCHEME ===
 
 # %% [markdown]
 # **Q2 (working set beyond LX).** From Part 4's tables for the batch-64 decode step: which ops change when the LX
@@ -884,14 +910,12 @@ print(ALIGN.round(3).to_string())
 # (simulated). `overwrite=True` refreshes the rows when you re-run.
 
 # %%
-from common.landscape import open_map
-
 try:
     budget = lx_tile_budget(LX.capacity, SPYRE.fact("lx_reserved_bytes"), SPYRE.fact("lx_backend_reserved_fraction"),
                             STICK)
 except NotImplementedError:
     budget = default_lx_budget()
-LM = open_map(4, LANDSCAPE_PATH, scratch=FAST)
+# LM: the map the Analysis opened (open_map(4, LANDSCAPE_PATH, scratch=FAST)), with your Q1 prediction in it
 LM.add("Spyre", "scratchpad alignment granule", f"{STICK}-byte stick ({STICK // 2} fp16)", course=4, source="catalog",
        overwrite=True)
 LM.add("Spyre", "LX budget per core for tiles (bytes)", int(budget), course=4, source="learner", overwrite=True)

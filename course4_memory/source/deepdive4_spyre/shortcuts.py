@@ -1,6 +1,12 @@
 """Shortcuts a learner who does not do the Course 4 Deep Dive's work might try; each must score 0 on the cells in
 ``fails`` (tests/test_shortcut_notebooks.py runs them). Instructor edition only, like answers.py."""
 
+NOT_LISTED = {
+    "predict_align": "ungraded: the learner's own number (Analysis Q1), committed before the simulator runs and "
+    "judged only in the reveal (kept beside the map, timed and hashed; a change after the reveal is flagged), "
+    "no points",
+}
+
 _HONEST_BUDGET = '''
 def lx_tile_budget(capacity, reserved, backend_fraction, stick_bytes):
     usable = (capacity - reserved) * (1 - backend_fraction)

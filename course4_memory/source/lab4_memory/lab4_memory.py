@@ -1152,8 +1152,7 @@ plt.show()
 EX = explore(MODEL, batch=8, seq=CONTEXT, static_path="dfa_out/lab4_explorer.png")
 # paged: requests that fill a quarter of the context on average
 print(EX.context(mean_tokens=CONTEXT // 4).drop(columns="problem").to_string(index=False, float_format="{:.3g}".format))
-EX.context_figure(CONTEXTS)
-plt.show()
+EX.context_figure(CONTEXTS)  # the cell's result: the figure
 
 # %% nbgrader={"grade": false, "grade_id": "longest_context", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def longest_context(model, backend, chips, batch, dtype=None, step=256):

@@ -511,8 +511,8 @@ except NotImplementedError:
 # Answer in a few sentences each, with numbers from your runs.
 
 # %% [markdown]
-# **Q1 (comparative prediction).** Spyre's LPDDR5 ridge (~730 FLOP/B) is about 3x the TPU v5e's HBM ridge (~240)
-# and 2.5x the H100's (~300). Before the simulator answers: for the 8B decode step at batch 1, how many times more
+# **Q1 (comparative prediction).** Spyre's LPDDR5 ridge (~480 FLOP/B) is twice the TPU v5e's HBM ridge (~240)
+# and 1.6x the H100's (~300). Before the simulator answers: for the 8B decode step at batch 1, how many times more
 # tokens/s does the H100 give than Spyre? Commit one number; the reveal runs `simulate_llm` on the GPU, the TPU and
 # Spyre, sets the simulated ratio beside yours (a hit within a factor 2), adds both to your landscape map, and
 # marks a number changed after it.
@@ -553,7 +553,7 @@ except DFAError as exc:  # no number committed yet
 # Decode at batch 1 has intensity ~1 FLOP/B on all three, so all are bound by main memory and tokens/s scales with
 # main-memory bandwidth per model copy: H100 (3.35 TB/s) > TPU v5e x2 (2 x 819 GB/s) > Spyre (204.8 GB/s), roughly
 # 16x between H100 and Spyre. Weight matmuls have intensity ~batch (2-byte weights), so they reach the ridge at a
-# batch of ~ridge: ~300 on the H100, ~240 on the v5e, ~730 on Spyre — Spyre needs the largest batch (or int8
+# batch of ~ridge: ~300 on the H100, ~240 on the v5e, ~480 on Spyre — Spyre needs the largest batch (or int8
 # weights, halving the bytes) to leave the memory-bound region.
 # === END MARK SCHEME ===
 
@@ -564,7 +564,7 @@ except DFAError as exc:  # no number committed yet
 # %% [markdown] nbgrader={"grade": true, "grade_id": "dd_q_levels", "locked": false, "points": 2, "schema_version": 3, "solution": true, "task": false}
 # === BEGIN MARK SCHEME ===
 # Pointwise and reduction ops (norms, RoPE, softmax parts) are bound by LPDDR5 when their inputs come from LPDDR5,
-# and by LX when they work on resident tensors (LX intensity < 1 FLOP/B against an LX ridge of ~37). Matmuls have
+# and by LX when they work on resident tensors (LX intensity < 1 FLOP/B against an LX ridge of ~24). Matmuls have
 # high LPDDR5 intensity, but every K-stick re-reads tiles from LX, so their LX point is far lower; a tiny tile or
 # a spill moves them down. More coarse row tiles re-read the weights from LPDDR5 once per tile: LPDDR5 bytes grow,
 # the LPDDR5 intensity falls below the ridge and the step slows almost in proportion.
