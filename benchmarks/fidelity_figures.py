@@ -202,8 +202,9 @@ def _cerebras(name, model, published, stack, source):
 def _trt_moe():
     """Mixtral-8x7B (mixture of experts) rows of the TensorRT-LLM v0.9 tables, H100 FP8, TP2. The stack's MoE path
     (``Stack.moe``) runs the expert GEMMs in fp16 (v0.9 had no FP8 Mixtral) and splits every expert over both
-    GPUs (TensorRT-LLM's default MoE tensor parallelism)."""
-    cond = "mixtral-8x7b, fp8 (expert GEMMs fp16, tensor-parallel experts: the stack's MoE path), 2 x H100 SXM (TP2)"
+    GPUs (TensorRT-LLM's default MoE tensor parallelism) as SM80 mma.sync kernels (v0.9 dispatched Hopper to them)."""
+    cond = ("mixtral-8x7b, fp8 (expert GEMMs fp16 SM80 mma.sync kernels, tensor-parallel experts: the stack's MoE "
+            "path), 2 x H100 SXM (TP2)")
     return [
         Figure("TensorRT-LLM v0.9, mixtral-8x7b (MoE) fp8, batch 64, 2048 in / 128 out, H100 SXM TP2", 588,
                "tok/s/GPU", TRT09, f"{cond}, batch 64, input 2048, output 128, output tok/s per GPU", TRT09_SW,

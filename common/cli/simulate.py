@@ -15,7 +15,7 @@ import os
 from common.errors import DFAError, unknown
 from common.models.config import CONFIGS  # torch-free, like everything imported here
 from common.sim import args as sim_args
-from common.sim.args import BACKEND_NAMES, DTYPE_CHOICES, MOE_PARALLEL, OPS, PHASES
+from common.sim.args import BACKEND_NAMES, DTYPE_CHOICES, MOE_EXPERT_MMA, MOE_PARALLEL, OPS, PHASES
 
 MODEL_NAMES = tuple(CONFIGS)
 
@@ -35,6 +35,10 @@ def add_commands(sub) -> None:
                         f"{' | '.join(MOE_PARALLEL)} (expert: experts spread over the chips, two all-to-alls a "
                         "layer; tensor: every expert split over the chips, one all-reduce; default: the stack's, "
                         "else expert)")
+    p.add_argument("--moe-expert-mma", default=None, metavar="MMA",
+                   help="the tensor-core instruction a mixture of experts' GEMM kernels issue: "
+                        f"{' | '.join(MOE_EXPERT_MMA)} (mma.sync: SM80 kernels, slower on Hopper; default: the "
+                        "stack's, else native)")
     from common.chips.catalog.stacks import STACKS  # torch-free: the help lists what the catalog holds
     p.add_argument("--stack", default=None, metavar="NAME",
                    help="serving stack / software generation whose per-step costs to add ("
@@ -94,9 +98,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     sim_args.chip_count(args.chips)
     stack = getattr(args, "stack", None)
     _check_stack(stack, args.backend)
-    moe = getattr(args, "moe_parallel", None)
-    if moe is not None:
-        sim_args.moe_parallel_name(moe)
+    moe = {k: v for k, v in (("moe_parallel", getattr(args, "moe_parallel", None)),
+                             ("moe_expert_mma", getattr(args, "moe_expert_mma", None))) if v is not None}
+    if "moe_parallel" in moe:
+        sim_args.moe_parallel_name(moe["moe_parallel"])
+    if "moe_expert_mma" in moe:
+        sim_args.moe_expert_mma_name(moe["moe_expert_mma"])
     _check_chip(args)
     was_on = gc.isenabled()
     gc.disable()  # importing torch and capturing make ~3e5 long-lived objects: collections would walk them all
@@ -105,7 +112,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         gc.freeze()  # torch's import-time objects live until exit: no later collection walks them
         reports = [simulate_served(args.model, b, stack=stack, phase=args.phase, batch=args.batch, seq=args.seq,
                                    chip=args.chip, chips=args.chips, dtype=args.dtype,
-                                   **({"moe_parallel": moe} if moe else {})) for b in _backends(args)]
+                                   **moe) for b in _backends(args)]
     finally:
         if was_on:
             gc.enable()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from common.errors import DFAError, unknown
-from common.sim.args import BACKEND_NAMES, PHASES, moe_parallel_name
+from common.sim.args import BACKEND_NAMES, PHASES, moe_expert_mma_name, moe_parallel_name
 
 SHARES = ("compute", "memory", "communication", "scheduling")
 COLUMNS = ("machine", "chip", "chips", "stack", "time_s", "tokens_per_s", "tokens_per_s_per_user", "bottleneck",
@@ -29,7 +29,8 @@ class Choices:
     default part, and as many as its memory needs); ``stack``: a serving stack (``common.chips.catalog.stacks``),
     applied to the backend it serves, the others simulated on the hardware alone; ``moe_parallel``: how a
     mixture-of-experts layer uses several tensor-parallel chips (``common.sim.args.MOE_PARALLEL``; None: the
-    stack's choice, else expert parallelism)."""
+    stack's choice, else expert parallelism); ``moe_expert_mma``: the tensor-core instruction the expert GEMM
+    kernels issue (``common.sim.args.MOE_EXPERT_MMA``; None: the stack's, else the chip's own)."""
 
     model: str = "llama-3.1-8b"
     backends: tuple[str, ...] = BACKEND_NAMES
@@ -41,6 +42,7 @@ class Choices:
     chips: dict = field(default_factory=dict)
     chip_counts: dict = field(default_factory=dict)
     moe_parallel: str | None = None
+    moe_expert_mma: str | None = None
 
     def checked(self) -> Choices:
         """These choices, or a one-line DFAError naming the bad value and the valid ones."""
@@ -61,6 +63,8 @@ class Choices:
             raise DFAError(f"model must be a catalog name or a folder with a config.json, got {self.model!r}")
         if self.moe_parallel is not None:
             moe_parallel_name(self.moe_parallel)
+        if self.moe_expert_mma is not None:
+            moe_expert_mma_name(self.moe_expert_mma)
         if self.stack is not None:
             from common.sim.serving import get_stack
             get_stack(self.stack)  # an unknown name lists the valid ones
@@ -97,7 +101,8 @@ def machine_row(choices: Choices, backend: str) -> dict:
         r = simulate_served(choices.model, backend, stack=stack, phase=choices.phase, batch=choices.batch,
                             seq=choices.seq, chip=choices.chips.get(backend), chips=choices.chip_counts.get(backend),
                             dtype=choices.dtype,
-                            **({"moe_parallel": choices.moe_parallel} if choices.moe_parallel else {}))
+                            **{k: v for k, v in (("moe_parallel", choices.moe_parallel),
+                                                 ("moe_expert_mma", choices.moe_expert_mma)) if v is not None})
     except DFAError as exc:
         row["problem"] = str(exc).splitlines()[0]
         return row

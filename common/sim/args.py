@@ -24,6 +24,9 @@ DTYPE_CHOICES = ("bf16", "fp16", "fp8", "int8", "fp32")
 # How a mixture-of-experts layer uses several tensor-parallel chips (``common.sim.moe``): "expert" spreads the
 # experts over the chips (two all-to-alls a layer), "tensor" splits every expert's GEMMs (one all-reduce).
 MOE_PARALLEL = ("expert", "tensor")
+# The tensor-core instruction a mixture of experts' GEMM kernels issue (a stack's ``MoEPath.expert_mma``):
+# "native", the chip's own (the default); "mma.sync", the SM80 warp-level MMA (``common.sim.machines.gpu``).
+MOE_EXPERT_MMA = ("native", "mma.sync")
 
 
 def _typed(value: object) -> str:
@@ -59,6 +62,15 @@ def moe_parallel_name(value: object) -> str:
         return MOE_PARALLEL[0]
     if not isinstance(value, str) or value not in MOE_PARALLEL:
         raise unknown("moe_parallel", value, MOE_PARALLEL)
+    return value
+
+
+def moe_expert_mma_name(value: object) -> str:
+    """The ``moe_expert_mma`` option: None -> "native"; anything not in MOE_EXPERT_MMA: one DFAError line."""
+    if value is None:
+        return MOE_EXPERT_MMA[0]
+    if not isinstance(value, str) or value not in MOE_EXPERT_MMA:
+        raise unknown("moe_expert_mma", value, MOE_EXPERT_MMA)
     return value
 
 

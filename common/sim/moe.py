@@ -210,3 +210,11 @@ def _row_tile_note(policy, programs) -> None:
             f"mixture of experts: expert GEMMs in {policy.expert_dtype()} (moe_expert_dtype), the rest of the step "
             f"in {policy.dtype}: they compute at the {policy.expert_dtype()} peak and read "
             f"{DTYPE_BYTES[policy.expert_dtype()]} B per expert weight")
+    mma = policy.expert_mma()
+    if mma:
+        est = policy.expert_mma_estimate(policy.expert_dtype())
+        programs[0].notes.append(
+            f"mixture of experts: expert GEMM kernels issue {mma} (moe_expert_mma), at {est.value:.3f} of "
+            f"{policy.chip.name}'s dense peak: {est.derivation}" if est else
+            f"mixture of experts: moe_expert_mma={mma!r}, but {policy.chip.name} records no {policy.expert_dtype()} "
+            f"rate for it (its own instruction, or none measured): expert GEMMs at the chip's own ceiling")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from common.chips import DTYPE_BYTES, Chip, canonical_dtype, get_chip
 from common.errors import DFAError
 from common.graph.costs import causal_fraction
+from common.sim.args import moe_expert_mma_name
 from common.sim.program import Event, Kernel
 
 
@@ -59,6 +60,7 @@ class Policy:
         self.options = options
         if options.get("moe_expert_dtype") is not None:  # a dtype the chip has, else one line naming its dtypes
             self.chip.compute_peak(canonical_dtype(options["moe_expert_dtype"]))
+        moe_expert_mma_name(options.get("moe_expert_mma"))  # a known instruction, else one line naming them
 
     # ---- identity -------------------------------------------------------------------------------------
     @classmethod
@@ -89,6 +91,18 @@ class Policy:
         if not self.options.get("moe_expert_dtype"):
             return self.dtype
         return self.expert_dtype() if reads_experts(kernel) else self.dtype
+
+    def expert_mma(self) -> str | None:
+        """The older MMA instruction the expert GEMM kernels issue (``moe_expert_mma``, e.g. a stack's "mma.sync"),
+        None for the chip's own ("native", the default)."""
+        mma = self.options.get("moe_expert_mma")
+        return None if mma in (None, "native") else mma
+
+    def expert_mma_estimate(self, dtype: str):
+        """The chip's ``<moe_expert_mma>_matmul_efficiency_<dtype>`` (value and derivation), or None: no older
+        instruction, or a chip on which it is the native one (an A100 runs mma.sync at its own ceiling)."""
+        mma = self.expert_mma()
+        return self.chip.estimates.get(f"{mma.replace('.', '_')}_matmul_efficiency_{dtype}") if mma else None
 
     def expert_weight_bytes(self, kernel: Kernel) -> float:
         """Bytes of stacked expert weights ``kernel`` reads (its parameter inputs whose op reads ``.experts.``)."""

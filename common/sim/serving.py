@@ -81,8 +81,8 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
         add_warnings(report)
         return report
     st = get_stack(stack, backend)
-    moe = {k: v for k, v in (("moe_expert_dtype", st.moe.expert_dtype), ("moe_parallel", st.moe.parallel))
-           if v is not None} if st.moe else {}
+    moe = {k: v for k, v in (("moe_expert_dtype", st.moe.expert_dtype), ("moe_parallel", st.moe.parallel),
+                             ("moe_expert_mma", st.moe.expert_mma)) if v is not None} if st.moe else {}
     kw = {**dict(st.options), **moe, **({"launch_s": st.launch_s.value} if st.launch_s else {}),
           **{k: v for k, v in kw.items() if v is not None or k not in moe}}
     spec = st.speculative if phase == "decode" else None
@@ -123,6 +123,7 @@ def simulate_served(model: str, backend: str, *, stack: str | None = None, phase
             "draft_tokens": spec.draft_tokens, "acceptance": spec.acceptance, "source": spec.source},
         "options": dict(st.options), "launch_s": st.launch_s.value if st.launch_s else None,
         "moe": None if st.moe is None else {"expert_dtype": st.moe.expert_dtype, "parallel": st.moe.parallel,
+                                            "expert_mma": st.moe.expert_mma,
                                             "source": st.moe.source}}
     _latency(report, st, backend, kw)
     add_warnings(report)

@@ -25,7 +25,7 @@ L4_SMEM = ("CUDA C++ Programming Guide, 'Technical Specifications per Compute Ca
 CC_SRC = "NVIDIA 'CUDA GPUs - Compute Capability' (developer.nvidia.com/cuda-gpus)"
 
 
-def _gpu_estimates(copy: tuple[float, str] | None, matmul: dict) -> dict:
+def _gpu_estimates(copy: tuple[float, str] | None, matmul: dict, mma_sync: tuple[float, str] | None = None) -> dict:
     """Launch costs, achievable DRAM bandwidth and achievable tensor-core rate per dtype: what the GPU simulator
     needs beyond the datasheet. CALIBRATION INPUTS: each is a microbenchmark measurement (a copy, a GEMM), never
     an end-to-end serving figure (those are the test figures in benchmarks/fidelity.py)."""
@@ -40,6 +40,18 @@ def _gpu_estimates(copy: tuple[float, str] | None, matmul: dict) -> dict:
         out["achievable_bandwidth_fraction"] = Estimate(copy[0], "fraction of spec DRAM bandwidth", copy[1])
     for dtype, (value, src) in matmul.items():
         out[f"matmul_efficiency_{dtype}"] = Estimate(value, "fraction of the dense tensor-core peak", src)
+    if mma_sync is not None:  # a part whose own tensor-core instruction is newer than mma.sync (Hopper: wgmma)
+        out["mma_sync_peak_fraction"] = Estimate(mma_sync[0], "fraction of the dense tensor-core peak", mma_sync[1])
+        for dtype in ("bf16", "fp16"):  # the source compares 16-bit rates; SM80's 16-bit ceiling is the A100's
+            out[f"mma_sync_matmul_efficiency_{dtype}"] = Estimate(
+                mma_sync[0] * A100_MM[0], "fraction of the dense tensor-core peak",
+                f"derived: an SM80 (mma.sync) GEMM kernel on this part reaches the mma.sync rate x the fraction of "
+                f"that rate such kernels reach on their own architecture = {mma_sync[0]:.3f} x {A100_MM[0]} = "
+                f"{mma_sync[0] * A100_MM[0]:.3f}. mma.sync rate: {mma_sync[1]}. Own-architecture fraction: the "
+                f"A100's measured matmul ceiling (on SM80 mma.sync is the native instruction and its rate the "
+                f"datasheet peak): {A100_MM[1]}. Not this part's own ceiling ({matmul[dtype][0]}): that was measured "
+                f"on wgmma kernels (a different kernel family); min(rate, own ceiling) would assume an SM80 kernel "
+                f"loses nothing to its instruction's rate, which the A100 contradicts")
     return out
 
 
@@ -58,6 +70,16 @@ H100_FP8 = (0.709, f"{MAMF}: H100 SXM fp8 (float8_e4m3fn) MAMF 1402.6 of 1979 TF
                    "torch 2.7.0+cu126): fp8 gains 1.77x over the bf16 MAMF, not 2x")
 H200_MM = (0.803, f"{MAMF}: the H100 SXM bf16 row (794.5 of 989 = 80.3 %), which the table notes 'H200 is the "
                   "same'; fp16 shares the datapath")
+# Hopper's dense tensor-core peak is reached through wgmma (warpgroup, asynchronous); a kernel written for SM80
+# issues the older warp-level mma.sync, which the Hopper tensor cores execute at a lower rate. Set on the Hopper
+# parts only: on an A100, mma.sync is the native instruction and its rate the datasheet peak.
+HOPPER_MMA_SYNC = (2 / 3, "FlashAttention-3 blog post by its authors (J. Shah, G. Bikshandi, Y. Zhang, V. Thakkar, "
+                          "P. Ramani, T. Dao), PyTorch blog 2024-07-11, https://pytorch.org/blog/flashattention-3/ "
+                          "(pytorch/pytorch.github.io _posts/2024-07-11-flashattention-3.md), note 1: 'Without the "
+                          "wgmma instruction, the older mma.sync instruction can only reach about \u2154 the peak "
+                          "throughput of Hopper Tensor Cores', citing Luo et al., 'Benchmarking and Dissecting the "
+                          "Nvidia Hopper GPU Architecture', https://arxiv.org/abs/2402.13499v1 (H800 "
+                          "microbenchmarks; the paper's own table not read here); 'about 2/3' taken as 2/3")
 H200_FP8 = (0.734, f"{MAMF}: H200 SXM fp8 MAMF 1453.4 of 1979 TFLOP/s = 73.4 % (1280x4096x12032, torch 2.7.1+cu128)")
 # No MAMF row for the T4. NVIDIA developer forum, 'About GPU peak performance' (forums.developer.nvidia.com/t/
 # about-gpu-peak-performance/264462): a 4096^3 fp16 cublas GEMM, mean of 100 runs, ~24 of 65 TFLOP/s; NVIDIA's
@@ -105,14 +127,15 @@ T4_COPY = (0.36, "a T4 GEMV measured as a calibration microbenchmark reached 36 
 
 
 def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dram_name, link, link_name, power,
-         copy, matmul, cc, gemm=(64, 3, CUTLASS_SM80), aliases=(), extra_sources=None):
+         copy, matmul, cc, gemm=(64, 3, CUTLASS_SM80), aliases=(), extra_sources=None, mma_sync=None):
     """A GPU record: register file excluded; smem bandwidth derived from the CUDA bank structure. ``copy`` is the
     measured (fraction, source) of DRAM bandwidth (None: no measurement published, the simulator uses the spec),
     ``matmul`` {dtype: (fraction, source)} the measured GEMM ceiling, ``cc`` the CUDA compute capability,
-    ``gemm`` (tile K, pipeline stages, source) the GEMM library's default mainloop."""
+    ``gemm`` (tile K, pipeline stages, source) the GEMM library's default mainloop, ``mma_sync`` the (fraction,
+    source) of the dense peak the SM80 mma.sync instruction reaches on a part whose own instruction is newer."""
     tile_k, stages, gemm_src = gemm
     return make_chip(
-        estimates=_gpu_estimates(copy, matmul),
+        estimates=_gpu_estimates(copy, matmul, mma_sync),
         facts={"gemm_tile_k": tile_k, "gemm_stages": stages, "compute_capability": cc, "grouped_gemm_tile_m": 128},
         name=name, vendor="NVIDIA", kind="gpu", peak_flops=peaks,
         matrix_unit=tc, compute_units=sms, compute_unit_name="SMs", clock_hz=clock,
@@ -167,6 +190,7 @@ CHIPS = (
          smem_per_sm=228 * KiB, l2=50 * MB, dram=80 * GB, dram_bw=3.35 * TB, dram_name="HBM",
          link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h100",),
          copy=H100_COPY, matmul={"bf16": H100_MM, "fp16": H100_MM, "fp8": H100_FP8}, cc=9.0,
+         mma_sync=HOPPER_MMA_SYNC,
          extra_sources={"clock_hz": f"derived from the {H100_SRC}: 989.4 TF dense bf16 = 528 TC x 512 FMA x 2 x f, "
                                     "so f = 1.83 GHz"}),
     _gpu("h200", H200_SRC,
@@ -175,7 +199,7 @@ CHIPS = (
          tc="528 4th-gen tensor cores, 512 fp16 FMA per clock each", sms=132, clock=1.83e9,
          smem_per_sm=228 * KiB, l2=50 * MB, dram=141 * GB, dram_bw=4.8 * TB, dram_name="HBM",
          link=900 * GB, link_name="NVLink 4 (18 links, both directions)", power=700, aliases=("h200-sxm",),
-         matmul={"bf16": H200_MM, "fp16": H200_MM, "fp8": H200_FP8}, cc=9.0,
+         matmul={"bf16": H200_MM, "fp16": H200_MM, "fp8": H200_FP8}, cc=9.0, mma_sync=HOPPER_MMA_SYNC,
          copy=(0.896, "H200 device copy measured through PyTorch at ~4.3 TB/s = 0.896 of the 4.8 TB/s in the "
                      "NVIDIA H200 datasheet (2024)")),
 )

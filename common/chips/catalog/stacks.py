@@ -40,7 +40,11 @@ figures in benchmarks/fidelity.py. A term nobody publishes is absent and the rep
                      read 2 bytes per expert weight, ``common.sim.policy``); ``parallel``, the stack's expert
                      placement on several chips ("tensor": every expert's GEMMs split over the chips, no
                      all-to-all; "expert": experts spread over the chips, two all-to-alls a layer;
-                     ``common.sim.moe``). A caller's own ``moe_expert_dtype`` / ``moe_parallel`` wins.
+                     ``common.sim.moe``); ``expert_mma``, the tensor-core instruction its expert GEMM kernels
+                     issue where older than the chip's own ("mma.sync": TensorRT-LLM v0.9 ran its SM80 grouped
+                     GEMM on Hopper; they then run at the chip's ``mma_sync_matmul_efficiency_<dtype>``,
+                     ``common.sim.machines.gpu``). A caller's own ``moe_expert_dtype`` / ``moe_parallel`` /
+                     ``moe_expert_mma`` wins.
 """
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ class MoEPath:
     expert_dtype: str | None  # the dtype of its expert GEMMs where not the step's (e.g. fp16 under an fp8 engine)
     parallel: str | None  # "expert" | "tensor" on several chips
     source: str
+    expert_mma: str | None = None  # "mma.sync": its expert GEMMs are SM80 kernels, whatever the chip's newer MMA
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,14 @@ TRT09_MOE_DTYPE = (
     "export an fp8 quantized version of Mixtral 8x7B in version 0.9.0' (quantize.py fails). So the v0.9 "
     "Mixtral figures' expert GEMMs ran in 16-bit (the examples' --dtype float16): an inference from these "
     "records, the v0.9 MoE plugin source itself not read here; the rest of the engine as the tables' header says (fp8)")
+# TensorRT-LLM v0.9's MoE GEMM runner sends Hopper to its Ampere kernels: CUTLASS 2.x grouped GEMM, mma.sync.
+TRT09_MOE_SM80 = (
+    "NVIDIA TensorRT-LLM cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_gemm_kernels_template.h at commit "
+    "250d9c293d5edbc2a45c20775b3150b1eb68b364 (the commit whose docs/source/performance.md carries the v0.9.0 "
+    "tables used here), MoeGemmRunner::dispatchToArch: 'else if (sm_ >= 90) { // TODO Update the arch to Sm90 once "
+    "CUTLASS hopper specialisations are available' then dispatchMoeGemmToCutlass<T, WeightType, "
+    "cutlass::arch::Sm80, EpilogueTag>, i.e. the CUTLASS 2.x DefaultGemmGrouped kernel for Sm80, whose 16-bit "
+    "tensor-op MMA is mma.sync (CUTLASS include/cutlass/arch/mma_sm80.h, 'mma.sync.aligned.m16n8k16')")
 TRT_MOE_TP = ("NVIDIA TensorRT-LLM examples/mixtral/README.md, 'Parallelism Modes': 'In TP mode (default) expert "
               "weight matrices are sliced evenly between all GPUs, so that all GPUs work together to calculate the "
               "result for each expert'; expert parallelism only with '--moe_tp_mode 1' (default 2, tensor "
@@ -200,7 +213,8 @@ STACKS = (
           "generation kernel for grouped-query models (each KV head read once per group), FP8 weights and KV cache "
           "on Hopper", second_order=TRT09_SECOND_ORDER + (f"KV re-reads: none charged: {TRT09_XQA}",),
           moe=MoEPath("fp16", "tensor", f"expert GEMMs in fp16: {TRT09_MOE_DTYPE}; tensor-parallel experts: "
-                      f"{TRT_MOE_TP}")),
+                      f"{TRT_MOE_TP}; SM80 (mma.sync) expert kernels on Hopper: {TRT09_MOE_SM80}",
+                      expert_mma="mma.sync")),
     Stack("jetstream-2024-07", "tpu", "2024-07", "JetStream interleaved server (prefill and generate on one slice), "
           "as profiled on the MaxText engine",
           step_host_s=Estimate(4e-3, "s", f"{JETSTREAM_122}: the TPU waits for the host up to 4 ms between steps "

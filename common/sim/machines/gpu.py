@@ -21,7 +21,11 @@
 * Costs: a tensor-core kernel (matmul or flash attention) runs at most at the measured maximum achievable
   matmul rate, ``matmul_efficiency_<dtype>`` x peak (catalog, per part and dtype: fp8 is its own measurement,
   not 2x bf16); the floor stays FLOPs / datasheet peak. Where no measurement exists (fp32/tf32/int8) the
-  datasheet peak is used and the report says so. DRAM runs at the part's own measured copy fraction.
+  datasheet peak is used and the report says so. An expert GEMM whose kernel issues an older MMA instruction
+  (``moe_expert_mma``: "mma.sync", a stack's SM80 grouped GEMM on Hopper) runs at that instruction's ceiling on
+  the part instead, ``mma_sync_matmul_efficiency_<dtype>`` = mma.sync rate on Hopper (2/3 of the peak) x the
+  fraction of that rate SM80 kernels reach on their own architecture (the A100's measured ceiling): 0.579 of
+  peak, not 0.803. DRAM runs at the part's own measured copy fraction.
 * Schedule: the host spends ``kernel_launch_s`` per launch; a kernel starts when the stream is free *and* it
   has been launched, so short kernels leave the GPU idle (launch-bound). ``graphs=True`` models CUDA graphs:
   one launch, then only the device-side ``kernel_gap_s`` between kernels.
@@ -99,10 +103,13 @@ class GPUPolicy(Policy):
 
     def kernel_time(self, kernel: Kernel, share: float = 1.0):
         """The base max-of-terms rule, the compute term of a tensor-core kernel at the measured matmul ceiling:
-        padded FLOPs / (peak x matmul_efficiency). The floor (FLOPs / peak) is unchanged."""
+        padded FLOPs / (peak x matmul_efficiency); an expert GEMM of an older MMA instruction (``expert_mma``) at
+        that instruction's ceiling on the part (``expert_mma_estimate``). The floor (FLOPs / peak) is unchanged."""
         duration, bound, floor, detail = super().kernel_time(kernel, share)
         if kernel.kind in ("matmul", "attention"):
-            eff = self.matmul_efficiency(self.kernel_dtype(kernel))
+            dt = self.kernel_dtype(kernel)
+            est = self.expert_mma_estimate(dt) if self.expert_mma() and reads_experts(kernel) else None
+            eff = est.value if est else self.matmul_efficiency(dt)
             detail["compute_s"] /= eff
             detail["matmul_efficiency"] = eff
             mem = max((v for key, v in detail.items() if key.endswith("_s") and key != "compute_s"), default=0.0)
