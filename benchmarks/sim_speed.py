@@ -206,8 +206,9 @@ def main() -> int:
         "sweep": result["sweep_warm_cache"]["captured_configs_per_s_median"] >= TARGETS["sweep_configs_per_s"],
         "memory": max(peaks) <= TARGETS["peak_rss_mb"],
     }
-    result["floor_note"] = ("an empty-cache step captures on meta tensors (common.graph.meta_capture) and never imports "
-                            "torch._dynamo (common.graph.lazy_dynamo); its meta kernels import sympy (torch._check), so "
+    result["floor_note"] = ("an empty-cache step captures on meta tensors (common.graph.meta_capture) and never "
+                            "imports torch._dynamo (common.graph.lazy_dynamo); its meta kernels import sympy "
+                            "(torch._check), so "
                             "floor_import_torch_sympy is the least a cold empty-cache run can take here; "
                             "cold_warm_cache (the capture read from disk) imports torch alone")
     result["floor_gap_s"] = {  # how far the target lies above the import floor, and the run above it

@@ -1,4 +1,5 @@
-"""common.measure.lab_device: the CUDA branches against a faked torch.cuda (no GPU needed), and the CPU branch as it is."""
+"""common.measure.lab_device: the CUDA branches against a faked torch.cuda (no GPU needed), and the CPU branch as
+it is."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
-"""common.dataflow.graphview: the Spyre program read as a dataflow graph agrees with the program, counters and events."""
+"""common.dataflow.graphview: the Spyre program read as a dataflow graph agrees with the program, counters and
+events."""
 import math
 
 import matplotlib
@@ -153,7 +154,7 @@ def test_arena_is_stick_aligned_and_disjoint(attn):
 def test_drawing_has_a_node_per_op_and_rejects_other_backends(attn):
     ax = gv.draw_program(attn.programs[0])
     n_ops = sum(len(k.ops) for k in attn.programs[0].kernels)
-    nodes = [ln for ln in ax.lines if ln.get_markersize() == 15]  # an op: a circle, a restickify a diamond, host a square
+    nodes = [ln for ln in ax.lines if ln.get_markersize() == 15]  # op: circle, restickify: diamond, host: square
     assert len(nodes) == n_ops and "SIMULATED" in ax.get_title()
     assert {ln.get_marker() for ln in nodes} == {"o", "D", "s"}  # this program has all three: shape, not only fill
     # one arrow per edge: op -> op edges that stayed in LX, plus every DMA / PCIe transfer

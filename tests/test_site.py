@@ -156,7 +156,7 @@ def test_site_modules_import_only_what_its_init_names():
     package = ROOT / "common" / "site"
     doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
     allowed = set(re.findall(r"``(\w+)``", re.search(r"^May import: (.*)$", doc, re.MULTILINE).group(1)))
-    allowed |= {"errors", "checks", "palette", "torch_compat", "site"}  # the base modules every package may use, and itself
+    allowed |= {"errors", "checks", "palette", "torch_compat", "site"}  # the base modules any package may use, itself
     for module in package.glob("*.py"):
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \

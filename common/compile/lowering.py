@@ -1,8 +1,8 @@
 """The simulated Spyre compiler's lowering of one graph, stage by stage, as tables (Course 3 Deep Dive).
 
-``common.sim.pipeline`` keeps ``program.stages`` (decompose, fuse); the Spyre policy (``common.sim.machines.spyre``) records
-every later decision per SuperDSC op in ``kernel.tiling["sdsc"]``. This module reads them back, one DataFrame per
-stage, in pipeline order (``STAGES``); nothing here re-decides anything:
+``common.sim.pipeline`` keeps ``program.stages`` (decompose, fuse); the Spyre policy
+(``common.sim.machines.spyre``) records every later decision per SuperDSC op in ``kernel.tiling["sdsc"]``.
+This module reads them back, one DataFrame per stage, in pipeline order (``STAGES``); nothing here re-decides anything:
 
 * decompose   aten op -> kind, coverage (native | decomposed | fallback) and what it lowers to.
 * fuse        op -> bundle (one SuperDSC bundle per run of device ops; a CPU fallback stands alone).

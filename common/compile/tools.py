@@ -3,8 +3,8 @@
 * ``capture_with(backend, model, *args)`` - compile ``model`` with AOTAutograd around *your* backend
   (``(gm, example_inputs) -> callable``) and keep every graph it was handed: Dynamo's torch-level graph(s), the
   forward and the backward aten graphs (functionalized; decomposed with ``decompositions``).
-* ``qualified_op_name(node)`` / ``decomposition_graphs(fn, args)`` - one readable name per operation node, and the graphs
-  of ``fn`` before and after a decomposition table (make_fx with torch's own tables, the same tracer
+* ``qualified_op_name(node)`` / ``decomposition_graphs(fn, args)`` - one readable name per operation node, and
+  the graphs of ``fn`` before and after a decomposition table (make_fx with torch's own tables, the same tracer
   AOTAutograd uses). Counting the ops of a graph is the lab's exercise (``my_count_ops``): nothing here does it.
 * ``time_backends(model, args, backends)`` - eager vs ``aot_eager`` vs ``inductor``: the first call (Dynamo
   trace + compile + one run) timed once, steady state with ``common.measure.bench.measure`` (median of blocks);

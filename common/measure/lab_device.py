@@ -5,7 +5,7 @@ that say which.
     x = x.to(HERE.device)
     print(f"MEASURED {HERE.on}: ...")         # "on the GPU (NVIDIA L4)" / "on the CPU (AMD EPYC 7B12; no GPU found)"
     with torch.profiler.profile(activities=HERE.activities): ...   # + ProfilerActivity.CUDA on a GPU
-    r = HERE.measure(fn, x)                   # common.measure.bench.measure, the device synchronised before each clock read
+    r = HERE.measure(fn, x)                   # common.measure.bench.measure, the device synced before each clock
 
 ``inductor=True`` is for cells that ``torch.compile`` with Inductor: on a GPU Inductor writes Triton kernels, and
 Triton needs CUDA compute capability 7.0 or newer (PyTorch raises "too old to be supported by the triton GPU

@@ -3,10 +3,10 @@
 ``profile(fn, device=...)`` runs ``fn`` under a ``TorchDispatchMode`` that times every aten op it dispatches
 (a CUDA device is synchronised before and after each op, so a GPU op's time is its kernel plus its launch) and
 counts its work with the project's rules: FLOPs from ``torch.utils.flop_counter``'s formulas for matmuls and
-attention, ``common.graph.op_kinds`` for the rest; bytes as ``common.graph.costs`` counts them (every distinct tensor read
-once, every output written once; views and metadata move nothing, a creation op reads nothing, a lookup reads
-the rows it returns, ``copy_`` does not read its destination). Each op also gets a **group** from what it is
-and the module it ran in: ``matmul`` (projections, MLP, LM head), ``attention`` (SDPA, softmax and the score
+attention, ``common.graph.op_kinds`` for the rest; bytes as ``common.graph.costs`` counts them (every distinct
+tensor read once, every output written once; views and metadata move nothing, a creation op reads nothing, a
+lookup reads the rows it returns, ``copy_`` does not read its destination). Each op also gets a **group** from
+what it is and the module it ran in: ``matmul`` (projections, MLP, LM head), ``attention`` (SDPA, softmax and the score
 matmuls), ``norm`` (everything inside a ``*Norm`` module), ``pointwise`` (RoPE, activations, residual adds) and
 ``other`` (views, copies, creation, lookups: no FLOPs, so no roofline point).
 
@@ -69,7 +69,8 @@ def _tensors(tree) -> list[torch.Tensor]:
 
 
 def op_work(func, args, kwargs, out) -> tuple[str, float, float]:
-    """(kind, FLOPs, bytes) of one dispatched aten op, by the rules of ``common.graph.costs`` / ``common.graph.op_kinds``."""
+    """(kind, FLOPs, bytes) of one dispatched aten op, by the rules of ``common.graph.costs`` and
+    ``common.graph.op_kinds``."""
     rule = rule_for(func) if isinstance(func, torch._ops.OpOverload) else None
     if rule is None:
         kind, flops = "uncosted", 0.0

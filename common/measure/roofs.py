@@ -33,7 +33,8 @@ def _tag(dtype) -> str:
 
 
 def other_dtypes(machine, dtype) -> tuple[str, ...]:
-    """The dtypes besides ``dtype`` (the model's) whose GEMM roof this machine (``common.measure.devices.Machine``) has."""
+    """The dtypes besides ``dtype`` (the model's) whose GEMM roof this machine (``common.measure.devices.Machine``)
+    has."""
     tag = _tag(dtype)
     if machine.device_type == "cuda":
         want = [d for d in ("fp16", "bf16", "fp32") if d in machine.dtypes]

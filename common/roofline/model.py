@@ -234,7 +234,8 @@ def roofline_for_chip(chip: str | Chip, dtype: str | torch.dtype | Sequence[str]
 
 
 def roofline_from_measured(peaks, *, name: str | None = None) -> Roofline:
-    """The roofline of a ``common.measure.bench.measure_peaks`` result (``MeasuredPeaks``): GEMM FLOP/s as peak, copy bytes/s as the ceiling."""
+    """The roofline of a ``common.measure.bench.measure_peaks`` result (``MeasuredPeaks``): GEMM FLOP/s as peak,
+    copy bytes/s as the ceiling."""
     try:
         d = canonical_dtype(peaks.dtype)
     except DFAError:

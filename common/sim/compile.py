@@ -276,7 +276,8 @@ def _refuse_unknown_callables(gm: fx.GraphModule, backend: str) -> None:
         ops = node.meta.get("uncosted")
         if ops and not isinstance(node.target, torch._ops.OpOverload):
             raise DFAError(f"dfa_{backend} cannot run {getattr(node.target, '__name__', node.target)} (node "
-                           f"{node.name}): it is not an aten op and {', '.join(ops)} has no rule in common.graph.op_kinds")
+                           f"{node.name}): it is not an aten op and {', '.join(ops)} has no rule in "
+                           "common.graph.op_kinds")
 
 
 def _returns_alias(target) -> bool:

@@ -122,8 +122,9 @@ A100_80_COPY = (0.846, "no published copy measurement for the 80 GB part found: 
 # The T4's GDDR6 under a 70 W cap: no public copy benchmark found. A T4 GEMV measured as a calibration
 # microbenchmark, not an end-to-end figure) reached 36 % of the 320 GB/s spec; the 70 W power cap that lowers the
 # GEMM clock (T4_MM above) is the likely cause.
-T4_COPY = (0.36, "a T4 GEMV measured as a calibration microbenchmark reached 36 % of the 320 GB/s GDDR6 spec (no public copy "
-                 "benchmark for the T4 found; 70 W power cap); re-measure with common.measure.bench.measure_peaks")
+T4_COPY = (0.36, "a T4 GEMV measured as a calibration microbenchmark reached 36 % of the 320 GB/s GDDR6 spec "
+                 "(no public copy benchmark for the T4 found; 70 W power cap); re-measure with "
+                 "common.measure.bench.measure_peaks")
 
 
 def _gpu(name, src, *, peaks, tc, sms, clock, smem_per_sm, l2, dram, dram_bw, dram_name, link, link_name, power,

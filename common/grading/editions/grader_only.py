@@ -131,7 +131,8 @@ NOT_REFERENCES: dict[tuple[str, str, str], str] = {
         "course1_landscape/lab1_landscape",
         "measure",
         "common.measure.lab_device:LabDevice.measure",
-    ): "common.measure.bench.measure on the lab's chosen device; it syncs only that device, hidden tests pass their own sync",
+    ): ("common.measure.bench.measure on the lab's chosen device; it syncs only that device, hidden tests pass "
+        "their own sync"),
     (
         "course1_landscape/deepdive1_spyre",
         "sticks",

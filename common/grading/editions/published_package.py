@@ -1,14 +1,14 @@
 """The package learners install from the student edition: ``pyproject.toml`` and ``common/`` without what only
 the instructor needs.
 
-Left out: ``common/grading/`` (release, sandbox, autograde, the graders: instructor tooling; the checks the
-visible tests call live in ``common/checks.py`` and stay), ``common/site/`` (the course website's builder), caches, and each reference of a graded stub
-(``grader_only.GRADER_ONLY``) that nothing the learner runs needs. A reference is removed only when no release
-notebook and no other published module mentions its name (a whole word); otherwise it stays, and
-``dfa publish`` says which notebook or module holds it, so that ``dfa check --published`` is expected to fail
-until that use is gone. The pyproject keeps the project's name, version, dependencies, the ``dfa`` command and
-the torch.compile backends and the learners' ``lab`` extra (JupyterLab), and drops the instructor, cluster and
-dev extras. The licence file (``LICENSE``) is published beside it.
+Left out: ``common/grading/`` (release, sandbox, autograde, the graders: instructor tooling; the checks the visible
+tests call live in ``common/checks.py`` and stay), ``common/site/`` (the course website's builder), caches, and each
+reference of a graded stub (``grader_only.GRADER_ONLY``) that nothing the learner runs needs. A reference is removed
+only when no release notebook and no other published module mentions its name (a whole word); otherwise it stays,
+and ``dfa publish`` says which notebook or module holds it, so that ``dfa check --published`` is expected to fail
+until that use is gone. The pyproject keeps the project's name, version, dependencies, the ``dfa`` command and the
+torch.compile backends and the learners' ``lab`` extra (JupyterLab), and drops the instructor, cluster and dev
+extras. The licence file (``LICENSE``) is published beside it.
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def learner_pyproject(instructor_pyproject: Path, published_repo: str) -> str:
         lines += _table("project.scripts", tables["scripts"])
     for group, entries in tables.get("entry-points", {}).items():
         lines += _table(f"project.entry-points.{group}", entries)
-    lines += _table("tool.setuptools.packages.find", {"include": ["common*"], "exclude": ["common.grading*", "common.site*"]})
+    lines += _table("tool.setuptools.packages.find",
+                    {"include": ["common*"], "exclude": ["common.grading*", "common.site*"]})
     # data files the package reads at run time (the bundled model configs of common.models.llm)
     package_data = {k: v for k, v in data.get("tool", {}).get("setuptools", {}).get("package-data", {}).items()
                     if not k.startswith("common.grading")}
