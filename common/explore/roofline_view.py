@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -36,7 +35,7 @@ from common.chips import get_chip
 from common.errors import DFAError
 from common.explore.whatif import Choices, _stack_for
 from common.explore.widget import BATCHES as BATCH_CHOICES
-from common.explore.widget import Explorer, widgets_can_render
+from common.explore.widget import Explorer
 from common.palette import EMPHASIS, style
 from common.roofline import eng, roofline_for_chip
 from common.sim.args import BACKEND_NAMES
@@ -143,30 +142,19 @@ class RooflineExplorer(Explorer):
 
     def __init__(self, choices: Choices, *, interactive: bool | None = None,
                  static_path: str | os.PathLike = "dfa_out/roofline_explorer.png"):
-        self.choices = choices.checked()
-        self.interactive = widgets_can_render() if interactive is None else interactive
-        self.static_path = Path(static_path)
-        self.figure, self.axes = plt.subplots(figsize=(9, 5.6), layout="constrained")
-        self.message = ""
-        self._rows = operating_points(self.choices)
-        draw(self.axes, self._rows)
-        self.widget = self._build() if self.interactive else None
+        super().__init__(choices, interactive=interactive, static_path=static_path)
+
+    def _new_figure(self):
+        return plt.subplots(figsize=(9, 5.6), layout="constrained")
+
+    def _rows_for(self, choices: Choices) -> pd.DataFrame:
+        return operating_points(choices)
+
+    def _draw(self, rows: pd.DataFrame) -> None:
+        draw(self.axes, rows)
 
     def points(self) -> pd.DataFrame:
         """The current rows (``operating_points``)."""
-        return self.table()
-
-    def update(self, **changes) -> pd.DataFrame:
-        """Apply ``changes`` (fields of ``Choices``); a bad one keeps the last good view and sets ``message``."""
-        try:
-            choices = self.choices.changed(**changes)
-            rows = operating_points(choices)
-        except DFAError as exc:
-            self.message = str(exc).splitlines()[0]
-        else:
-            self.choices, self._rows, self.message = choices, rows, ""
-            draw(self.axes, rows)
-        self._refresh()
         return self.table()
 
     def sweep(self, name: str, values, **fixed) -> pd.DataFrame:

@@ -56,18 +56,30 @@ def _display_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 class Explorer:
-    """The choices, their rows, the figure, and (live) the controls; see the module docstring."""
+    """The choices, their rows, the figure, and (live) the controls; see the module docstring. A view of other
+    rows over the same choices (``roofline_view``) overrides the three hooks: ``_new_figure``, ``_rows_for`` and
+    ``_draw``."""
 
     def __init__(self, choices: Choices, *, interactive: bool | None = None,
                  static_path: str | os.PathLike = "dfa_out/explorer.png"):
         self.choices = choices.checked()
         self.interactive = widgets_can_render() if interactive is None else interactive
         self.static_path = Path(static_path)
-        self.figure, self.axes = fig_mod.new_figure()
+        self.figure, self.axes = self._new_figure()
         self.message = ""
-        self._rows = machine_rows(self.choices)
-        fig_mod.draw(self.figure, self.axes, self._rows)
+        self._rows = self._rows_for(self.choices)
+        self._draw(self._rows)
         self.widget = self._build() if self.interactive else None
+
+    # ---- the view's hooks ----
+    def _new_figure(self):
+        return fig_mod.new_figure()
+
+    def _rows_for(self, choices: Choices) -> pd.DataFrame:
+        return machine_rows(choices)
+
+    def _draw(self, rows: pd.DataFrame) -> None:
+        fig_mod.draw(self.figure, self.axes, rows)
 
     # ---- what code and controls share ----
     def table(self) -> pd.DataFrame:
@@ -78,12 +90,12 @@ class Explorer:
         """Apply ``changes`` (fields of ``Choices``); a bad one keeps the last good view and sets ``message``."""
         try:
             choices = self.choices.changed(**changes)
-            rows = machine_rows(choices)
+            rows = self._rows_for(choices)
         except DFAError as exc:
             self.message = str(exc).splitlines()[0]
         else:
             self.choices, self._rows, self.message = choices, rows, ""
-            fig_mod.draw(self.figure, self.axes, rows)
+            self._draw(rows)
         self._refresh()
         return self.table()
 
