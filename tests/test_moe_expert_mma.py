@@ -126,4 +126,4 @@ def test_the_cli_and_the_explorer_take_the_choice(capsys):
                    chip_counts={"gpu": 2})
     native, sync = machine_row(base, "gpu"), machine_row(base.changed(moe_expert_mma="mma.sync"), "gpu")
     assert not native["problem"] and not sync["problem"]
-    assert sync != native
+    assert sync["time_s"] > native["time_s"]  # slower expert kernels, the same step otherwise

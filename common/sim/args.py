@@ -56,22 +56,23 @@ def phase_name(phase: object) -> str:
     return phase
 
 
-def moe_parallel_name(value: object) -> str:
-    """The ``moe_parallel`` option: None -> "expert" (the default); anything not in MOE_PARALLEL: one DFAError line."""
+def _option(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """An option of fixed ``choices``: None -> the first (the default); anything else not in them: one DFAError."""
     if value is None:
-        return MOE_PARALLEL[0]
-    if not isinstance(value, str) or value not in MOE_PARALLEL:
-        raise unknown("moe_parallel", value, MOE_PARALLEL)
+        return choices[0]
+    if not isinstance(value, str) or value not in choices:
+        raise unknown(name, value, choices)
     return value
+
+
+def moe_parallel_name(value: object) -> str:
+    """The ``moe_parallel`` option: None -> "expert" (the default)."""
+    return _option("moe_parallel", value, MOE_PARALLEL)
 
 
 def moe_expert_mma_name(value: object) -> str:
-    """The ``moe_expert_mma`` option: None -> "native"; anything not in MOE_EXPERT_MMA: one DFAError line."""
-    if value is None:
-        return MOE_EXPERT_MMA[0]
-    if not isinstance(value, str) or value not in MOE_EXPERT_MMA:
-        raise unknown("moe_expert_mma", value, MOE_EXPERT_MMA)
-    return value
+    """The ``moe_expert_mma`` option: None -> "native" (the chip's own instruction)."""
+    return _option("moe_expert_mma", value, MOE_EXPERT_MMA)
 
 
 def model_config(model: object):

@@ -43,7 +43,6 @@ def simulate(workload: Workload, backend: str, *, chip=None, chips: int | None =
                        "for a named model use simulate_llm, for one operator simulate_op")
     backend, chips = sim_args.backend_name(backend), sim_args.chip_count(chips)
     sim_args.moe_parallel_name(options.get("moe_parallel"))  # a bad choice fails before anything is compiled
-    sim_args.moe_expert_mma_name(options.get("moe_expert_mma"))
     policy = make_policy(backend, chip, chips, dtype or workload.dtype, **options)
     with gc_paused():
         policy.fit(workload)
